@@ -1,6 +1,21 @@
 //! Strata's encodings, with no I/O: labels and matchers, Gorilla chunks and
 //! log records.
+//!
+//! Every decoder here takes untrusted bytes: it returns a [`CodecError`]
+//! rather than panicking, and never allocates more than the input can
+//! justify.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod bits;
+pub mod chunk;
+pub mod error;
 pub mod labels;
+pub mod log_record;
+mod varint;
 
+pub use chunk::{decode_into, decode_range_into, ChunkIter, XorChunk};
+pub use error::CodecError;
 pub use labels::{Label, MatchOp, Matcher, MatcherError};
+pub use log_record::{LogRecord, LogSample, NewSeries};

@@ -1,0 +1,68 @@
+//! Gorilla XOR chunks: the samples of one series, compressed as Prometheus'
+//! `tsdb/chunkenc` XOR chunk compresses them.
+//!
+//! A chunk is a 4-byte big-endian sample count followed by a bit stream that
+//! is identical to the one of a Prometheus XOR chunk (whose header is a 2-byte
+//! count instead): timestamps as delta-of-delta in Prometheus' millisecond
+//! buckets, values as the XOR with the previous value, reusing the previous
+//! window of meaningful bits when the new one fits inside it. Every `f64`
+//! round-trips bit for bit, NaN payloads included. `docs/format.md` draws the
+//! layout.
+//!
+//! [`XorChunk`] appends in place and is decodable after every append;
+//! [`ChunkIter`], [`decode_into`] and [`decode_range_into`] read a chunk from
+//! bytes, returning errors rather than panicking on any input.
+
+mod append;
+mod read;
+
+pub use append::XorChunk;
+pub use read::{decode_into, decode_range_into, ChunkIter};
+
+/// Bytes of the sample-count header.
+pub const HEADER_LEN: usize = 4;
+
+/// The delta-of-delta buckets after the single `0` bit of an unchanged delta:
+/// (prefix, prefix length, payload width). A delta-of-delta that fits none
+/// of them is written whole after the prefix `1111`.
+const DOD_BUCKETS: [(u64, u32, u32); 3] = [(0b10, 2, 14), (0b110, 3, 17), (0b1110, 4, 20)];
+
+/// Whether `dod` fits a bucket of `nbits`. Prometheus' range is asymmetric,
+/// `-(2^(n-1) - 1) ..= 2^(n-1)`, and so is ours, to keep the bit stream
+/// identical.
+#[inline(always)]
+fn fits_bucket(dod: i64, nbits: u32) -> bool {
+    let half = 1i64 << (nbits - 1);
+    -(half - 1) <= dod && dod <= half
+}
+
+/// Inverse of writing `dod` in `nbits` bits under [`fits_bucket`]'s range:
+/// payloads above `2^(n-1)` are negative. Branch-free: sign-extend
+/// `payload - 1` from `nbits` bits, then add the 1 back.
+#[inline(always)]
+fn bucket_value(payload: u64, nbits: u32) -> i64 {
+    let shift = 64 - nbits;
+    (((payload.wrapping_sub(1) << shift) as i64) >> shift).wrapping_add(1)
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+
+    #[test]
+    fn bucket_payloads_round_trip_at_edges() {
+        for (_, _, nbits) in DOD_BUCKETS {
+            let half = 1i64 << (nbits - 1);
+            for dod in [-(half - 1), -1, 1, half - 1, half] {
+                assert!(fits_bucket(dod, nbits));
+                let payload = (dod as u64) & ((1u64 << nbits) - 1);
+                assert_eq!(bucket_value(payload, nbits), dod, "{dod} in {nbits}");
+            }
+            assert!(!fits_bucket(-half, nbits));
+            assert!(!fits_bucket(half + 1, nbits));
+        }
+    }
+}

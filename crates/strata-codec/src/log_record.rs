@@ -1,0 +1,301 @@
+//! The write-ahead log record of one write batch: the series it creates and
+//! the samples it carries.
+//!
+//! Layout (drawn byte by byte in `docs/format.md`): a version byte, the new
+//! series (ids as zig-zag deltas, labels as length-prefixed strings), the
+//! samples (series ids and timestamps as zig-zag deltas from the previous
+//! sample, values as a zig-zag varint when they are small integers and as 8
+//! raw bytes otherwise), then a CRC-32 of everything before it. Varints are
+//! LEB128.
+
+use crate::labels::Label;
+use crate::varint::{put_uvarint, put_uvarint_flagged, unzigzag, zigzag, Decbuf};
+use crate::CodecError;
+
+/// The format version this build writes and reads.
+const VERSION: u8 = 1;
+
+/// Bytes of the checksum trailer.
+const CRC_LEN: usize = 4;
+
+/// A series created by the batch, with the id later samples refer to it by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSeries {
+    pub id: u64,
+    pub labels: Vec<Label>,
+}
+
+/// One sample of the batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogSample {
+    pub series: u64,
+    pub t: i64,
+    pub v: f64,
+}
+
+/// The log record of one write batch. Every `f64` round-trips bit for bit.
+#[derive(Default, Clone, Debug, PartialEq)]
+pub struct LogRecord {
+    pub new_series: Vec<NewSeries>,
+    pub samples: Vec<LogSample>,
+}
+
+impl LogRecord {
+    /// Appends the encoded record to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let labels_len: usize = self
+            .new_series
+            .iter()
+            .flat_map(|s| &s.labels)
+            .map(|l| l.name.len() + l.value.len() + 4)
+            .sum();
+        out.reserve(
+            1 + 20 + 12 * self.new_series.len() + labels_len + 14 * self.samples.len() + CRC_LEN,
+        );
+
+        out.push(VERSION);
+        put_uvarint(out, self.new_series.len() as u64);
+        let mut prev_id = 0u64;
+        for s in &self.new_series {
+            put_uvarint(out, zigzag(s.id.wrapping_sub(prev_id) as i64));
+            prev_id = s.id;
+            put_uvarint(out, s.labels.len() as u64);
+            for l in &s.labels {
+                put_str(out, &l.name);
+                put_str(out, &l.value);
+            }
+        }
+
+        put_uvarint(out, self.samples.len() as u64);
+        let (mut prev_series, mut prev_t) = (0u64, 0i64);
+        for s in &self.samples {
+            put_uvarint(out, zigzag(s.series.wrapping_sub(prev_series) as i64));
+            prev_series = s.series;
+            let dt = zigzag(s.t.wrapping_sub(prev_t));
+            prev_t = s.t;
+            match small_int(s.v) {
+                Some(i) => {
+                    put_uvarint_flagged(out, dt, true);
+                    put_uvarint(out, zigzag(i));
+                }
+                None => {
+                    put_uvarint_flagged(out, dt, false);
+                    out.extend_from_slice(&s.v.to_bits().to_be_bytes());
+                }
+            }
+        }
+
+        let crc = crc32fast::hash(out.get(start..).unwrap_or_default());
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+
+    /// Decodes a record written by [`encode`](Self::encode). Any damage
+    /// (truncation, flipped bits, trailing bytes) is an error.
+    pub fn decode(bytes: &[u8]) -> Result<LogRecord, CodecError> {
+        let (&version, _) = bytes.split_first().ok_or(CodecError::Truncated)?;
+        if version != VERSION {
+            return Err(CodecError::BadVersion(version));
+        }
+        let (covered, crc) = bytes
+            .split_last_chunk::<CRC_LEN>()
+            .ok_or(CodecError::Truncated)?;
+        let Some((_, body)) = covered.split_first() else {
+            return Err(CodecError::Truncated);
+        };
+        if crc32fast::hash(covered) != u32::from_be_bytes(*crc) {
+            return Err(CodecError::BadChecksum);
+        }
+
+        let mut d = Decbuf::new(body);
+        // Each series takes at least 2 bytes (id, label count).
+        let n_series = d.length_prefix(2);
+        let mut new_series = Vec::with_capacity(n_series);
+        let mut id = 0u64;
+        for _ in 0..n_series {
+            id = id.wrapping_add(unzigzag(d.uvarint()) as u64);
+            // Each label takes at least 2 bytes (two lengths).
+            let n_labels = d.length_prefix(2);
+            let mut labels = Vec::with_capacity(n_labels);
+            for _ in 0..n_labels {
+                let name = d.string();
+                let value = d.string();
+                labels.push(Label { name, value });
+            }
+            if d.err().is_some() {
+                break;
+            }
+            new_series.push(NewSeries { id, labels });
+        }
+
+        // Each sample takes at least 3 bytes (series, time, value).
+        let n_samples = d.length_prefix(3);
+        let mut samples = Vec::with_capacity(n_samples);
+        let (mut series, mut t) = (0u64, 0i64);
+        for _ in 0..n_samples {
+            series = series.wrapping_add(unzigzag(d.uvarint()) as u64);
+            let (dt, is_int) = d.uvarint_flagged();
+            t = t.wrapping_add(unzigzag(dt));
+            let v = if is_int {
+                unzigzag(d.uvarint()) as f64
+            } else {
+                f64::from_bits(d.be_u64())
+            };
+            if d.err().is_some() {
+                break;
+            }
+            samples.push(LogSample { series, t, v });
+        }
+
+        if d.remaining() != 0 {
+            d.fail(CodecError::Corrupt("trailing bytes in log record"));
+        }
+        d.finish()?;
+        Ok(LogRecord {
+            new_series,
+            samples,
+        })
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_uvarint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// `v` as an integer when that integer converts back to exactly `v` and its
+/// varint is shorter than 8 raw bytes; never for -0.0 or NaN.
+#[inline(always)]
+fn small_int(v: f64) -> Option<i64> {
+    let i = v as i64;
+    // `as` saturates and maps NaN to 0, so the comparison rejects those;
+    // -0.0 compares equal to 0 and needs its own check.
+    let exact = i as f64 == v && (i != 0 || v.to_bits() == 0);
+    (exact && zigzag(i) < 1 << 49).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_record() -> LogRecord {
+        LogRecord {
+            new_series: vec![
+                NewSeries {
+                    id: 7,
+                    labels: vec![Label::new("__name__", "up"), Label::new("job", "node")],
+                },
+                NewSeries {
+                    id: 3,
+                    labels: vec![],
+                },
+            ],
+            samples: vec![
+                LogSample {
+                    series: 7,
+                    t: 1_700_000_000_000,
+                    v: 1.0,
+                },
+                LogSample {
+                    series: 3,
+                    t: 1_700_000_000_000,
+                    v: -0.0,
+                },
+                LogSample {
+                    series: 9,
+                    t: i64::MIN,
+                    v: f64::from_bits(0x7ff0_0000_0000_0002),
+                },
+                LogSample {
+                    series: u64::MAX,
+                    t: i64::MAX,
+                    v: 0.1,
+                },
+                LogSample {
+                    series: 0,
+                    t: 0,
+                    v: 2f64.powi(63),
+                },
+                LogSample {
+                    series: 1,
+                    t: -5,
+                    v: -123_456.0,
+                },
+            ],
+        }
+    }
+
+    fn assert_bits_eq(a: &LogRecord, b: &LogRecord) {
+        assert_eq!(a.new_series, b.new_series);
+        assert_eq!(a.samples.len(), b.samples.len());
+        for (x, y) in a.samples.iter().zip(&b.samples) {
+            assert_eq!(
+                (x.series, x.t, x.v.to_bits()),
+                (y.series, y.t, y.v.to_bits())
+            );
+        }
+    }
+
+    #[test]
+    fn round_trips_edge_values() {
+        let rec = sample_record();
+        let mut out = vec![0xAA];
+        rec.encode(&mut out);
+        let got = LogRecord::decode(out.get(1..).unwrap()).unwrap();
+        assert_bits_eq(&rec, &got);
+    }
+
+    #[test]
+    fn empty_record_is_six_bytes() {
+        let mut out = Vec::new();
+        LogRecord::default().encode(&mut out);
+        assert_eq!(out.len(), 1 + 1 + 1 + 4);
+        assert_eq!(LogRecord::decode(&out).unwrap(), LogRecord::default());
+    }
+
+    #[test]
+    fn shared_timestamps_cost_one_byte() {
+        let mut rec = LogRecord::default();
+        for i in 0..100u64 {
+            rec.samples.push(LogSample {
+                series: i,
+                t: 1_700_000_000_000,
+                v: i as f64,
+            });
+        }
+        let mut out = Vec::new();
+        rec.encode(&mut out);
+        // Per sample: id delta 1 byte, time delta + flag 1 byte, value 1-2 bytes.
+        assert!(out.len() < 100 * 4 + 20, "{}", out.len());
+    }
+
+    #[test]
+    fn damage_is_detected() {
+        let mut out = Vec::new();
+        sample_record().encode(&mut out);
+        assert_eq!(LogRecord::decode(&[]), Err(CodecError::Truncated));
+        assert_eq!(
+            LogRecord::decode(&[2, 0, 0, 0, 0]),
+            Err(CodecError::BadVersion(2))
+        );
+        let mut flipped = out.clone();
+        if let Some(b) = flipped.get_mut(5) {
+            *b ^= 0x10;
+        }
+        assert_eq!(LogRecord::decode(&flipped), Err(CodecError::BadChecksum));
+        for cut in 0..out.len() {
+            assert!(LogRecord::decode(out.get(..cut).unwrap()).is_err());
+        }
+    }
+
+    #[test]
+    fn small_int_is_exact() {
+        assert_eq!(small_int(0.0), Some(0));
+        assert_eq!(small_int(-0.0), None);
+        assert_eq!(small_int(f64::NAN), None);
+        assert_eq!(small_int(1.5), None);
+        assert_eq!(small_int(-3.0), Some(-3));
+        assert_eq!(small_int(2f64.powi(63)), None);
+        assert_eq!(small_int(f64::INFINITY), None);
+    }
+}
