@@ -1,0 +1,339 @@
+//! Server side: bounded decompression, protobuf decoding and per-series
+//! validation of a remote-write body.
+
+use std::fmt;
+
+use prost::Message;
+use strata_codec::Label;
+
+use crate::validate::{check_labels, labels_from_raw, render_labels};
+use crate::wire::{self, Sample};
+use crate::{Version, WriteError};
+
+/// Size limits applied before any large allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Largest accepted compressed body (413 above it).
+    pub max_body_bytes: usize,
+    /// Largest accepted decompressed length, as the snappy header declares
+    /// it (413 above it, checked before the buffer is allocated).
+    pub max_decoded_bytes: usize,
+}
+
+impl Default for DecodeLimits {
+    /// 16 MiB compressed, 128 MiB decoded: far above what Prometheus sends
+    /// (its shards cap a request at a few thousand samples), small enough
+    /// that a few concurrent requests cannot exhaust a small node.
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 16 << 20,
+            max_decoded_bytes: 128 << 20,
+        }
+    }
+}
+
+/// The float samples of one valid series, `(timestamp ms, value)` in the
+/// order the client sent them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesSamples {
+    /// Sorted by name, unique, non-empty, with `__name__`.
+    pub labels: Vec<Label>,
+    pub samples: Vec<(i64, f64)>,
+}
+
+/// A series (or part of one) that will not be written, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedSeries {
+    /// The series as Prometheus prints it, `{__name__="x", job="y"}` (only
+    /// the labels that could be resolved, cut at about 1 KiB).
+    pub labels: String,
+    /// How many samples (floats and histograms) of it are not written.
+    pub samples: usize,
+    /// The exact problem.
+    pub reason: String,
+}
+
+impl fmt::Display for RejectedSeries {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "series {}: {} ({} samples rejected)",
+            self.labels, self.reason, self.samples
+        )
+    }
+}
+
+/// A decoded request: what to write and what was refused.
+///
+/// Valid series are kept even when others are rejected (the 2.0 partial
+/// write); the caller writes `series` and answers 400 listing `rejected` if
+/// it is not empty.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedWrite {
+    pub version: Version,
+    /// Valid series with at least one float sample.
+    pub series: Vec<SeriesSamples>,
+    pub rejected: Vec<RejectedSeries>,
+    /// Native-histogram samples received; none is written yet.
+    pub histograms: usize,
+    /// Exemplars received; they are dropped (0 written).
+    pub exemplars: usize,
+}
+
+impl DecodedWrite {
+    fn new(version: Version, capacity: usize) -> Self {
+        Self {
+            version,
+            series: Vec::with_capacity(capacity),
+            rejected: Vec::new(),
+            histograms: 0,
+            exemplars: 0,
+        }
+    }
+
+    /// The number of float samples to be written.
+    pub fn sample_count(&self) -> usize {
+        self.series.iter().map(|s| s.samples.len()).sum()
+    }
+
+    /// One line per rejected series, for a 400 response body.
+    pub fn rejection_message(&self) -> String {
+        let mut out = String::new();
+        for (i, r) in self.rejected.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&r.to_string());
+        }
+        out
+    }
+}
+
+/// The reason given for series that carry only native histograms.
+pub const HISTOGRAMS_UNSUPPORTED: &str = "native histograms are not supported yet";
+
+/// Decodes and validates a snappy-compressed request body of `version`.
+///
+/// Whole-request problems are errors (413 for sizes, 400 for corrupt snappy,
+/// bad protobuf or a malformed 2.0 symbols table). Series-level problems go
+/// to [`DecodedWrite::rejected`]. Series with histograms but no float
+/// samples are rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with both
+/// keeps its floats and gets a rejection entry for its histograms. Series
+/// with neither are valid but omitted.
+pub fn decode(
+    version: Version,
+    body: &[u8],
+    limits: &DecodeLimits,
+) -> Result<DecodedWrite, WriteError> {
+    let raw = decompress(body, limits)?;
+    decode_protobuf(version, &raw)
+}
+
+/// Checks the size limits and decompresses a snappy block-format body. The
+/// declared length is checked against `max_decoded_bytes` before the output
+/// buffer is allocated.
+pub fn decompress(body: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, WriteError> {
+    if body.len() > limits.max_body_bytes {
+        return Err(WriteError::BodyTooLarge {
+            size: body.len(),
+            limit: limits.max_body_bytes,
+        });
+    }
+    let declared = snap::raw::decompress_len(body).map_err(WriteError::CorruptSnappy)?;
+    if declared > limits.max_decoded_bytes {
+        return Err(WriteError::DecodedTooLarge {
+            declared,
+            limit: limits.max_decoded_bytes,
+        });
+    }
+    let mut out = vec![0; declared];
+    let written = snap::raw::Decoder::new()
+        .decompress(body, &mut out)
+        .map_err(WriteError::CorruptSnappy)?;
+    out.truncate(written);
+    Ok(out)
+}
+
+/// Decodes and validates an uncompressed protobuf body of `version`.
+pub fn decode_protobuf(version: Version, raw: &[u8]) -> Result<DecodedWrite, WriteError> {
+    let protobuf = |source| WriteError::Protobuf {
+        message: version.proto_message(),
+        source,
+    };
+    match version {
+        Version::V1 => Ok(from_v1(
+            wire::v1::WriteRequest::decode(raw).map_err(protobuf)?,
+        )),
+        Version::V2 => from_v2(wire::v2::Request::decode(raw).map_err(protobuf)?),
+    }
+}
+
+fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite {
+    let mut out = DecodedWrite::new(Version::V1, req.timeseries.len());
+    for wire::v1::TimeSeries {
+        labels,
+        samples,
+        exemplars,
+        histograms,
+    } in req.timeseries
+    {
+        out.exemplars += exemplars.len();
+        let (labels, problem) = labels_from_raw(labels);
+        let checked = match problem {
+            Some(problem) => Err(problem),
+            None => check_labels(&labels),
+        };
+        out.accept(labels, checked, samples, histograms.len());
+    }
+    out
+}
+
+fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite, WriteError> {
+    match req.symbols.first() {
+        Some(first) if !first.is_empty() => {
+            return Err(WriteError::InvalidSymbols(format!(
+                "symbols[0] must be the empty string, got {:?}",
+                String::from_utf8_lossy(first)
+            )))
+        }
+        None if !req.timeseries.is_empty() => {
+            return Err(WriteError::InvalidSymbols(
+                "the table is empty but series reference it; it must start with the empty string"
+                    .to_owned(),
+            ))
+        }
+        _ => {}
+    }
+    // Invalid UTF-8 in a symbol rejects only the series that reference it.
+    let symbols: Vec<Option<&str>> = req
+        .symbols
+        .iter()
+        .map(|s| std::str::from_utf8(s).ok())
+        .collect();
+    let symbols = Symbols(&symbols);
+
+    let mut out = DecodedWrite::new(Version::V2, req.timeseries.len());
+    for wire::v2::TimeSeries {
+        labels_refs,
+        samples,
+        histograms,
+        exemplars,
+        metadata,
+    } in req.timeseries
+    {
+        out.exemplars += exemplars.len();
+        let (labels, checked) = match symbols.labels(&labels_refs) {
+            Ok(labels) => {
+                let checked = check_labels(&labels)
+                    .and_then(|()| metadata.map_or(Ok(()), |m| symbols.metadata(&m)));
+                (labels, checked)
+            }
+            Err((partial, problem)) => (partial, Err(problem)),
+        };
+        out.accept(labels, checked, samples, histograms.len());
+    }
+    Ok(out)
+}
+
+impl DecodedWrite {
+    /// Files one series under `series` or `rejected`.
+    fn accept(
+        &mut self,
+        labels: Vec<Label>,
+        checked: Result<(), String>,
+        samples: Vec<Sample>,
+        histograms: usize,
+    ) {
+        self.histograms += histograms;
+        if let Err(reason) = checked {
+            self.rejected.push(RejectedSeries {
+                labels: render_labels(&labels),
+                samples: samples.len() + histograms,
+                reason,
+            });
+            return;
+        }
+        if histograms > 0 {
+            let reason = if samples.is_empty() {
+                HISTOGRAMS_UNSUPPORTED.to_owned()
+            } else {
+                format!(
+                    "{HISTOGRAMS_UNSUPPORTED} (the series' {} float samples were written)",
+                    samples.len()
+                )
+            };
+            self.rejected.push(RejectedSeries {
+                labels: render_labels(&labels),
+                samples: histograms,
+                reason,
+            });
+        }
+        if samples.is_empty() {
+            return;
+        }
+        // Same size and alignment: this collect reuses the decoded buffer.
+        let samples = samples
+            .into_iter()
+            .map(|s| (s.timestamp, s.value))
+            .collect();
+        self.series.push(SeriesSamples { labels, samples });
+    }
+}
+
+/// A 2.0 symbols table, each entry `None` when it is not UTF-8.
+struct Symbols<'a>(&'a [Option<&'a str>]);
+
+impl Symbols<'_> {
+    fn get(&self, reference: u32, what: impl Fn() -> String) -> Result<&str, String> {
+        match self.0.get(reference as usize) {
+            Some(Some(s)) => Ok(s),
+            Some(None) => Err(format!(
+                "{} refers to symbol {reference}, which is not valid UTF-8",
+                what()
+            )),
+            None => Err(format!(
+                "{} refers to symbol {reference}, out of range: the symbols table has {} entries",
+                what(),
+                self.0.len()
+            )),
+        }
+    }
+
+    /// Resolves `labels_refs`; on failure returns the labels resolved so far
+    /// (to name the series) and the problem.
+    fn labels(&self, refs: &[u32]) -> Result<Vec<Label>, (Vec<Label>, String)> {
+        let mut labels = Vec::with_capacity(refs.len() / 2);
+        for (i, pair) in refs.chunks_exact(2).enumerate() {
+            let &[name_ref, value_ref] = pair else {
+                continue;
+            };
+            let resolved = self
+                .get(name_ref, || {
+                    format!("labels_refs[{}] (a label name)", 2 * i)
+                })
+                .and_then(|name| {
+                    let value = self.get(value_ref, || {
+                        format!("labels_refs[{}] (the value of label {name:?})", 2 * i + 1)
+                    })?;
+                    Ok(Label::new(name, value))
+                });
+            match resolved {
+                Ok(label) => labels.push(label),
+                Err(problem) => return Err((labels, problem)),
+            }
+        }
+        if refs.len() % 2 != 0 {
+            return Err((
+                labels,
+                format!("labels_refs has an odd length ({})", refs.len()),
+            ));
+        }
+        Ok(labels)
+    }
+
+    fn metadata(&self, m: &crate::proto::v2::Metadata) -> Result<(), String> {
+        self.get(m.help_ref, || "metadata help_ref".to_owned())?;
+        self.get(m.unit_ref, || "metadata unit_ref".to_owned())?;
+        Ok(())
+    }
+}

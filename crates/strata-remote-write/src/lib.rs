@@ -1,0 +1,45 @@
+//! The Prometheus remote-write wire protocol, 1.0 and 2.0, with no HTTP
+//! framework and no storage.
+//!
+//! Server side: [`negotiate`] picks the [`Version`] from the Content-Type and
+//! checks the Content-Encoding; [`decode`] bounds, decompresses, parses and
+//! validates the body into [`DecodedWrite`]: valid series to write, and
+//! rejected series with the reason. Client side: [`encode_v1`],
+//! [`encode_v2`], [`Encoder`] and [`V2RequestBuilder`]. The messages
+//! themselves are in [`proto`].
+//!
+//! Choices where the specifications leave room, following Prometheus' own
+//! receiver unless said otherwise:
+//!
+//! - No Content-Type means 1.0; no Content-Encoding means snappy.
+//! - Label names may be any non-empty UTF-8 (Prometheus 3's rule); values
+//!   must be non-empty UTF-8; names strictly increasing bytewise; `__name__`
+//!   present. A bad series is rejected alone; the rest of the request is
+//!   kept.
+//! - Native histograms are counted, not stored: a series with only
+//!   histograms is rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with
+//!   floats too keeps its floats and gets a rejection entry for its
+//!   histograms. Exemplars are counted and dropped. 1.0 metadata is skipped.
+//! - 2.0: a symbols table whose first entry is not `""` (or that is empty
+//!   while series exist) refuses the whole request (400); a reference out of
+//!   range, an odd `labels_refs`, or a metadata reference out of range
+//!   rejects the series.
+//! - A valid series with no float sample is omitted without complaint.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
+mod decode;
+mod encode;
+mod error;
+mod negotiate;
+pub mod proto;
+mod validate;
+mod wire;
+
+pub use decode::{
+    decode, decode_protobuf, decompress, DecodeLimits, DecodedWrite, RejectedSeries, SeriesSamples,
+    HISTOGRAMS_UNSUPPORTED,
+};
+pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
+pub use error::WriteError;
+pub use negotiate::{negotiate, Version, MEDIA_TYPE, PROTO_V1, PROTO_V2};

@@ -1,0 +1,92 @@
+//! The server's decoding views of the remote-write messages.
+//!
+//! They read the same bytes as [`crate::proto`] but keep label strings and
+//! symbols as raw bytes, so that invalid UTF-8 rejects the one series that
+//! carries it rather than the whole request (prost refuses a whole message
+//! whose `string` field is not UTF-8). Histograms and exemplars decode into
+//! field-less messages: prost checks their framing and skips their fields,
+//! and a `Vec` of a zero-sized type counts them without allocating. Metadata
+//! of 1.0 requests is not declared, so it is skipped.
+//!
+//! The types are named as in the `.proto` files because prost puts the Rust
+//! names in its error messages, which reach clients.
+
+/// A float sample of either version. The 2.0 `start_timestamp` (tag 3) is
+/// skipped, which keeps this 16 bytes, the size of `(i64, f64)`, so that
+/// collecting into `SeriesSamples::samples` reuses the allocation.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub(crate) struct Sample {
+    #[prost(double, tag = "1")]
+    pub value: f64,
+    #[prost(int64, tag = "2")]
+    pub timestamp: i64,
+}
+
+/// Any histogram: framing checked, fields skipped.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub(crate) struct Histogram {}
+
+/// Any exemplar: framing checked, fields skipped.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub(crate) struct Exemplar {}
+
+pub(crate) mod v1 {
+    use super::{Exemplar, Histogram, Sample};
+
+    /// `prometheus.WriteRequest` as the server reads it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct WriteRequest {
+        #[prost(message, repeated, tag = "1")]
+        pub timeseries: Vec<TimeSeries>,
+    }
+
+    /// `prometheus.TimeSeries` as the server reads it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct TimeSeries {
+        #[prost(message, repeated, tag = "1")]
+        pub labels: Vec<Label>,
+        #[prost(message, repeated, tag = "2")]
+        pub samples: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub exemplars: Vec<Exemplar>,
+        #[prost(message, repeated, tag = "4")]
+        pub histograms: Vec<Histogram>,
+    }
+
+    /// `prometheus.Label` with unchecked bytes.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct Label {
+        #[prost(bytes = "vec", tag = "1")]
+        pub name: Vec<u8>,
+        #[prost(bytes = "vec", tag = "2")]
+        pub value: Vec<u8>,
+    }
+}
+
+pub(crate) mod v2 {
+    use super::{Exemplar, Histogram, Sample};
+
+    /// `io.prometheus.write.v2.Request` as the server reads it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct Request {
+        #[prost(bytes = "vec", repeated, tag = "4")]
+        pub symbols: Vec<Vec<u8>>,
+        #[prost(message, repeated, tag = "5")]
+        pub timeseries: Vec<TimeSeries>,
+    }
+
+    /// `io.prometheus.write.v2.TimeSeries` as the server reads it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct TimeSeries {
+        #[prost(uint32, repeated, tag = "1")]
+        pub labels_refs: Vec<u32>,
+        #[prost(message, repeated, tag = "2")]
+        pub samples: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub histograms: Vec<Histogram>,
+        #[prost(message, repeated, tag = "4")]
+        pub exemplars: Vec<Exemplar>,
+        #[prost(message, optional, tag = "5")]
+        pub metadata: Option<crate::proto::v2::Metadata>,
+    }
+}
