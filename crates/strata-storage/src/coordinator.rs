@@ -1,0 +1,327 @@
+//! The write coordinator: applies write requests to the head in one ordered
+//! stream and appends one log record per group of requests to SlateDB.
+//!
+//! Callers resolve series in parallel (on their own tasks) and send the
+//! resolved request here; the coordinator drains whatever is queued (group
+//! commit), applies it, writes one `L` record plus the `S` keys of series
+//! logged for the first time, and answers each request with the outcome and
+//! the SlateDB write handle (awaited by the caller for Durable).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use slatedb::config::{PutOptions, Ttl};
+use slatedb::{WriteBatch, WriteHandle};
+use strata_codec::{LogRecord, LogSample, NewSeries};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::error::StorageError;
+use crate::head::{MemSeries, Rejection};
+use crate::keys;
+use crate::sealer::{self, SealJob};
+use crate::stats::add;
+use crate::values;
+use crate::Inner;
+
+/// The samples of one resolved series in a write request.
+pub struct ResolvedSeries {
+    pub series: Arc<MemSeries>,
+    pub samples: Vec<(i64, f64)>,
+}
+
+/// What became of one write request's samples.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct WriteOutcome {
+    pub appended: usize,
+    pub duplicates: usize,
+    pub rejected: usize,
+    /// The first rejected sample: its series and why.
+    pub first_rejection: Option<(String, Rejection)>,
+    pub new_series: usize,
+}
+
+pub(crate) type Reply = Result<(WriteOutcome, Option<WriteHandle>), StorageError>;
+
+pub(crate) enum Command {
+    Write {
+        series: Vec<ResolvedSeries>,
+        new_series: usize,
+        reply: oneshot::Sender<Reply>,
+    },
+    /// Seal every due bucket now and answer when done (tests, shutdown).
+    SealNow(oneshot::Sender<Result<(), StorageError>>),
+    /// Finish what is queued before this, then stop.
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// State owned by the coordinator task alone.
+pub(crate) struct Coordinator {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) next_seq: u64,
+    /// First log seq that carries a sample of each unsealed bucket.
+    pub(crate) open_buckets: BTreeMap<i64, u64>,
+    /// Buckets up to this one take no more samples (sealed or sealing).
+    pub(crate) frozen_through: i64,
+    /// The seal under way: its task, bucket and the bucket's first log seq
+    /// (to put the bucket back if the seal fails).
+    pub(crate) sealing: Option<(JoinHandle<Result<(), StorageError>>, i64, u64)>,
+    record: LogRecord,
+    encoded: Vec<u8>,
+}
+
+impl Coordinator {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        next_seq: u64,
+        open_buckets: BTreeMap<i64, u64>,
+        frozen_through: i64,
+    ) -> Self {
+        Self {
+            inner,
+            next_seq,
+            open_buckets,
+            frozen_through,
+            sealing: None,
+            record: LogRecord::default(),
+            encoded: Vec::new(),
+        }
+    }
+
+    pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let mut tick = tokio::time::interval(self.inner.settings.seal_check_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let max_group = self.inner.settings.max_group_commit;
+        let mut group = Vec::with_capacity(max_group);
+        let mut shutdown = None;
+        while shutdown.is_none() {
+            tokio::select! {
+                biased;
+                cmd = rx.recv() => {
+                    let Some(cmd) = cmd else { break };
+                    let mut next = Some(cmd);
+                    while let Some(cmd) = next.take() {
+                        match cmd {
+                            Command::Write { series, new_series, reply } => {
+                                group.push((series, new_series, reply));
+                            }
+                            Command::SealNow(done) => {
+                                self.flush_group(&mut group).await;
+                                let r = self.seal_due(true).await;
+                                let _ = done.send(r);
+                            }
+                            Command::Shutdown(done) => {
+                                shutdown = Some(done);
+                                break;
+                            }
+                        }
+                        if group.len() < max_group {
+                            next = rx.try_recv().ok();
+                        }
+                    }
+                    self.flush_group(&mut group).await;
+                }
+                _ = tick.tick() => {
+                    if let Err(e) = self.seal_due(false).await {
+                        tracing::warn!(error = %e, "sealing failed; will retry");
+                    }
+                }
+            }
+        }
+        if let Some((job, _, _)) = self.sealing.take() {
+            let _ = job.await;
+        }
+        if let Some(done) = shutdown {
+            let _ = done.send(());
+        }
+    }
+
+    async fn flush_group(
+        &mut self,
+        group: &mut Vec<(Vec<ResolvedSeries>, usize, oneshot::Sender<Reply>)>,
+    ) {
+        if group.is_empty() {
+            return;
+        }
+        let seq = self.next_seq;
+        let first_open = self.frozen_through.saturating_add(1);
+        let bucket_ms = self.inner.settings.bucket_ms();
+        let now = self.inner.clock.now_ms();
+        self.record.new_series.clear();
+        self.record.samples.clear();
+        let mut batch = WriteBatch::new();
+        let mut newly_logged = Vec::new();
+        let mut outcomes = Vec::with_capacity(group.len());
+        let mut touched: Vec<i64> = Vec::new();
+        for (series, new_series, _) in group.iter() {
+            let mut out = WriteOutcome {
+                new_series: *new_series,
+                ..WriteOutcome::default()
+            };
+            for rs in series {
+                let s = &rs.series;
+                let samples = &mut self.record.samples;
+                let before = samples.len();
+                let r = s.append(&rs.samples, first_open, bucket_ms, |t, v, b| {
+                    samples.push(LogSample { series: s.id, t, v });
+                    if touched.last() != Some(&b) {
+                        touched.push(b);
+                    }
+                });
+                if samples.len() > before && !s.logged.swap(true, Ordering::AcqRel) {
+                    self.record.new_series.push(NewSeries {
+                        id: s.id,
+                        labels: s.labels.to_vec(),
+                    });
+                    batch.put_with_options(
+                        keys::series_key(s.id),
+                        values::encode_series(now, &s.labels),
+                        &self.inner.series_ttl(),
+                    );
+                    s.series_key_written_ms.store(now, Ordering::Relaxed);
+                    newly_logged.push(Arc::clone(s));
+                }
+                out.appended += r.appended;
+                out.duplicates += r.duplicates;
+                out.rejected += r.rejected;
+                if out.first_rejection.is_none() {
+                    if let Some(rej) = r.first_rejection {
+                        out.first_rejection = Some((render_labels(&s.labels), rej));
+                    }
+                }
+            }
+            outcomes.push(out);
+        }
+        let stats = &self.inner.stats;
+        let appended: usize = outcomes.iter().map(|o| o.appended).sum();
+        add(&stats.samples_appended, appended);
+        add(
+            &stats.samples_duplicate,
+            outcomes.iter().map(|o| o.duplicates).sum(),
+        );
+        add(
+            &stats.samples_rejected,
+            outcomes.iter().map(|o| o.rejected).sum(),
+        );
+
+        let result = if self.record.samples.is_empty() {
+            Ok(None)
+        } else {
+            self.encoded.clear();
+            self.record.encode(&mut self.encoded);
+            add(&stats.log_bytes, self.encoded.len());
+            add(&stats.log_records, 1);
+            let ttl = PutOptions {
+                ttl: Ttl::ExpireAfterMillis(
+                    u64::try_from(self.inner.settings.log_retention.as_millis())
+                        .unwrap_or(u64::MAX),
+                ),
+            };
+            batch.put_with_options(keys::log_key(seq), &self.encoded, &ttl);
+            self.next_seq += 1;
+            for b in touched {
+                self.open_buckets.entry(b).or_insert(seq);
+            }
+            self.inner.db.write(batch).await.map(Some).map_err(|e| {
+                add(&stats.write_errors, 1);
+                // The labels of these series did not reach the log: the
+                // next record that carries them must.
+                for s in &newly_logged {
+                    s.logged.store(false, Ordering::Release);
+                }
+                StorageError::from(e)
+            })
+        };
+        if let Err(StorageError::Fenced(_)) = &result {
+            self.inner.fenced.store(true, Ordering::Release);
+            tracing::error!("this writer has been fenced by a newer writer on the same path");
+        }
+        for ((_, _, reply), out) in group.drain(..).zip(outcomes) {
+            let r = match &result {
+                Ok(h) => Ok((out, h.clone())),
+                Err(e) => Err(clone_error(e)),
+            };
+            let _ = reply.send(r);
+        }
+    }
+
+    /// Starts sealing the oldest due bucket, unless a seal is under way.
+    /// With `wait`, seals every due bucket before returning.
+    async fn seal_due(&mut self, wait: bool) -> Result<(), StorageError> {
+        loop {
+            if let Some((job, _, _)) = &self.sealing {
+                if !job.is_finished() && !wait {
+                    return Ok(());
+                }
+            }
+            if let Some((job, bucket, first_seq)) = self.sealing.take() {
+                let failed = match job.await {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e),
+                    Err(e) => Some(StorageError::Unavailable(format!("seal task: {e}"))),
+                };
+                if let Some(e) = failed {
+                    add(&self.inner.stats.seal_errors, 1);
+                    self.open_buckets.insert(bucket, first_seq);
+                    return Err(e);
+                }
+            }
+            let now = self.inner.clock.now_ms();
+            let bucket_ms = self.inner.settings.bucket_ms();
+            let grace = self.inner.settings.grace_ms();
+            let Some((&bucket, &first_seq)) = self.open_buckets.iter().next() else {
+                return Ok(());
+            };
+            let due = bucket
+                .saturating_add(1)
+                .saturating_mul(bucket_ms)
+                .saturating_add(grace)
+                <= now;
+            if !due {
+                return Ok(());
+            }
+            self.open_buckets.remove(&bucket);
+            self.frozen_through = self.frozen_through.max(bucket);
+            let job = SealJob {
+                bucket,
+                replay_from: self
+                    .open_buckets
+                    .values()
+                    .copied()
+                    .min()
+                    .unwrap_or(self.next_seq),
+                next_log_seq: self.next_seq,
+            };
+            let inner = Arc::clone(&self.inner);
+            self.sealing = Some((tokio::spawn(sealer::seal(inner, job)), bucket, first_seq));
+            if !wait {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Renders labels as Prometheus prints a series: `name{k="v", ...}`.
+pub fn render_labels(labels: &[strata_codec::Label]) -> String {
+    let mut name = "";
+    let mut rest = Vec::with_capacity(labels.len());
+    for l in labels {
+        if l.name == strata_codec::labels::METRIC_NAME {
+            name = &l.value;
+        } else {
+            rest.push(format!("{}={:?}", l.name, l.value));
+        }
+    }
+    format!("{name}{{{}}}", rest.join(", "))
+}
+
+fn clone_error(e: &StorageError) -> StorageError {
+    match e {
+        StorageError::Unavailable(m) => StorageError::Unavailable(m.clone()),
+        StorageError::Fenced(m) => StorageError::Fenced(m.clone()),
+        StorageError::Closed => StorageError::Closed,
+        StorageError::Corrupt(m) => StorageError::Corrupt(m.clone()),
+        StorageError::Invalid(m) => StorageError::Invalid(m.clone()),
+    }
+}

@@ -1,0 +1,264 @@
+//! The head: the in-memory delta of every unsealed bucket. One open Gorilla
+//! chunk per series per bucket, a series map keyed by a label-set hash, and
+//! in-memory postings for selection.
+//!
+//! Split by operation as Prometheus' head is: `append.rs` adds samples,
+//! `read.rs` selects series and reads their samples.
+
+mod append;
+mod read;
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxHashMap, FxHasher};
+use strata_codec::{Label, XorChunk};
+
+pub use append::{AppendOutcome, Rejection};
+
+/// No bucket sealed yet.
+pub const NONE_SEALED: i64 = i64::MIN;
+
+/// One series held in the head.
+pub struct MemSeries {
+    pub id: u64,
+    pub labels: Box<[Label]>,
+    /// Whether a log record (and the `S` key) carrying the labels has been
+    /// written; the first record that carries a sample of the series must
+    /// carry its labels too.
+    pub(crate) logged: AtomicBool,
+    /// Wall-clock time the `S` key was last written, so the sealer can
+    /// refresh it before it expires.
+    pub(crate) series_key_written_ms: AtomicI64,
+    pub(crate) state: Mutex<SeriesState>,
+}
+
+/// The mutable part of a series: its open chunks, oldest bucket first.
+pub(crate) struct SeriesState {
+    pub(crate) chunks: Vec<(i64, XorChunk)>,
+    pub(crate) last_t: i64,
+    pub(crate) last_v_bits: u64,
+}
+
+impl MemSeries {
+    fn new(id: u64, labels: Box<[Label]>, logged: bool, written_ms: i64) -> Self {
+        Self {
+            id,
+            labels,
+            logged: AtomicBool::new(logged),
+            series_key_written_ms: AtomicI64::new(written_ms),
+            state: Mutex::new(SeriesState {
+                chunks: Vec::new(),
+                last_t: i64::MIN,
+                last_v_bits: 0,
+            }),
+        }
+    }
+
+    /// The bytes of this series' chunk of `bucket`, if it has one.
+    pub(crate) fn chunk_bytes(&self, bucket: i64) -> Option<Vec<u8>> {
+        let st = self.state.lock();
+        st.chunks
+            .iter()
+            .find(|(b, _)| *b == bucket)
+            .map(|(_, c)| c.bytes().to_vec())
+    }
+
+    /// Frees the chunks of every bucket up to `bucket`.
+    pub(crate) fn drop_through(&self, bucket: i64) {
+        self.state.lock().chunks.retain(|(b, _)| *b > bucket);
+    }
+}
+
+/// Hashes a label set; equal sets hash equal, collisions are resolved by
+/// comparing the labels.
+pub fn labels_hash(labels: &[Label]) -> u64 {
+    let mut h = FxHasher::default();
+    for l in labels {
+        l.name.hash(&mut h);
+        l.value.hash(&mut h);
+    }
+    h.finish()
+}
+
+#[derive(Default)]
+struct SeriesIndex {
+    by_hash: FxHashMap<u64, Vec<Arc<MemSeries>>>,
+    by_id: BTreeMap<u64, Arc<MemSeries>>,
+    /// name -> value -> ids, each id list ascending.
+    postings: FxHashMap<Box<str>, FxHashMap<Box<str>, Vec<u64>>>,
+}
+
+impl SeriesIndex {
+    fn insert(&mut self, hash: u64, series: Arc<MemSeries>) {
+        for l in series.labels.iter() {
+            let ids = self
+                .postings
+                .entry(l.name.as_str().into())
+                .or_default()
+                .entry(l.value.as_str().into())
+                .or_default();
+            // Ids usually arrive ascending; recovery may not, so keep order.
+            match ids.last() {
+                Some(&last) if last > series.id => {
+                    let at = ids.partition_point(|&x| x < series.id);
+                    ids.insert(at, series.id);
+                }
+                _ => ids.push(series.id),
+            }
+        }
+        self.by_id.insert(series.id, Arc::clone(&series));
+        self.by_hash.entry(hash).or_default().push(series);
+    }
+}
+
+/// The in-memory delta. Safe to share between the write coordinator (the
+/// only appender), the sealer and any number of readers.
+pub struct Head {
+    index: RwLock<SeriesIndex>,
+    next_id: AtomicU64,
+    /// Every bucket up to this one is sealed and read from the store.
+    sealed_through: AtomicI64,
+}
+
+impl Head {
+    pub fn new(next_id: u64, sealed_through: Option<i64>) -> Self {
+        Self {
+            index: RwLock::new(SeriesIndex::default()),
+            next_id: AtomicU64::new(next_id.max(1)),
+            sealed_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
+        }
+    }
+
+    /// The series with these labels, created (with the next id) if new.
+    /// The labels must be valid: sorted, unique names.
+    pub fn get_or_create(&self, labels: Vec<Label>, now_ms: i64) -> (Arc<MemSeries>, bool) {
+        let hash = labels_hash(&labels);
+        {
+            let idx = self.index.read();
+            if let Some(s) = find(&idx, hash, &labels) {
+                return (s, false);
+            }
+        }
+        let mut idx = self.index.write();
+        if let Some(s) = find(&idx, hash, &labels) {
+            return (s, false);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let series = Arc::new(MemSeries::new(id, labels.into(), false, now_ms));
+        idx.insert(hash, Arc::clone(&series));
+        (series, true)
+    }
+
+    /// Adds a series known from storage (recovery), keeping its id.
+    pub fn insert_recovered(&self, id: u64, labels: Vec<Label>, written_ms: i64) -> Arc<MemSeries> {
+        let hash = labels_hash(&labels);
+        let mut idx = self.index.write();
+        if let Some(s) = idx.by_id.get(&id) {
+            return Arc::clone(s);
+        }
+        let series = Arc::new(MemSeries::new(id, labels.into(), true, written_ms));
+        idx.insert(hash, Arc::clone(&series));
+        self.next_id.fetch_max(id + 1, Ordering::Relaxed);
+        series
+    }
+
+    pub fn series_by_id(&self, id: u64) -> Option<Arc<MemSeries>> {
+        self.index.read().by_id.get(&id).cloned()
+    }
+
+    /// Every series, ascending by id.
+    pub fn all_series(&self) -> Vec<Arc<MemSeries>> {
+        self.index.read().by_id.values().cloned().collect()
+    }
+
+    pub fn num_series(&self) -> usize {
+        self.index.read().by_id.len()
+    }
+
+    pub fn next_series_id(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed)
+    }
+
+    pub fn sealed_through(&self) -> Option<i64> {
+        match self.sealed_through.load(Ordering::Acquire) {
+            NONE_SEALED => None,
+            b => Some(b),
+        }
+    }
+
+    /// Marks `bucket` (and every older one) sealed, then frees their chunks.
+    /// Readers that saw the old value re-read those buckets from the store.
+    pub fn mark_sealed(&self, bucket: i64) {
+        self.sealed_through.fetch_max(bucket, Ordering::AcqRel);
+        for s in self.all_series() {
+            s.drop_through(bucket);
+        }
+    }
+
+    /// Bytes held by chunks and labels, an estimate for `/metrics`.
+    pub fn memory_bytes(&self) -> usize {
+        let idx = self.index.read();
+        let mut total = 0;
+        for s in idx.by_id.values() {
+            total += std::mem::size_of::<MemSeries>() + 16;
+            total += s
+                .labels
+                .iter()
+                .map(|l| l.name.capacity() + l.value.capacity() + std::mem::size_of::<Label>())
+                .sum::<usize>();
+            let st = s.state.lock();
+            total += st.chunks.capacity() * std::mem::size_of::<(i64, XorChunk)>();
+            total += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
+        }
+        total
+    }
+}
+
+fn find(idx: &SeriesIndex, hash: u64, labels: &[Label]) -> Option<Arc<MemSeries>> {
+    idx.by_hash
+        .get(&hash)?
+        .iter()
+        .find(|s| *s.labels == *labels)
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(v: &str) -> Vec<Label> {
+        vec![Label::new("__name__", "m"), Label::new("k", v)]
+    }
+
+    #[test]
+    fn same_labels_same_series() {
+        let head = Head::new(1, None);
+        let (a, new_a) = head.get_or_create(labels("x"), 0);
+        let (b, new_b) = head.get_or_create(labels("x"), 0);
+        let (c, _) = head.get_or_create(labels("y"), 0);
+        assert!(new_a && !new_b);
+        assert_eq!(a.id, b.id);
+        assert_ne!(a.id, c.id);
+    }
+
+    #[test]
+    fn hash_collisions_are_told_apart() {
+        // Force two label sets into one hash bucket.
+        let head = Head::new(1, None);
+        let s1 = Arc::new(MemSeries::new(1, labels("a").into(), true, 0));
+        let s2 = Arc::new(MemSeries::new(2, labels("b").into(), true, 0));
+        {
+            let mut idx = head.index.write();
+            idx.insert(42, s1);
+            idx.insert(42, s2);
+        }
+        let idx = head.index.read();
+        assert_eq!(find(&idx, 42, &labels("b")).map(|s| s.id), Some(2));
+        assert_eq!(find(&idx, 42, &labels("a")).map(|s| s.id), Some(1));
+        assert!(find(&idx, 42, &labels("c")).is_none());
+    }
+}

@@ -1,0 +1,150 @@
+//! The SlateDB keyspace: one prefix byte per kind of key, integers
+//! big-endian (signed ones with the sign bit flipped) so keys sort by them.
+//! `docs/format.md` draws every key byte by byte.
+
+/// Log record of one applied batch: `L | seq u64`.
+pub const LOG: u8 = b'L';
+/// Forward index, a series' labels: `S | series id u64`.
+pub const SERIES: u8 = b'S';
+/// Postings of a sealed bucket: `I | bucket i64 | name | 0xFF | value`.
+pub const POSTINGS: u8 = b'I';
+/// Sealed chunk: `C | bucket i64 | series id u64`.
+pub const CHUNK: u8 = b'C';
+/// Metadata: `M | name`.
+pub const META: u8 = b'M';
+
+/// Separates a label name from its value in a postings key; never part of
+/// valid UTF-8.
+pub const SEP: u8 = 0xFF;
+
+/// The metadata key of the seal checkpoint.
+pub const CHECKPOINT: &[u8] = b"Mcheckpoint";
+
+fn push_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
+}
+
+fn read_u64(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?))
+}
+
+pub fn log_key(seq: u64) -> [u8; 9] {
+    let mut k = [LOG; 9];
+    k[1..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+pub fn log_seq(key: &[u8]) -> Option<u64> {
+    match key.split_first() {
+        Some((&LOG, rest)) if rest.len() == 8 => read_u64(rest),
+        _ => None,
+    }
+}
+
+pub fn series_key(id: u64) -> [u8; 9] {
+    let mut k = [SERIES; 9];
+    k[1..].copy_from_slice(&id.to_be_bytes());
+    k
+}
+
+pub fn series_id(key: &[u8]) -> Option<u64> {
+    match key.split_first() {
+        Some((&SERIES, rest)) if rest.len() == 8 => read_u64(rest),
+        _ => None,
+    }
+}
+
+/// `C | bucket`: the prefix of every sealed chunk of one bucket.
+pub fn chunk_prefix(bucket: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.push(CHUNK);
+    push_i64(&mut k, bucket);
+    k
+}
+
+pub fn chunk_key(bucket: i64, series: u64) -> Vec<u8> {
+    let mut k = chunk_prefix(bucket);
+    k.extend_from_slice(&series.to_be_bytes());
+    k
+}
+
+/// The series id at the end of a chunk key.
+pub fn chunk_series(key: &[u8]) -> Option<u64> {
+    read_u64(key.get(9..)?)
+}
+
+/// `I | bucket`: the prefix of every postings key of one bucket.
+pub fn postings_bucket_prefix(bucket: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(32);
+    k.push(POSTINGS);
+    push_i64(&mut k, bucket);
+    k
+}
+
+/// `I | bucket | name | 0xFF`: the prefix of every value of one label name.
+pub fn postings_name_prefix(bucket: i64, name: &str) -> Vec<u8> {
+    let mut k = postings_bucket_prefix(bucket);
+    k.extend_from_slice(name.as_bytes());
+    k.push(SEP);
+    k
+}
+
+pub fn postings_key(bucket: i64, name: &str, value: &str) -> Vec<u8> {
+    let mut k = postings_name_prefix(bucket, name);
+    k.extend_from_slice(value.as_bytes());
+    k
+}
+
+/// The postings key listing every series of a bucket (the empty label name,
+/// which no real label has).
+pub fn all_postings_key(bucket: i64) -> Vec<u8> {
+    postings_key(bucket, "", "")
+}
+
+/// Splits a postings key of `bucket` into its label name and value.
+pub fn postings_name_value(key: &[u8]) -> Option<(&str, &str)> {
+    let rest = key.get(9..)?;
+    let sep = rest.iter().position(|&b| b == SEP)?;
+    let name = std::str::from_utf8(rest.get(..sep)?).ok()?;
+    let value = std::str::from_utf8(rest.get(sep + 1..)?).ok()?;
+    Some((name, value))
+}
+
+/// The smallest key strictly greater than every key starting with `prefix`.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0xFF; prefix.len() + 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_sort_signed() {
+        assert!(chunk_key(-1, 5) < chunk_key(0, 0));
+        assert!(chunk_key(0, u64::MAX) < chunk_key(1, 0));
+        assert_eq!(chunk_series(&chunk_key(-7, 42)), Some(42));
+    }
+
+    #[test]
+    fn postings_round_trip() {
+        let k = postings_key(3, "job", "node");
+        assert_eq!(postings_name_value(&k), Some(("job", "node")));
+        assert!(k.starts_with(&postings_name_prefix(3, "job")));
+        assert!(!k.starts_with(&postings_name_prefix(3, "jo")));
+        assert_eq!(postings_name_value(&all_postings_key(3)), Some(("", "")));
+    }
+
+    #[test]
+    fn log_keys_sort_by_seq() {
+        assert!(log_key(255) < log_key(256));
+        assert_eq!(log_seq(&log_key(77)), Some(77));
+    }
+}

@@ -1,0 +1,95 @@
+//! Serializable storage settings. Components (object store, clock) are
+//! given to [`crate::Storage::open`] apart from these.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How the storage engine lays out and keeps data.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageSettings {
+    /// How often SlateDB flushes its WAL to the object store: the most an
+    /// Applied write can lose in a crash.
+    #[serde(with = "humantime_serde")]
+    pub flush_interval: Duration,
+    /// Width of a bucket: the head keeps one open chunk per series per
+    /// bucket, and a sealed chunk holds one bucket of one series.
+    #[serde(with = "humantime_serde")]
+    pub bucket_duration: Duration,
+    /// How long after a bucket's end late samples are still accepted before
+    /// the bucket is sealed.
+    #[serde(with = "humantime_serde")]
+    pub seal_grace: Duration,
+    /// How long sealed data is kept.
+    #[serde(with = "humantime_serde")]
+    pub retention: Duration,
+    /// How long a log record is kept; it must outlive the time from a write
+    /// to the seal of its bucket (bucket + grace), plus any writer downtime
+    /// you want to survive without losing unsealed data.
+    #[serde(with = "humantime_serde")]
+    pub log_retention: Duration,
+    /// How often the sealer looks for buckets that are due.
+    #[serde(with = "humantime_serde")]
+    pub seal_check_interval: Duration,
+    /// Most write requests merged into one log record.
+    pub max_group_commit: usize,
+    /// Capacity of the write coordinator's queue, in requests.
+    pub queue_capacity: usize,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            flush_interval: Duration::from_millis(100),
+            bucket_duration: Duration::from_secs(3600),
+            seal_grace: Duration::from_secs(300),
+            retention: Duration::from_secs(15 * 24 * 3600),
+            log_retention: Duration::from_secs(24 * 3600),
+            seal_check_interval: Duration::from_secs(10),
+            max_group_commit: 64,
+            queue_capacity: 1024,
+        }
+    }
+}
+
+impl StorageSettings {
+    /// Checks the settings, naming the first bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        let ms = |d: Duration| d.as_millis();
+        if self.flush_interval.is_zero() {
+            return Err("flush_interval: must be greater than 0".into());
+        }
+        if ms(self.bucket_duration) < 1000 {
+            return Err("bucket_duration: must be at least 1s".into());
+        }
+        if self.retention < self.bucket_duration {
+            return Err("retention: must be at least one bucket_duration".into());
+        }
+        if self.log_retention < self.bucket_duration + self.seal_grace {
+            return Err("log_retention: must be at least bucket_duration + seal_grace".into());
+        }
+        if self.seal_check_interval.is_zero() {
+            return Err("seal_check_interval: must be greater than 0".into());
+        }
+        if self.max_group_commit == 0 {
+            return Err("max_group_commit: must be at least 1".into());
+        }
+        if self.queue_capacity == 0 {
+            return Err("queue_capacity: must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn bucket_ms(&self) -> i64 {
+        i64::try_from(self.bucket_duration.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    pub(crate) fn grace_ms(&self) -> i64 {
+        i64::try_from(self.seal_grace.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    pub(crate) fn retention_ms(&self) -> i64 {
+        i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX)
+    }
+}

@@ -1,0 +1,106 @@
+//! Counters and histograms the storage engine keeps for `/metrics`. Plain
+//! atomics: the server renders them, no global registry.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A cumulative histogram of durations with fixed bucket bounds (seconds).
+pub struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<AtomicU64>,
+    sum_micros: AtomicU64,
+    count: AtomicU64,
+}
+
+/// Bucket bounds for latencies from a millisecond to a minute.
+pub const LATENCY_BOUNDS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+impl Histogram {
+    pub fn new(bounds: &'static [f64]) -> Self {
+        Self {
+            bounds,
+            counts: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        if let Some(i) = self.bounds.iter().position(|&b| secs <= b) {
+            if let Some(c) = self.counts.get(i) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.sum_micros.fetch_add(
+            u64::try_from(d.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (upper bound, cumulative count) per bucket, then the sum in seconds
+    /// and the total count.
+    pub fn snapshot(&self) -> (Vec<(f64, u64)>, f64, u64) {
+        let mut acc = 0;
+        let buckets = self
+            .bounds
+            .iter()
+            .zip(&self.counts)
+            .map(|(&b, c)| {
+                acc += c.load(Ordering::Relaxed);
+                (b, acc)
+            })
+            .collect();
+        (
+            buckets,
+            self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            self.count.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Everything the storage engine counts.
+pub struct StorageStats {
+    pub samples_appended: AtomicU64,
+    pub samples_duplicate: AtomicU64,
+    pub samples_rejected: AtomicU64,
+    pub series_created: AtomicU64,
+    pub log_records: AtomicU64,
+    pub log_bytes: AtomicU64,
+    pub write_errors: AtomicU64,
+    pub samples_replayed: AtomicU64,
+    pub buckets_sealed: AtomicU64,
+    pub sealed_chunk_bytes: AtomicU64,
+    pub sealed_index_bytes: AtomicU64,
+    pub seal_errors: AtomicU64,
+    pub seal_duration: Histogram,
+    pub durable_wait: Histogram,
+}
+
+impl Default for StorageStats {
+    fn default() -> Self {
+        Self {
+            samples_appended: AtomicU64::new(0),
+            samples_duplicate: AtomicU64::new(0),
+            samples_rejected: AtomicU64::new(0),
+            series_created: AtomicU64::new(0),
+            log_records: AtomicU64::new(0),
+            log_bytes: AtomicU64::new(0),
+            write_errors: AtomicU64::new(0),
+            samples_replayed: AtomicU64::new(0),
+            buckets_sealed: AtomicU64::new(0),
+            sealed_chunk_bytes: AtomicU64::new(0),
+            sealed_index_bytes: AtomicU64::new(0),
+            seal_errors: AtomicU64::new(0),
+            seal_duration: Histogram::new(LATENCY_BOUNDS),
+            durable_wait: Histogram::new(LATENCY_BOUNDS),
+        }
+    }
+}
+
+pub(crate) fn add(c: &AtomicU64, n: usize) {
+    c.fetch_add(n as u64, Ordering::Relaxed);
+}

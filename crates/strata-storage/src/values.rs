@@ -1,0 +1,246 @@
+//! Encodings of the values stored under `S`, `I` and `M` keys. Chunks and
+//! log records are encoded by `strata-codec`.
+
+use strata_codec::Label;
+
+use crate::error::StorageError;
+
+const SERIES_VERSION: u8 = 1;
+const CHECKPOINT_VERSION: u8 = 1;
+
+fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A reader over an encoded value with a sticky error: decode every field,
+/// check once at the end.
+struct Decbuf<'a> {
+    rest: &'a [u8],
+    failed: bool,
+}
+
+impl<'a> Decbuf<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            rest: bytes,
+            failed: false,
+        }
+    }
+
+    fn byte(&mut self) -> u8 {
+        match self.rest.split_first() {
+            Some((&b, rest)) if !self.failed => {
+                self.rest = rest;
+                b
+            }
+            _ => {
+                self.failed = true;
+                0
+            }
+        }
+    }
+
+    fn bytes(&mut self, n: usize) -> &'a [u8] {
+        if self.failed || n > self.rest.len() {
+            self.failed = true;
+            return &[];
+        }
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        head
+    }
+
+    fn be_u64(&mut self) -> u64 {
+        self.bytes(8)
+            .try_into()
+            .map(u64::from_be_bytes)
+            .unwrap_or_default()
+    }
+
+    fn uvarint(&mut self) -> u64 {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte();
+            v |= u64::from(b & 0x7F) << shift;
+            if b & 0x80 == 0 {
+                return v;
+            }
+        }
+        self.failed = true;
+        0
+    }
+
+    fn string(&mut self) -> String {
+        let n = self.uvarint();
+        let raw = self.bytes(usize::try_from(n).unwrap_or(usize::MAX));
+        match std::str::from_utf8(raw) {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                self.failed = true;
+                String::new()
+            }
+        }
+    }
+
+    fn finish<T>(self, what: &'static str, value: T) -> Result<T, StorageError> {
+        if self.failed || !self.rest.is_empty() {
+            return Err(StorageError::Corrupt(format!("malformed {what} value")));
+        }
+        Ok(value)
+    }
+}
+
+/// `S` value: version, the wall-clock time it was written (ms), then labels.
+pub fn encode_series(written_ms: i64, labels: &[Label]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + labels.len() * 24);
+    out.push(SERIES_VERSION);
+    out.extend_from_slice(&written_ms.to_be_bytes());
+    put_uvarint(&mut out, labels.len() as u64);
+    for l in labels {
+        put_uvarint(&mut out, l.name.len() as u64);
+        out.extend_from_slice(l.name.as_bytes());
+        put_uvarint(&mut out, l.value.len() as u64);
+        out.extend_from_slice(l.value.as_bytes());
+    }
+    out
+}
+
+pub fn decode_series(bytes: &[u8]) -> Result<(i64, Vec<Label>), StorageError> {
+    let mut d = Decbuf::new(bytes);
+    if d.byte() != SERIES_VERSION {
+        return Err(StorageError::Corrupt("unknown series value version".into()));
+    }
+    let written = d.be_u64() as i64;
+    let n = d.uvarint();
+    let mut labels = Vec::with_capacity(usize::try_from(n.min(256)).unwrap_or(0));
+    for _ in 0..n {
+        if d.failed {
+            break;
+        }
+        let name = d.string();
+        let value = d.string();
+        labels.push(Label { name, value });
+    }
+    d.finish("series", (written, labels))
+}
+
+/// `I` value: a sorted list of series ids, as a count then varint deltas.
+pub fn encode_postings(ids: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ids.len() * 2 + 4);
+    put_uvarint(&mut out, ids.len() as u64);
+    let mut prev = 0u64;
+    for &id in ids {
+        put_uvarint(&mut out, id.wrapping_sub(prev));
+        prev = id;
+    }
+    out
+}
+
+pub fn decode_postings(bytes: &[u8], out: &mut Vec<u64>) -> Result<(), StorageError> {
+    let mut d = Decbuf::new(bytes);
+    let n = d.uvarint();
+    // Every id takes at least one byte, so a count past the bytes is corrupt
+    // and must not drive the allocation.
+    out.reserve(usize::try_from(n).unwrap_or(0).min(bytes.len()));
+    let mut prev = 0u64;
+    for _ in 0..n {
+        if d.failed {
+            break;
+        }
+        prev = prev.wrapping_add(d.uvarint());
+        out.push(prev);
+    }
+    d.finish("postings", ())
+}
+
+/// The seal checkpoint kept under `Mcheckpoint`: everything recovery needs
+/// to rebuild the head from the log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Every bucket up to and including this one is sealed.
+    pub sealed_through: Option<i64>,
+    /// The first log record that may hold samples of an unsealed bucket.
+    pub replay_from: u64,
+    /// The next series id to hand out.
+    pub next_series_id: u64,
+    /// The next log sequence number at the time of the checkpoint.
+    pub next_log_seq: u64,
+}
+
+pub fn encode_checkpoint(c: &Checkpoint) -> Vec<u8> {
+    let mut out = Vec::with_capacity(34);
+    out.push(CHECKPOINT_VERSION);
+    match c.sealed_through {
+        Some(b) => {
+            out.push(1);
+            out.extend_from_slice(&b.to_be_bytes());
+        }
+        None => out.push(0),
+    }
+    out.extend_from_slice(&c.replay_from.to_be_bytes());
+    out.extend_from_slice(&c.next_series_id.to_be_bytes());
+    out.extend_from_slice(&c.next_log_seq.to_be_bytes());
+    out
+}
+
+pub fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, StorageError> {
+    let mut d = Decbuf::new(bytes);
+    if d.byte() != CHECKPOINT_VERSION {
+        return Err(StorageError::Corrupt(
+            "unknown checkpoint version (written by a newer Strata?)".into(),
+        ));
+    }
+    let sealed_through = match d.byte() {
+        0 => None,
+        _ => Some(d.be_u64() as i64),
+    };
+    let c = Checkpoint {
+        sealed_through,
+        replay_from: d.be_u64(),
+        next_series_id: d.be_u64(),
+        next_log_seq: d.be_u64(),
+    };
+    d.finish("checkpoint", c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_round_trip() {
+        let labels = vec![Label::new("__name__", "up"), Label::new("job", "ñ")];
+        let (t, back) = decode_series(&encode_series(-5, &labels)).unwrap();
+        assert_eq!((t, back), (-5, labels));
+    }
+
+    #[test]
+    fn postings_round_trip_and_truncation() {
+        let ids = vec![1, 2, 300, 70_000, u64::MAX];
+        let enc = encode_postings(&ids);
+        let mut back = Vec::new();
+        decode_postings(&enc, &mut back).unwrap();
+        assert_eq!(back, ids);
+        for cut in 0..enc.len() {
+            assert!(decode_postings(&enc[..cut], &mut Vec::new()).is_err());
+        }
+    }
+
+    #[test]
+    fn checkpoint_round_trip() {
+        for sealed_through in [None, Some(-3), Some(470_000)] {
+            let c = Checkpoint {
+                sealed_through,
+                replay_from: 9,
+                next_series_id: 100,
+                next_log_seq: 12,
+            };
+            assert_eq!(decode_checkpoint(&encode_checkpoint(&c)).unwrap(), c);
+        }
+        assert!(decode_checkpoint(&[9]).is_err());
+    }
+}
