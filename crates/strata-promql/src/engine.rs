@@ -1,0 +1,252 @@
+//! The query engine: parse, check, load every selector's data once for the
+//! whole query, evaluate, shape the result.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use promql_parser::parser::value::ValueType;
+use promql_parser::parser::{self, Expr};
+
+use crate::error::QueryError;
+use crate::eval::{Evaluator, SelectorData};
+use crate::plan::{check_supported, plan_selectors, SelectorLoad};
+use crate::source::{Queryable, Series};
+use crate::value::{InstantSample, QueryValue};
+
+/// Prometheus' default lookback delta (5 minutes).
+pub const DEFAULT_LOOKBACK_MS: i64 = 5 * 60 * 1000;
+
+/// Step of subqueries written without one (`[1h:]`), Prometheus' default
+/// global evaluation interval.
+pub const DEFAULT_SUBQUERY_STEP_MS: i64 = 60 * 1000;
+
+/// Limits every query runs under.
+#[derive(Clone, Debug)]
+pub struct QueryLimits {
+    /// Longest a query may run (a request's `timeout` can only shorten it).
+    pub timeout: Duration,
+    /// Most samples a query may hold in memory at once.
+    pub max_samples: usize,
+    /// Most points a range query may return per series.
+    pub max_points_per_series: usize,
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(120),
+            max_samples: 50_000_000,
+            max_points_per_series: 11_000,
+        }
+    }
+}
+
+/// Evaluates PromQL against a [`Queryable`].
+#[derive(Clone)]
+pub struct Engine {
+    source: Arc<dyn Queryable>,
+    limits: QueryLimits,
+    lookback_ms: i64,
+}
+
+/// Parses a query, answering Prometheus' `bad_data` error when it does not.
+pub fn parse_query(query: &str) -> Result<Expr, QueryError> {
+    parser::parse(query)
+        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+}
+
+impl Engine {
+    pub fn new(source: Arc<dyn Queryable>, limits: QueryLimits) -> Self {
+        Self {
+            source,
+            limits,
+            lookback_ms: DEFAULT_LOOKBACK_MS,
+        }
+    }
+
+    pub fn limits(&self) -> &QueryLimits {
+        &self.limits
+    }
+
+    pub fn source(&self) -> &Arc<dyn Queryable> {
+        &self.source
+    }
+
+    /// An instant query at `time_ms`.
+    pub async fn instant_query(
+        &self,
+        query: &str,
+        time_ms: i64,
+        timeout: Option<Duration>,
+    ) -> Result<QueryValue, QueryError> {
+        let expr = Box::new(parse_query(query)?);
+        if expr.value_type() == ValueType::String {
+            return Ok(QueryValue::String {
+                t: time_ms,
+                v: string_value(&expr),
+            });
+        }
+        let deadline = self.deadline(timeout);
+        let result = self.exec(&expr, time_ms, time_ms, 1, deadline).await?;
+        Ok(match expr.value_type() {
+            ValueType::Vector => QueryValue::Vector(
+                result
+                    .into_iter()
+                    .filter_map(|s| {
+                        let p = s.points.first()?;
+                        Some(InstantSample {
+                            labels: s.labels,
+                            t: time_ms,
+                            v: p.v,
+                        })
+                    })
+                    .collect(),
+            ),
+            ValueType::Scalar => QueryValue::Scalar {
+                t: time_ms,
+                v: result
+                    .first()
+                    .and_then(|s| s.points.first())
+                    .map_or(f64::NAN, |p| p.v),
+            },
+            ValueType::Matrix => QueryValue::Matrix(result),
+            ValueType::String => QueryValue::String {
+                t: time_ms,
+                v: string_value(&expr),
+            },
+        })
+    }
+
+    /// A range query from `start_ms` to `end_ms` every `step_ms`.
+    pub async fn range_query(
+        &self,
+        query: &str,
+        start_ms: i64,
+        end_ms: i64,
+        step_ms: i64,
+        timeout: Option<Duration>,
+    ) -> Result<QueryValue, QueryError> {
+        if step_ms <= 0 {
+            return Err(QueryError::BadData(
+                "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
+            ));
+        }
+        if end_ms < start_ms {
+            return Err(QueryError::BadData(
+                "invalid parameter \"end\": end timestamp must not be before start time".into(),
+            ));
+        }
+        if (end_ms - start_ms) / step_ms > self.limits.max_points_per_series as i64 {
+            return Err(QueryError::BadData(too_many_points_message(
+                self.limits.max_points_per_series,
+            )));
+        }
+        let expr = Box::new(parse_query(query)?);
+        match expr.value_type() {
+            ValueType::Vector | ValueType::Scalar => {}
+            t => {
+                let name = match t {
+                    ValueType::Matrix => "range vector",
+                    ValueType::String => "string",
+                    _ => "unknown",
+                };
+                return Err(QueryError::BadData(format!(
+                    "invalid parameter \"query\": invalid expression type \"{name}\" for range query, must be Scalar or instant Vector"
+                )));
+            }
+        }
+        let deadline = self.deadline(timeout);
+        let mut result = self
+            .exec(&expr, start_ms, end_ms, step_ms, deadline)
+            .await?;
+        result.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(QueryValue::Matrix(result))
+    }
+
+    fn deadline(&self, timeout: Option<Duration>) -> Instant {
+        let t = timeout.map_or(self.limits.timeout, |t| t.min(self.limits.timeout));
+        Instant::now() + t
+    }
+
+    async fn exec(
+        &self,
+        expr: &Expr,
+        start: i64,
+        end: i64,
+        interval: i64,
+        deadline: Instant,
+    ) -> Result<crate::value::Matrix, QueryError> {
+        check_supported(expr)?;
+        let loads = plan_selectors(expr, start, end, self.lookback_ms)?;
+        let data = tokio::time::timeout_at(deadline.into(), self.load(loads))
+            .await
+            .map_err(|_| QueryError::timeout())??;
+        let loaded: usize = data
+            .values()
+            .flat_map(|v| v.iter())
+            .map(|s| s.timestamps.len())
+            .sum();
+        if loaded > self.limits.max_samples {
+            return Err(QueryError::too_many_samples());
+        }
+        let mut ev = Evaluator {
+            start,
+            end,
+            interval,
+            query_start: start,
+            query_end: end,
+            lookback: self.lookback_ms,
+            data: &data,
+            deadline: Some(deadline),
+            max_samples: self.limits.max_samples,
+            current_samples: 0,
+            default_subquery_step: DEFAULT_SUBQUERY_STEP_MS,
+        };
+        ev.eval_matrix(expr)
+    }
+
+    /// Reads every selector's series, all selectors at once.
+    async fn load(&self, loads: Vec<SelectorLoad>) -> Result<SelectorData, QueryError> {
+        let futures = loads.into_iter().map(|l| {
+            let source = self.source.clone();
+            async move {
+                let mut all: Vec<Series> = Vec::new();
+                for matchers in &l.matcher_sets {
+                    let mut got = source.select(matchers, l.mint, l.maxt).await?;
+                    if l.matcher_sets.len() > 1 {
+                        got.retain(|s| !all.iter().any(|a| a.labels == s.labels));
+                    }
+                    all.extend(got);
+                }
+                if l.matcher_sets.len() > 1 {
+                    all.sort_by(|a, b| a.labels.cmp(&b.labels));
+                }
+                Ok::<_, QueryError>((l.key, all))
+            }
+        });
+        let loaded = futures::future::try_join_all(futures).await?;
+        Ok(loaded.into_iter().collect())
+    }
+}
+
+fn string_value(expr: &Expr) -> String {
+    match crate::eval::unwrap_parens(expr) {
+        Expr::StringLiteral(s) => s.val.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Prometheus' message for a range query with too many steps.
+pub fn too_many_points_message(max: usize) -> String {
+    let digits = max.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!(
+        "exceeded maximum resolution of {grouped} points per timeseries. Try decreasing the query resolution (?step=XX)"
+    )
+}

@@ -1,0 +1,361 @@
+//! Aggregation operators (`sum`, `avg`, `topk`, `count_values`, ...) with
+//! `by` / `without`, following Prometheus' `rangeEvalAgg`.
+
+use std::collections::HashMap;
+
+use promql_parser::parser::token::{
+    T_AVG, T_BOTTOMK, T_COUNT, T_COUNT_VALUES, T_GROUP, T_LIMITK, T_LIMIT_RATIO, T_MAX, T_MIN,
+    T_QUANTILE, T_STDDEV, T_STDVAR, T_SUM, T_TOPK,
+};
+use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
+use strata_codec::Label;
+
+use super::{total_points, unwrap_parens, Evaluator, Result};
+use crate::error::QueryError;
+use crate::functions::{format_go_float, kahan_inc, quantile};
+use crate::value::{set_label, Labels, Matrix, MatrixSeries, Point, Sample};
+
+/// Grouping of an aggregation: `by (labels)` or `without (labels)`.
+struct Grouping {
+    labels: Vec<String>,
+    without: bool,
+}
+
+impl Grouping {
+    fn from_expr(a: &AggregateExpr) -> Self {
+        match &a.modifier {
+            Some(LabelModifier::Include(ls)) => Self {
+                labels: ls.labels.clone(),
+                without: false,
+            },
+            Some(LabelModifier::Exclude(ls)) => Self {
+                labels: ls.labels.clone(),
+                without: true,
+            },
+            None => Self {
+                labels: Vec::new(),
+                without: false,
+            },
+        }
+    }
+
+    fn includes(&self, name: &str) -> bool {
+        if self.without {
+            name != "__name__" && !self.labels.iter().any(|l| l == name)
+        } else {
+            self.labels.iter().any(|l| l == name)
+        }
+    }
+
+    /// The labels of the group `labels` falls in (also its key).
+    fn group_labels(&self, labels: &[Label]) -> Labels {
+        labels
+            .iter()
+            .filter(|l| self.includes(&l.name))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Running state of one group at one step.
+#[derive(Default, Clone)]
+struct Group {
+    seen: bool,
+    value: f64,
+    mean: f64,
+    kahan_c: f64,
+    count: f64,
+    incremental_mean: bool,
+    values: Vec<f64>,
+}
+
+impl Group {
+    fn start(op: u16, f: f64) -> Self {
+        let mut g = Group {
+            seen: true,
+            value: f,
+            mean: f,
+            count: 1.0,
+            ..Group::default()
+        };
+        match op {
+            T_STDDEV | T_STDVAR => g.value = if f.is_finite() { 0.0 } else { f64::NAN },
+            T_QUANTILE => g.values.push(f),
+            T_GROUP => g.value = 1.0,
+            _ => {}
+        }
+        g
+    }
+
+    fn add(&mut self, op: u16, f: f64) {
+        match op {
+            T_SUM => (self.value, self.kahan_c) = kahan_inc(f, self.value, self.kahan_c),
+            T_AVG => {
+                self.count += 1.0;
+                if !self.incremental_mean {
+                    let (v, c) = kahan_inc(f, self.value, self.kahan_c);
+                    if !v.is_infinite() {
+                        (self.value, self.kahan_c) = (v, c);
+                        return;
+                    }
+                    self.incremental_mean = true;
+                    self.mean = self.value / (self.count - 1.0);
+                    self.kahan_c /= self.count - 1.0;
+                }
+                let q = (self.count - 1.0) / self.count;
+                (self.mean, self.kahan_c) =
+                    kahan_inc(f / self.count, q * self.mean, q * self.kahan_c);
+            }
+            T_MAX => {
+                if self.value < f || self.value.is_nan() {
+                    self.value = f;
+                }
+            }
+            T_MIN => {
+                if self.value > f || self.value.is_nan() {
+                    self.value = f;
+                }
+            }
+            T_COUNT => self.count += 1.0,
+            T_STDDEV | T_STDVAR => {
+                self.count += 1.0;
+                let delta = f - self.mean;
+                self.mean += delta / self.count;
+                self.value += delta * (f - self.mean);
+            }
+            T_QUANTILE => self.values.push(f),
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, op: u16, q: f64) -> f64 {
+        match op {
+            T_SUM => self.value + self.kahan_c,
+            T_AVG if self.incremental_mean => self.mean + self.kahan_c,
+            T_AVG => self.value / self.count + self.kahan_c / self.count,
+            T_COUNT => self.count,
+            T_STDVAR => self.value / self.count,
+            T_STDDEV => (self.value / self.count).sqrt(),
+            T_QUANTILE => quantile(q, &mut self.values),
+            _ => self.value,
+        }
+    }
+}
+
+impl Evaluator<'_> {
+    pub fn eval_aggregate(&mut self, a: &AggregateExpr) -> Result<Matrix> {
+        let op = a.op.id();
+        let grouping = Grouping::from_expr(a);
+        match op {
+            T_COUNT_VALUES => return self.eval_count_values(a, grouping),
+            T_LIMITK | T_LIMIT_RATIO => {
+                return Err(QueryError::unsupported(format!(
+                    "aggregation {}",
+                    if op == T_LIMITK {
+                        "limitk"
+                    } else {
+                        "limit_ratio"
+                    }
+                )))
+            }
+            _ => {}
+        }
+        let steps = self.num_steps();
+        let params: Vec<f64> = match &a.param {
+            Some(p) => {
+                let m = self.eval_matrix(p)?;
+                let mut values = vec![f64::NAN; steps];
+                if let Some(s) = m.first() {
+                    for p in &s.points {
+                        let i = usize::try_from((p.t - self.start) / self.interval.max(1));
+                        if let Some(slot) = i.ok().and_then(|i| values.get_mut(i)) {
+                            *slot = p.v;
+                        }
+                    }
+                }
+                values
+            }
+            None => Vec::new(),
+        };
+        let original = self.current_samples;
+        if matches!(op, T_TOPK | T_BOTTOMK) {
+            let max = params.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if max < 1.0 {
+                return Ok(Vec::new());
+            }
+            if params.iter().any(|p| p.is_nan()) {
+                return Err(QueryError::exec("Parameter value is NaN"));
+            }
+            let min = params.iter().copied().fold(f64::INFINITY, f64::min);
+            if min <= i64::MIN as f64 {
+                return Err(QueryError::exec(format!(
+                    "Scalar value {} underflows int64",
+                    format_go_float(min)
+                )));
+            }
+            if max >= i64::MAX as f64 {
+                return Err(QueryError::exec(format!(
+                    "Scalar value {} overflows int64",
+                    format_go_float(max)
+                )));
+            }
+        }
+        let input = self.eval_matrix(&a.expr)?;
+
+        // Map each input series to its group, in order of first appearance.
+        let mut group_index: HashMap<Labels, usize> = HashMap::new();
+        let mut group_labels: Vec<Labels> = Vec::new();
+        let mut series_group: Vec<usize> = Vec::with_capacity(input.len());
+        for s in &input {
+            let key = grouping.group_labels(&s.labels);
+            let next = group_labels.len();
+            let g = *group_index.entry(key.clone()).or_insert_with(|| {
+                group_labels.push(key);
+                next
+            });
+            series_group.push(g);
+        }
+
+        let topk = matches!(op, T_TOPK | T_BOTTOMK);
+        let mut out: Matrix = if topk {
+            Vec::new()
+        } else {
+            group_labels
+                .iter()
+                .map(|l| MatrixSeries {
+                    labels: l.clone(),
+                    points: Vec::new(),
+                })
+                .collect()
+        };
+        let mut out_index: HashMap<Labels, usize> = HashMap::new();
+        let mut cursors = vec![0usize; input.len()];
+        let mut groups: Vec<Group> = vec![Group::default(); group_labels.len()];
+        let mut candidates: Vec<Vec<(f64, usize)>> = vec![Vec::new(); group_labels.len()];
+        for (step, ts) in self.steps().collect::<Vec<_>>().into_iter().enumerate() {
+            self.check_deadline()?;
+            let param = params.get(step).copied().unwrap_or(f64::NAN);
+            groups.iter_mut().for_each(|g| g.seen = false);
+            candidates.iter_mut().for_each(Vec::clear);
+            for (si, s) in input.iter().enumerate() {
+                let Some(f) = next_value(ts, &s.points, &mut cursors[si]) else {
+                    continue;
+                };
+                let gi = series_group[si];
+                if topk {
+                    candidates[gi].push((f, si));
+                    continue;
+                }
+                let g = &mut groups[gi];
+                if g.seen {
+                    g.add(op, f);
+                } else {
+                    *g = Group::start(op, f);
+                }
+            }
+            if topk {
+                let k = (param as i64).min(input.len() as i64);
+                if k < 1 {
+                    continue;
+                }
+                for c in &mut candidates {
+                    select_k(c, k as usize, op == T_TOPK);
+                    for &(f, si) in c.iter() {
+                        let labels = &input[si].labels;
+                        let next = out.len();
+                        let i = *out_index.entry(labels.clone()).or_insert(next);
+                        if i == next {
+                            out.push(MatrixSeries {
+                                labels: labels.clone(),
+                                points: Vec::new(),
+                            });
+                        }
+                        out[i].points.push(Point { t: ts, v: f });
+                    }
+                }
+            } else {
+                for (gi, g) in groups.iter_mut().enumerate() {
+                    if g.seen {
+                        let v = g.finish(op, param);
+                        out[gi].points.push(Point { t: ts, v });
+                    }
+                }
+            }
+        }
+        out.retain(|s| !s.points.is_empty());
+        self.current_samples = original;
+        self.add_samples(total_points(&out))?;
+        Ok(out)
+    }
+
+    fn eval_count_values(&mut self, a: &AggregateExpr, grouping: Grouping) -> Result<Matrix> {
+        let label = match a.param.as_deref().map(unwrap_parens) {
+            Some(Expr::StringLiteral(s)) => s.val.clone(),
+            _ => return Err(QueryError::exec("count_values needs a string parameter")),
+        };
+        if label.is_empty() {
+            return Err(QueryError::exec("invalid label name \"\""));
+        }
+        let mut grouping = grouping;
+        if !grouping.without {
+            grouping.labels.push(label.clone());
+        }
+        self.range_eval(&[a.expr.as_ref()], &mut |v, _| {
+            let mut index: HashMap<Labels, usize> = HashMap::new();
+            let mut out: Vec<Sample> = Vec::new();
+            for s in &v[0] {
+                let metric = set_label(&s.labels, &label, &format_go_float(s.v));
+                let key = grouping.group_labels(&metric);
+                match index.get(&key) {
+                    Some(&i) => out[i].v += 1.0,
+                    None => {
+                        index.insert(key.clone(), out.len());
+                        out.push(Sample {
+                            labels: key,
+                            v: 1.0,
+                        });
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// The value of a series at step `ts`, advancing its cursor.
+fn next_value(ts: i64, points: &[Point], cursor: &mut usize) -> Option<f64> {
+    while let Some(p) = points.get(*cursor) {
+        if p.t < ts {
+            *cursor += 1;
+            continue;
+        }
+        if p.t == ts {
+            *cursor += 1;
+            return Some(p.v);
+        }
+        return None;
+    }
+    None
+}
+
+/// Keeps the `k` largest (`top`) or smallest values, NaN least preferred and
+/// earlier series winning ties, ordered best first.
+fn select_k(c: &mut Vec<(f64, usize)>, k: usize, top: bool) {
+    c.sort_by(|a, b| {
+        use std::cmp::Ordering;
+        match (a.0.is_nan(), b.0.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => {
+                let o = a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal);
+                if top {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+        }
+    });
+    c.truncate(k);
+}

@@ -1,0 +1,377 @@
+//! Binary operators: arithmetic, comparisons, `and`/`or`/`unless`, with
+//! Prometheus' vector matching (`on`, `ignoring`, `group_left`,
+//! `group_right`) and its rules for dropping the metric name.
+
+use std::collections::{HashMap, HashSet};
+
+use promql_parser::parser::token::{
+    T_ADD, T_ATAN2, T_DIV, T_EQLC, T_GTE, T_GTR, T_LAND, T_LOR, T_LSS, T_LTE, T_LUNLESS, T_MOD,
+    T_MUL, T_NEQ, T_POW, T_SUB,
+};
+use promql_parser::parser::value::ValueType;
+use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
+use strata_codec::Label;
+
+use super::{Evaluator, Result};
+use crate::error::QueryError;
+use crate::value::{
+    drop_metric_name, empty_labels, is_metadata_label, labels_to_string, Labels, Matrix, Sample,
+    Vector,
+};
+
+/// How the two sides of a vector/vector operation are matched.
+struct Matching {
+    on: bool,
+    labels: Vec<String>,
+    card: Card,
+    include: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Card {
+    OneToOne,
+    ManyToOne,
+    OneToMany,
+    ManyToMany,
+}
+
+impl Matching {
+    fn from_expr(b: &BinaryExpr, set_op: bool) -> Self {
+        let (on, labels) = match b.modifier.as_ref().and_then(|m| m.matching.as_ref()) {
+            Some(LabelModifier::Include(ls)) => (true, ls.labels.clone()),
+            Some(LabelModifier::Exclude(ls)) => (false, ls.labels.clone()),
+            None => (false, Vec::new()),
+        };
+        let (card, include) = match b.modifier.as_ref().map(|m| &m.card) {
+            _ if set_op => (Card::ManyToMany, Vec::new()),
+            Some(VectorMatchCardinality::ManyToOne(ls)) => (Card::ManyToOne, ls.labels.clone()),
+            Some(VectorMatchCardinality::OneToMany(ls)) => (Card::OneToMany, ls.labels.clone()),
+            Some(VectorMatchCardinality::ManyToMany) => (Card::ManyToMany, Vec::new()),
+            Some(VectorMatchCardinality::OneToOne) | None => (Card::OneToOne, Vec::new()),
+        };
+        Self {
+            on,
+            labels,
+            card,
+            include,
+        }
+    }
+
+    /// The join key of a series: its `on` labels, or all labels but the
+    /// `ignoring` ones and the metric name.
+    fn signature(&self, labels: &[Label]) -> String {
+        let mut sig = String::new();
+        for l in labels {
+            let keep = if self.on {
+                self.labels.iter().any(|n| n == &l.name)
+            } else {
+                l.name != "__name__" && !self.labels.iter().any(|n| n == &l.name)
+            };
+            if keep {
+                sig.push_str(&l.name);
+                sig.push('\u{ff}');
+                sig.push_str(&l.value);
+                sig.push('\u{ff}');
+            }
+        }
+        sig
+    }
+
+    /// Prometheus' `Labels.MatchLabels`, used in error messages.
+    fn match_labels(&self, labels: &[Label]) -> Vec<Label> {
+        labels
+            .iter()
+            .filter(|l| {
+                if self.on {
+                    self.labels.iter().any(|n| n == &l.name)
+                } else {
+                    l.name != "__name__" && !self.labels.iter().any(|n| n == &l.name)
+                }
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+impl Evaluator<'_> {
+    pub fn eval_binary(&mut self, b: &BinaryExpr) -> Result<Matrix> {
+        let op = b.op.id();
+        let return_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
+        if let Some(m) = &b.modifier {
+            if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
+                return Err(QueryError::unsupported(
+                    "fill modifiers on binary operators",
+                ));
+            }
+        }
+        let (lt, rt) = (b.lhs.value_type(), b.rhs.value_type());
+        let args = [b.lhs.as_ref(), b.rhs.as_ref()];
+        match (lt, rt) {
+            (ValueType::Scalar, ValueType::Scalar) => self.range_eval(&args, &mut |v, _| {
+                let (Some(l), Some(r)) = (v[0].first(), v[1].first()) else {
+                    return Ok(Vec::new());
+                };
+                Ok(vec![Sample {
+                    labels: empty_labels(),
+                    v: scalar_binop(op, l.v, r.v)?,
+                }])
+            }),
+            (ValueType::Vector, ValueType::Vector) => {
+                let set_op = matches!(op, T_LAND | T_LOR | T_LUNLESS);
+                let matching = Matching::from_expr(b, set_op);
+                self.range_eval(&args, &mut |v, _| match op {
+                    T_LAND => Ok(vector_and(&v[0], &v[1], &matching)),
+                    T_LOR => Ok(vector_or(&v[0], &v[1], &matching)),
+                    T_LUNLESS => Ok(vector_unless(&v[0], &v[1], &matching)),
+                    _ => vector_binop(op, &v[0], &v[1], &matching, return_bool),
+                })
+            }
+            (ValueType::Vector, ValueType::Scalar) => {
+                self.range_eval(&args, &mut |v, _| match v[1].first() {
+                    Some(s) => vector_scalar_binop(op, &v[0], s.v, false, return_bool),
+                    None => Ok(Vec::new()),
+                })
+            }
+            (ValueType::Scalar, ValueType::Vector) => {
+                self.range_eval(&args, &mut |v, _| match v[0].first() {
+                    Some(s) => vector_scalar_binop(op, &v[1], s.v, true, return_bool),
+                    None => Ok(Vec::new()),
+                })
+            }
+            _ => Err(QueryError::exec(format!(
+                "binary operator not allowed between {lt} and {rt}"
+            ))),
+        }
+    }
+}
+
+fn bool_to_f64(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn is_comparison(op: u16) -> bool {
+    matches!(op, T_EQLC | T_NEQ | T_GTR | T_LSS | T_GTE | T_LTE)
+}
+
+/// Whether the operator changes what the metric means, so its name goes.
+fn changes_metric_schema(op: u16) -> bool {
+    matches!(op, T_ADD | T_SUB | T_MUL | T_DIV | T_POW | T_MOD | T_ATAN2)
+}
+
+/// Go's `math.Mod`: the result has the sign of `x`, as Rust's `%` does.
+fn go_mod(x: f64, y: f64) -> f64 {
+    x % y
+}
+
+pub(crate) fn scalar_binop(op: u16, l: f64, r: f64) -> Result<f64> {
+    Ok(match op {
+        T_ADD => l + r,
+        T_SUB => l - r,
+        T_MUL => l * r,
+        T_DIV => l / r,
+        T_POW => l.powf(r),
+        T_MOD => go_mod(l, r),
+        T_ATAN2 => l.atan2(r),
+        T_EQLC => bool_to_f64(l == r),
+        T_NEQ => bool_to_f64(l != r),
+        T_GTR => bool_to_f64(l > r),
+        T_LSS => bool_to_f64(l < r),
+        T_GTE => bool_to_f64(l >= r),
+        T_LTE => bool_to_f64(l <= r),
+        _ => return Err(QueryError::unsupported(format!("binary operator id {op}"))),
+    })
+}
+
+/// The value and whether to keep the element, as Prometheus'
+/// `vectorElemBinop` for floats.
+fn elem_binop(op: u16, l: f64, r: f64) -> Result<(f64, bool)> {
+    Ok(match op {
+        T_EQLC => (l, l == r),
+        T_NEQ => (l, l != r),
+        T_GTR => (l, l > r),
+        T_LSS => (l, l < r),
+        T_GTE => (l, l >= r),
+        T_LTE => (l, l <= r),
+        _ => (scalar_binop(op, l, r)?, true),
+    })
+}
+
+fn vector_scalar_binop(
+    op: u16,
+    vec: &Vector,
+    scalar: f64,
+    swap: bool,
+    return_bool: bool,
+) -> Result<Vector> {
+    let mut out = Vec::with_capacity(vec.len());
+    for s in vec {
+        let (l, r) = if swap { (scalar, s.v) } else { (s.v, scalar) };
+        let (mut value, mut keep) = elem_binop(op, l, r)?;
+        if is_comparison(op) && swap {
+            value = r;
+        }
+        if return_bool {
+            value = bool_to_f64(keep);
+            keep = true;
+        }
+        if keep {
+            let labels = if changes_metric_schema(op) || return_bool {
+                drop_metric_name(&s.labels)
+            } else {
+                s.labels.clone()
+            };
+            out.push(Sample { labels, v: value });
+        }
+    }
+    Ok(out)
+}
+
+fn vector_and(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
+    if lhs.is_empty() || rhs.is_empty() {
+        return Vec::new();
+    }
+    let right: HashSet<String> = rhs.iter().map(|s| m.signature(&s.labels)).collect();
+    lhs.iter()
+        .filter(|s| right.contains(&m.signature(&s.labels)))
+        .cloned()
+        .collect()
+}
+
+fn vector_or(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
+    if lhs.is_empty() {
+        return rhs.clone();
+    }
+    if rhs.is_empty() {
+        return lhs.clone();
+    }
+    let left: HashSet<String> = lhs.iter().map(|s| m.signature(&s.labels)).collect();
+    let mut out = lhs.clone();
+    out.extend(
+        rhs.iter()
+            .filter(|s| !left.contains(&m.signature(&s.labels)))
+            .cloned(),
+    );
+    out
+}
+
+fn vector_unless(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
+    if lhs.is_empty() || rhs.is_empty() {
+        return lhs.clone();
+    }
+    let right: HashSet<String> = rhs.iter().map(|s| m.signature(&s.labels)).collect();
+    lhs.iter()
+        .filter(|s| !right.contains(&m.signature(&s.labels)))
+        .cloned()
+        .collect()
+}
+
+fn vector_binop(
+    op: u16,
+    lhs: &Vector,
+    rhs: &Vector,
+    m: &Matching,
+    return_bool: bool,
+) -> Result<Vector> {
+    if lhs.is_empty() || rhs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (lhs, rhs) = if m.card == Card::OneToMany {
+        (rhs, lhs)
+    } else {
+        (lhs, rhs)
+    };
+    // The right side is the "one" side: its signatures must be unique.
+    let mut right: HashMap<String, &Sample> = HashMap::with_capacity(rhs.len());
+    for rs in rhs {
+        let sig = m.signature(&rs.labels);
+        if let Some(dup) = right.get(&sig) {
+            let one_side = if m.card == Card::OneToMany {
+                "left"
+            } else {
+                "right"
+            };
+            let mut pair = [labels_to_string(&rs.labels), labels_to_string(&dup.labels)];
+            pair.sort();
+            return Err(QueryError::exec(format!(
+                "found duplicate series for the match group {} on the {} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
+                labels_to_string(&m.match_labels(&rs.labels)),
+                one_side,
+                pair[0],
+                pair[1]
+            )));
+        }
+        right.insert(sig, rs);
+    }
+    let mut matched_one: HashSet<String> = HashSet::new();
+    let mut matched_many: HashMap<String, HashSet<Labels>> = HashMap::new();
+    let mut out = Vec::new();
+    for ls in lhs {
+        let sig = m.signature(&ls.labels);
+        let Some(rs) = right.get(&sig) else {
+            continue;
+        };
+        let (fl, fr) = if m.card == Card::OneToMany {
+            (rs.v, ls.v)
+        } else {
+            (ls.v, rs.v)
+        };
+        let (mut value, keep) = elem_binop(op, fl, fr)?;
+        if return_bool {
+            value = bool_to_f64(keep);
+        }
+        let metric = result_metric(&ls.labels, &rs.labels, op, m, return_bool);
+        if m.card == Card::OneToOne {
+            if !matched_one.insert(sig) {
+                return Err(QueryError::exec(
+                    "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)",
+                ));
+            }
+        } else if !matched_many.entry(sig).or_default().insert(metric.clone()) {
+            return Err(QueryError::exec(
+                "multiple matches for labels: grouping labels must ensure unique matches",
+            ));
+        }
+        if !keep && !return_bool {
+            continue;
+        }
+        out.push(Sample {
+            labels: metric,
+            v: value,
+        });
+    }
+    Ok(out)
+}
+
+/// The labels of a vector/vector result, as Prometheus' `resultMetric`.
+fn result_metric(lhs: &[Label], rhs: &[Label], op: u16, m: &Matching, return_bool: bool) -> Labels {
+    let drop_name = return_bool || changes_metric_schema(op);
+    let mut out: Vec<Label> = lhs
+        .iter()
+        .filter(|l| !(drop_name && is_metadata_label(&l.name)))
+        .filter(|l| {
+            if m.card != Card::OneToOne {
+                return true;
+            }
+            let listed = m.labels.iter().any(|n| n == &l.name);
+            if m.on {
+                listed
+            } else {
+                !listed
+            }
+        })
+        .cloned()
+        .collect();
+    for name in &m.include {
+        out.retain(|l| &l.name != name);
+        let v = crate::value::get_label(rhs, name);
+        if !v.is_empty() {
+            let pos = out.partition_point(|l| l.name.as_str() < name.as_str());
+            out.insert(pos, Label::new(name.clone(), v));
+        }
+    }
+    Labels::from(out)
+}

@@ -1,0 +1,148 @@
+//! Vector and matrix selectors over the data loaded before evaluation.
+//!
+//! A vector selector takes, at each step, the newest sample in
+//! `(ref - lookback, ref]` where `ref` is the step (or the `@` time) minus
+//! the offset; a stale marker as that newest sample means "no value". A
+//! range selector takes every non-stale sample in `(ref - range, ref]`.
+
+use promql_parser::parser::{MatrixSelector, VectorSelector};
+
+use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
+use crate::error::QueryError;
+use crate::source::Series;
+use crate::value::{is_stale_nan, Labels, Matrix, MatrixSeries, Point};
+
+impl Evaluator<'_> {
+    /// The series loaded for `vs`.
+    pub fn selector_series(&self, vs: &VectorSelector) -> Result<&[Series]> {
+        self.data
+            .get(&selector_key(vs))
+            .map(Vec::as_slice)
+            .ok_or_else(|| QueryError::Internal("selector data was not loaded".into()))
+    }
+
+    /// The reference time of step `ts` for a selector with these modifiers.
+    pub fn reference_time(&self, ts: i64, at: Option<i64>, offset: i64) -> i64 {
+        at.unwrap_or(ts) - offset
+    }
+
+    pub fn eval_vector_selector(&mut self, vs: &VectorSelector) -> Result<Matrix> {
+        self.vector_selector_points(vs, false)
+    }
+
+    /// Evaluates a vector selector; with `timestamps`, each point carries the
+    /// sample's own timestamp in seconds instead of its value (what
+    /// `timestamp(selector)` returns).
+    pub fn vector_selector_points(
+        &mut self,
+        vs: &VectorSelector,
+        timestamps: bool,
+    ) -> Result<Matrix> {
+        let at = self.at_ms(&vs.at);
+        let offset = offset_ms(&vs.offset);
+        let steps: Vec<i64> = self.steps().collect();
+        let lookback = self.lookback;
+        let mut out = Vec::new();
+        let mut count = 0usize;
+        for s in self.selector_series(vs)? {
+            self.check_deadline()?;
+            let mut points = Vec::new();
+            for &ts in &steps {
+                let r = at.unwrap_or(ts) - offset;
+                let idx = s.timestamps.partition_point(|&t| t <= r);
+                if idx == 0 {
+                    continue;
+                }
+                let (Some(&t), Some(&v)) = (s.timestamps.get(idx - 1), s.values.get(idx - 1))
+                else {
+                    continue;
+                };
+                if t <= r - lookback || is_stale_nan(v) {
+                    continue;
+                }
+                let v = if timestamps { t as f64 / 1000.0 } else { v };
+                points.push(Point { t: ts, v });
+            }
+            if !points.is_empty() {
+                count += points.len();
+                out.push(MatrixSeries {
+                    labels: Labels::from(s.labels.as_slice()),
+                    points,
+                });
+            }
+        }
+        self.add_samples(count)?;
+        Ok(out)
+    }
+
+    /// A range selector evaluated on its own: only valid in an instant query,
+    /// where it returns the raw samples of its window.
+    pub fn eval_matrix_selector(&mut self, ms: &MatrixSelector) -> Result<Matrix> {
+        if self.start != self.end {
+            return Err(QueryError::exec(
+                "cannot do range evaluation of matrix selector",
+            ));
+        }
+        let input = self.range_input_from_selector(ms)?;
+        let mut out = Vec::new();
+        let mut count = 0;
+        let r = self.reference_time(self.start, input.at, input.offset);
+        for s in &input.series {
+            let w = window(&s.points, r - input.range, r);
+            if !w.is_empty() {
+                count += w.len();
+                out.push(MatrixSeries {
+                    labels: s.labels.clone(),
+                    points: w.to_vec(),
+                });
+            }
+        }
+        self.add_samples(count)?;
+        Ok(out)
+    }
+
+    /// The samples a range selector reads, stale markers removed.
+    pub fn range_input_from_selector(&mut self, ms: &MatrixSelector) -> Result<RangeInput> {
+        let vs = &ms.vs;
+        let series: Vec<MatrixSeries> = self
+            .selector_series(vs)?
+            .iter()
+            .map(|s| MatrixSeries {
+                labels: Labels::from(s.labels.as_slice()),
+                points: s
+                    .timestamps
+                    .iter()
+                    .zip(&s.values)
+                    .filter(|(_, v)| !is_stale_nan(**v))
+                    .map(|(&t, &v)| Point { t, v })
+                    .collect(),
+            })
+            .collect();
+        Ok(RangeInput {
+            series,
+            range: duration_ms(&ms.range),
+            offset: offset_ms(&vs.offset),
+            at: self.at_ms(&vs.at),
+            selector: Some(vs.clone()),
+        })
+    }
+}
+
+/// The input of a function over a range vector: series of samples, and the
+/// window each step looks at.
+pub(crate) struct RangeInput {
+    pub series: Matrix,
+    pub range: i64,
+    pub offset: i64,
+    pub at: Option<i64>,
+    /// The selector, when the input is one (absent_over_time reads its
+    /// matchers).
+    pub selector: Option<VectorSelector>,
+}
+
+/// The points of `points` in `(mint, maxt]`.
+pub(crate) fn window(points: &[Point], mint: i64, maxt: i64) -> &[Point] {
+    let lo = points.partition_point(|p| p.t <= mint);
+    let hi = points.partition_point(|p| p.t <= maxt);
+    points.get(lo..hi).unwrap_or(&[])
+}

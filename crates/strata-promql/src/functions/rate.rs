@@ -1,0 +1,154 @@
+//! Functions of a counter or gauge over a window: `rate`, `increase`,
+//! `delta` (Prometheus' extrapolatedRate), `irate`, `idelta`, `deriv`,
+//! `predict_linear`, `resets`, `changes`.
+
+use super::kahan_inc;
+use crate::value::Point;
+
+/// `rate`, `increase` and `delta` over the window `(range_start, range_end]`
+/// (ms), extrapolated towards the window's ends exactly as Prometheus'
+/// `extrapolatedRate` does. `None` when fewer than two samples.
+pub(crate) fn extrapolated_rate(
+    points: &[Point],
+    range_start: i64,
+    range_end: i64,
+    range_ms: i64,
+    is_counter: bool,
+    is_rate: bool,
+) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let first = points.first()?;
+    let last = points.last()?;
+    let mut result = last.v - first.v;
+    if is_counter {
+        for w in points.windows(2) {
+            if w[1].v < w[0].v {
+                result += w[0].v;
+            }
+        }
+    }
+    let num_minus_one = (points.len() - 1) as f64;
+    let mut duration_to_start = (first.t - range_start) as f64 / 1000.0;
+    let mut duration_to_end = (range_end - last.t) as f64 / 1000.0;
+    let sampled_interval = (last.t - first.t) as f64 / 1000.0;
+    let average_between = sampled_interval / num_minus_one;
+    let threshold = average_between * 1.1;
+    if duration_to_start >= threshold {
+        duration_to_start = average_between / 2.0;
+    }
+    if is_counter {
+        let mut duration_to_zero = duration_to_start;
+        if result > 0.0 && first.v >= 0.0 {
+            duration_to_zero = sampled_interval * (first.v / result);
+        }
+        if duration_to_zero < duration_to_start {
+            duration_to_start = duration_to_zero;
+        }
+    }
+    if duration_to_end >= threshold {
+        duration_to_end = average_between / 2.0;
+    }
+    let mut factor = 1.0;
+    if sampled_interval != 0.0 {
+        factor = (sampled_interval + duration_to_start + duration_to_end) / sampled_interval;
+    }
+    if is_rate {
+        factor /= range_ms as f64 / 1000.0;
+    }
+    Some(result * factor)
+}
+
+/// `irate` (`is_rate`) and `idelta`: from the last two samples.
+pub(crate) fn instant_value(points: &[Point], is_rate: bool) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let prev = points.get(points.len() - 2)?;
+    let last = points.last()?;
+    let interval = last.t - prev.t;
+    if interval == 0 {
+        return None;
+    }
+    // A counter that dropped was reset: its increase is then its last value.
+    let mut result = last.v;
+    if !is_rate || !(last.v < prev.v) {
+        result = last.v - prev.v;
+    }
+    if is_rate {
+        result /= interval as f64 / 1000.0;
+    }
+    Some(result)
+}
+
+/// Least-squares slope and the intercept at `intercept_time`, as Prometheus'
+/// `linearRegression`.
+pub(crate) fn linear_regression(points: &[Point], intercept_time: i64) -> (f64, f64) {
+    let (mut n, mut sum_x, mut c_x, mut sum_y, mut c_y) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut sum_xy, mut c_xy, mut sum_x2, mut c_x2) = (0.0, 0.0, 0.0, 0.0);
+    let init_y = points.first().map_or(f64::NAN, |p| p.v);
+    let mut const_y = true;
+    for (i, p) in points.iter().enumerate() {
+        if const_y && i > 0 && p.v != init_y {
+            const_y = false;
+        }
+        n += 1.0;
+        let x = (p.t - intercept_time) as f64 / 1e3;
+        (sum_x, c_x) = kahan_inc(x, sum_x, c_x);
+        (sum_y, c_y) = kahan_inc(p.v, sum_y, c_y);
+        (sum_xy, c_xy) = kahan_inc(x * p.v, sum_xy, c_xy);
+        (sum_x2, c_x2) = kahan_inc(x * x, sum_x2, c_x2);
+    }
+    if const_y {
+        if init_y.is_infinite() {
+            return (f64::NAN, f64::NAN);
+        }
+        return (0.0, init_y);
+    }
+    sum_x += c_x;
+    sum_y += c_y;
+    sum_xy += c_xy;
+    sum_x2 += c_x2;
+    let cov_xy = sum_xy - sum_x * sum_y / n;
+    let var_x = sum_x2 - sum_x * sum_x / n;
+    let slope = cov_xy / var_x;
+    let intercept = sum_y / n - slope * sum_x / n;
+    (slope, intercept)
+}
+
+pub(crate) fn deriv(points: &[Point]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let t0 = points.first()?.t;
+    Some(linear_regression(points, t0).0)
+}
+
+/// `predict_linear`: the regression line's value `seconds` after `eval_ts`.
+pub(crate) fn predict_linear(points: &[Point], seconds: f64, eval_ts: i64) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let (slope, intercept) = linear_regression(points, eval_ts);
+    Some(slope * seconds + intercept)
+}
+
+pub(crate) fn resets(points: &[Point]) -> Option<f64> {
+    if points.is_empty() {
+        return None;
+    }
+    Some(points.windows(2).filter(|w| w[1].v < w[0].v).count() as f64)
+}
+
+pub(crate) fn changes(points: &[Point]) -> Option<f64> {
+    if points.is_empty() {
+        return None;
+    }
+    Some(
+        points
+            .windows(2)
+            .filter(|w| w[1].v != w[0].v && !(w[1].v.is_nan() && w[0].v.is_nan()))
+            .count() as f64,
+    )
+}

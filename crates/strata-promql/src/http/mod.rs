@@ -1,0 +1,324 @@
+//! The Prometheus HTTP query API (`/api/v1/query`, `query_range`, `series`,
+//! `labels`, `label/{name}/values`, `metadata`, `status/buildinfo`), with
+//! Prometheus' JSON envelope, error types and status codes.
+
+pub mod json;
+pub mod params;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use promql_parser::parser::Expr;
+use strata_codec::{Label, Matcher};
+
+use self::params::{
+    parse_duration, parse_time, parse_time_param, Params, MAX_TIME_MS, MIN_TIME_MS,
+};
+use crate::engine::{parse_query, too_many_points_message};
+use crate::error::QueryError;
+use crate::plan::matcher_sets;
+use crate::{Engine, QueryLimits, Queryable};
+
+/// Largest form body accepted (Prometheus' default is unlimited; queries
+/// are small).
+const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// The version `status/buildinfo` reports.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+struct Api {
+    engine: Engine,
+}
+
+/// The API's routes over `source`, each answering GET and form POST.
+pub fn router(source: Arc<dyn Queryable>, limits: QueryLimits) -> Router {
+    let api = Arc::new(Api {
+        engine: Engine::new(source, limits),
+    });
+    Router::new()
+        .route("/api/v1/query", get(query).post(query))
+        .route("/api/v1/query_range", get(query_range).post(query_range))
+        .route("/api/v1/series", get(series).post(series))
+        .route("/api/v1/labels", get(labels).post(labels))
+        .route(
+            "/api/v1/label/{name}/values",
+            get(label_values).post(label_values),
+        )
+        .route("/api/v1/metadata", get(metadata).post(metadata))
+        .route("/api/v1/status/buildinfo", get(buildinfo))
+        .with_state(api)
+}
+
+/// A successful response with `data` already encoded.
+fn success(data: &str) -> Response {
+    let body = format!("{{\"status\":\"success\",\"data\":{data}}}");
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// The Prometheus `errorType` and HTTP status of an error.
+pub fn error_type_and_status(e: &QueryError) -> (&'static str, StatusCode) {
+    match e {
+        QueryError::BadData(_) => ("bad_data", StatusCode::BAD_REQUEST),
+        QueryError::Execution(_) => ("execution", StatusCode::UNPROCESSABLE_ENTITY),
+        QueryError::Timeout(_) => ("timeout", StatusCode::SERVICE_UNAVAILABLE),
+        QueryError::Canceled(_) => (
+            "canceled",
+            StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+        ),
+        QueryError::Unavailable(_) => ("unavailable", StatusCode::SERVICE_UNAVAILABLE),
+        QueryError::Internal(_) => ("internal", StatusCode::INTERNAL_SERVER_ERROR),
+    }
+}
+
+fn error(e: &QueryError) -> Response {
+    let (typ, status) = error_type_and_status(e);
+    let mut body = String::from("{\"status\":\"error\",\"errorType\":\"");
+    body.push_str(typ);
+    body.push_str("\",\"error\":");
+    json::write_str(&mut body, &e.to_string());
+    body.push('}');
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn respond(r: Result<String, QueryError>) -> Response {
+    match r {
+        Ok(data) => success(&data),
+        Err(e) => {
+            tracing::debug!(error = %e, "query API error");
+            error(&e)
+        }
+    }
+}
+
+/// Reads the URL query and, for a form POST, the body.
+async fn read_params(req: Request) -> Result<Params, QueryError> {
+    let query = req.uri().query().map(str::to_owned);
+    let is_form = req.method() == Method::POST
+        && req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let body = if is_form {
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .map_err(|e| QueryError::BadData(format!("error parsing form values: {e}")))?;
+        Some(bytes)
+    } else {
+        None
+    };
+    Ok(Params::parse(query.as_deref(), body.as_deref()))
+}
+
+fn invalid_param(name: &str, e: impl std::fmt::Display) -> QueryError {
+    QueryError::BadData(format!("invalid parameter {name:?}: {e}"))
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let p = read_params(req).await?;
+            let t = match p.get("time") {
+                "" => now_ms(),
+                s => parse_time(s).map_err(|e| invalid_param("time", e))?,
+            };
+            let timeout = match p.get("timeout") {
+                "" => None,
+                s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
+            };
+            let v = api.engine.instant_query(p.get("query"), t, timeout).await?;
+            let mut out = String::new();
+            json::write_query_data(&mut out, &v);
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let p = read_params(req).await?;
+            let start = parse_time(p.get("start")).map_err(|e| invalid_param("start", e))?;
+            let end = parse_time(p.get("end")).map_err(|e| invalid_param("end", e))?;
+            if end < start {
+                return Err(invalid_param(
+                    "end",
+                    "end timestamp must not be before start time",
+                ));
+            }
+            let step = parse_duration(p.get("step")).map_err(|e| invalid_param("step", e))?;
+            let step_ms = i64::try_from(step.as_millis()).unwrap_or(i64::MAX);
+            if step.is_zero() || step_ms <= 0 {
+                return Err(invalid_param(
+                    "step",
+                    "zero or negative query resolution step widths are not accepted. Try a positive integer",
+                ));
+            }
+            let max_points = api.engine.limits().max_points_per_series;
+            if (end - start) / step_ms > max_points as i64 {
+                return Err(QueryError::BadData(too_many_points_message(max_points)));
+            }
+            let timeout = match p.get("timeout") {
+                "" => None,
+                s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
+            };
+            let v = api
+                .engine
+                .range_query(p.get("query"), start, end, step_ms, timeout)
+                .await?;
+            let mut out = String::new();
+            json::write_query_data(&mut out, &v);
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+/// The `match[]` selectors of a request, one matcher list per selector
+/// (and per `or` branch).
+fn parse_match_params(values: &[&str]) -> Result<Vec<Vec<Matcher>>, QueryError> {
+    let mut sets = Vec::new();
+    for v in values {
+        let expr = parse_query(v).map_err(|_| {
+            QueryError::BadData(format!(
+                "invalid parameter \"match[]\": 1:1: parse error: invalid selector {v:?}"
+            ))
+        })?;
+        let Expr::VectorSelector(vs) = expr else {
+            return Err(QueryError::BadData(format!(
+                "invalid parameter \"match[]\": 1:1: parse error: expected a selector, got {v:?}"
+            )));
+        };
+        for set in matcher_sets(&vs)? {
+            if set.iter().all(Matcher::matches_empty) {
+                return Err(QueryError::BadData(
+                    "match[] must contain at least one non-empty matcher".into(),
+                ));
+            }
+            sets.push(set);
+        }
+    }
+    Ok(sets)
+}
+
+fn time_range(p: &Params) -> Result<(i64, i64), QueryError> {
+    Ok((
+        parse_time_param(p, "start", MIN_TIME_MS)?,
+        parse_time_param(p, "end", MAX_TIME_MS)?,
+    ))
+}
+
+async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let p = read_params(req).await?;
+            let matches = p.all("match[]");
+            if matches.is_empty() {
+                return Err(QueryError::BadData("no match[] parameter provided".into()));
+            }
+            let (start, end) = time_range(&p)?;
+            let sets = parse_match_params(&matches)?;
+            let mut all: BTreeSet<Vec<Label>> = BTreeSet::new();
+            for set in &sets {
+                all.extend(api.engine.source().series(set, start, end).await?);
+            }
+            let mut out = String::from("[");
+            for (i, labels) in all.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::write_labels(&mut out, labels);
+            }
+            out.push(']');
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let p = read_params(req).await?;
+            let (start, end) = time_range(&p)?;
+            let sets = parse_match_params(&p.all("match[]"))?;
+            let mut names: BTreeSet<String> = BTreeSet::new();
+            if sets.is_empty() {
+                names.extend(api.engine.source().label_names(&[], start, end).await?);
+            }
+            for set in &sets {
+                names.extend(api.engine.source().label_names(set, start, end).await?);
+            }
+            let mut out = String::new();
+            json::write_str_list(&mut out, &names.into_iter().collect::<Vec<_>>());
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+async fn label_values(
+    State(api): State<Arc<Api>>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Response {
+    respond(
+        async {
+            if name.is_empty() {
+                return Err(QueryError::BadData(format!("invalid label name: {name:?}")));
+            }
+            let p = read_params(req).await?;
+            let (start, end) = time_range(&p)?;
+            let sets = parse_match_params(&p.all("match[]"))?;
+            let mut values: BTreeSet<String> = BTreeSet::new();
+            if sets.is_empty() {
+                values.extend(
+                    api.engine
+                        .source()
+                        .label_values(&name, &[], start, end)
+                        .await?,
+                );
+            }
+            for set in &sets {
+                values.extend(
+                    api.engine
+                        .source()
+                        .label_values(&name, set, start, end)
+                        .await?,
+                );
+            }
+            let mut out = String::new();
+            json::write_str_list(&mut out, &values.into_iter().collect::<Vec<_>>());
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+async fn metadata() -> Response {
+    success("{}")
+}
+
+async fn buildinfo() -> Response {
+    let mut out = String::from("{\"version\":");
+    json::write_str(&mut out, VERSION);
+    out.push_str(
+        ",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\",\"goVersion\":\"\"}",
+    );
+    success(&out)
+}

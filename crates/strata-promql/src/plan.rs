@@ -1,0 +1,258 @@
+//! Before evaluation: refuse what Strata does not implement, and work out
+//! the time range each selector must read, as Prometheus'
+//! `getTimeRangesForSelector` does, so that every selector is read once for
+//! the whole query.
+
+use promql_parser::label::MatchOp as ParserMatchOp;
+use promql_parser::parser::token::{T_LIMITK, T_LIMIT_RATIO};
+use promql_parser::parser::{AtModifier, Expr, VectorSelector};
+use strata_codec::{MatchOp, Matcher};
+
+use crate::error::QueryError;
+use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms};
+
+/// One selector's read: its node key, one matcher list per `or` branch, and
+/// the inclusive time range.
+pub(crate) struct SelectorLoad {
+    pub key: usize,
+    pub matcher_sets: Vec<Vec<Matcher>>,
+    pub mint: i64,
+    pub maxt: i64,
+}
+
+/// Names of the functions Strata evaluates.
+pub(crate) fn is_supported_function(name: &str) -> bool {
+    crate::functions::math::simple(name).is_some()
+        || crate::functions::time::date_function(name).is_some()
+        || matches!(
+            name,
+            "rate"
+                | "increase"
+                | "delta"
+                | "irate"
+                | "idelta"
+                | "deriv"
+                | "predict_linear"
+                | "resets"
+                | "changes"
+                | "avg_over_time"
+                | "min_over_time"
+                | "max_over_time"
+                | "sum_over_time"
+                | "count_over_time"
+                | "last_over_time"
+                | "present_over_time"
+                | "stddev_over_time"
+                | "stdvar_over_time"
+                | "quantile_over_time"
+                | "absent_over_time"
+                | "clamp"
+                | "clamp_min"
+                | "clamp_max"
+                | "round"
+                | "histogram_quantile"
+                | "label_replace"
+                | "label_join"
+                | "absent"
+                | "vector"
+                | "scalar"
+                | "time"
+                | "timestamp"
+                | "sort"
+                | "sort_desc"
+                | "pi"
+        )
+}
+
+/// Errors on the first construct Strata does not evaluate, naming it.
+pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
+    match expr {
+        Expr::Aggregate(a) => {
+            let op = a.op.id();
+            if op == T_LIMITK || op == T_LIMIT_RATIO {
+                let name = if op == T_LIMITK {
+                    "limitk"
+                } else {
+                    "limit_ratio"
+                };
+                return Err(QueryError::unsupported(format!("aggregation {name}")));
+            }
+            if let Some(p) = &a.param {
+                check_supported(p)?;
+            }
+            check_supported(&a.expr)
+        }
+        Expr::Unary(u) => check_supported(&u.expr),
+        Expr::Binary(b) => {
+            if let Some(m) = &b.modifier {
+                if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
+                    return Err(QueryError::unsupported(
+                        "fill modifiers on binary operators",
+                    ));
+                }
+            }
+            check_supported(&b.lhs)?;
+            check_supported(&b.rhs)
+        }
+        Expr::Paren(p) => check_supported(&p.expr),
+        Expr::Subquery(s) => check_supported(&s.expr),
+        Expr::Call(c) => {
+            if !is_supported_function(c.func.name) {
+                return Err(QueryError::unsupported(format!(
+                    "function {:?}",
+                    c.func.name
+                )));
+            }
+            c.args.args.iter().try_for_each(|a| check_supported(a))
+        }
+        Expr::Extension(_) => Err(QueryError::unsupported("extension expressions")),
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::VectorSelector(_)
+        | Expr::MatrixSelector(_) => Ok(()),
+    }
+}
+
+struct PlanContext {
+    query_start: i64,
+    query_end: i64,
+    lookback: i64,
+}
+
+impl PlanContext {
+    fn at(&self, at: &Option<AtModifier>) -> Option<i64> {
+        at.as_ref().map(|a| match a {
+            AtModifier::Start => self.query_start,
+            AtModifier::End => self.query_end,
+            AtModifier::At(t) => system_time_ms(*t),
+        })
+    }
+}
+
+/// Every selector of `expr` with the range it reads, for a query evaluated
+/// at steps in `[start, end]`.
+pub(crate) fn plan_selectors(
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    lookback: i64,
+) -> Result<Vec<SelectorLoad>, QueryError> {
+    let ctx = PlanContext {
+        query_start: start,
+        query_end: end,
+        lookback,
+    };
+    let mut out = Vec::new();
+    walk(expr, start, end, &ctx, &mut out)?;
+    Ok(out)
+}
+
+fn walk(
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    ctx: &PlanContext,
+    out: &mut Vec<SelectorLoad>,
+) -> Result<(), QueryError> {
+    match expr {
+        Expr::VectorSelector(vs) => out.push(load_for(vs, start, end, ctx.lookback, ctx)?),
+        Expr::MatrixSelector(ms) => {
+            out.push(load_for(&ms.vs, start, end, duration_ms(&ms.range), ctx)?)
+        }
+        Expr::Subquery(sq) => {
+            let (s, e) = match ctx.at(&sq.at) {
+                Some(t) => (t, t),
+                None => (start, end),
+            };
+            let offset = offset_ms(&sq.offset);
+            walk(
+                &sq.expr,
+                s - offset - duration_ms(&sq.range),
+                e - offset,
+                ctx,
+                out,
+            )?;
+        }
+        Expr::Aggregate(a) => {
+            if let Some(p) = &a.param {
+                walk(p, start, end, ctx, out)?;
+            }
+            walk(&a.expr, start, end, ctx, out)?;
+        }
+        Expr::Unary(u) => walk(&u.expr, start, end, ctx, out)?,
+        Expr::Binary(b) => {
+            walk(&b.lhs, start, end, ctx, out)?;
+            walk(&b.rhs, start, end, ctx, out)?;
+        }
+        Expr::Paren(p) => walk(&p.expr, start, end, ctx, out)?,
+        Expr::Call(c) => {
+            for a in &c.args.args {
+                walk(a, start, end, ctx, out)?;
+            }
+        }
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+    }
+    Ok(())
+}
+
+/// The read of one selector that looks `window` ms back from each
+/// reference time (the lookback for instant selectors, the range for range
+/// selectors); windows are left-open.
+fn load_for(
+    vs: &VectorSelector,
+    start: i64,
+    end: i64,
+    window: i64,
+    ctx: &PlanContext,
+) -> Result<SelectorLoad, QueryError> {
+    let offset = offset_ms(&vs.offset);
+    let (s, e) = match ctx.at(&vs.at) {
+        Some(t) => (t, t),
+        None => (start, end),
+    };
+    Ok(SelectorLoad {
+        key: selector_key(vs),
+        matcher_sets: matcher_sets(vs)?,
+        mint: s - offset - window + 1,
+        maxt: e - offset,
+    })
+}
+
+/// The selector's matchers in Strata's vocabulary, one list per `or` branch.
+pub(crate) fn matcher_sets(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>, QueryError> {
+    let convert = |ms: &[promql_parser::label::Matcher]| -> Result<Vec<Matcher>, QueryError> {
+        let mut out = Vec::with_capacity(ms.len() + 1);
+        if let Some(name) = &vs.name {
+            out.push(
+                Matcher::new(MatchOp::Equal, "__name__", name.clone())
+                    .map_err(|e| QueryError::BadData(e.to_string()))?,
+            );
+        }
+        for m in ms {
+            let op = match m.op {
+                ParserMatchOp::Equal => MatchOp::Equal,
+                ParserMatchOp::NotEqual => MatchOp::NotEqual,
+                ParserMatchOp::Re(_) => MatchOp::RegexMatch,
+                ParserMatchOp::NotRe(_) => MatchOp::RegexNoMatch,
+            };
+            out.push(
+                Matcher::new(op, m.name.clone(), m.value.clone())
+                    .map_err(|e| QueryError::BadData(e.to_string()))?,
+            );
+        }
+        Ok(out)
+    };
+    if vs.matchers.or_matchers.is_empty() {
+        Ok(vec![convert(&vs.matchers.matchers)?])
+    } else {
+        vs.matchers
+            .or_matchers
+            .iter()
+            .map(|group| {
+                let mut all = vs.matchers.matchers.clone();
+                all.extend(group.iter().cloned());
+                convert(&all)
+            })
+            .collect()
+    }
+}

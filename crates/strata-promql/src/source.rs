@@ -1,0 +1,200 @@
+//! The read trait the engine evaluates against, and an in-memory
+//! implementation of it for tests and embedding.
+//!
+//! The server adapts Strata's storage to [`Queryable`]; the engine never sees
+//! storage types.
+
+use std::collections::BTreeSet;
+use std::sync::RwLock;
+
+use strata_codec::{Label, Matcher};
+
+/// One series as returned by [`Queryable::select`]: its labels sorted by
+/// name, and its samples in ascending timestamp order (milliseconds).
+#[derive(Clone, Debug, Default)]
+pub struct Series {
+    pub labels: Vec<Label>,
+    pub timestamps: Vec<i64>,
+    pub values: Vec<f64>,
+}
+
+/// A failure of the data source. `Unavailable` is retryable (HTTP 503);
+/// `Internal` is not (HTTP 500).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// What the engine and the HTTP API read through.
+#[async_trait::async_trait]
+pub trait Queryable: Send + Sync + 'static {
+    /// Every series matching all matchers with at least one sample in [mint, maxt] (ms, inclusive), samples cut to that range.
+    async fn select(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<Series>, SourceError>;
+    /// Label sets of matching series with samples in [mint, maxt] (no samples loaded).
+    async fn series(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<Vec<Label>>, SourceError>;
+    /// Sorted unique label names (matchers empty = all series).
+    async fn label_names(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<String>, SourceError>;
+    /// Sorted unique values of `name`.
+    async fn label_values(
+        &self,
+        name: &str,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<String>, SourceError>;
+}
+
+/// An in-memory [`Queryable`]: a list of series, kept sorted by labels.
+///
+/// Appending keeps each series' samples in timestamp order; a sample older
+/// than the series' last one is inserted in place (tests load data in any
+/// order).
+#[derive(Debug, Default)]
+pub struct MemSource {
+    series: RwLock<Vec<Series>>,
+}
+
+impl MemSource {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one sample to the series with exactly these labels (sorted here),
+    /// creating the series if needed.
+    pub fn append(&self, labels: &[Label], t: i64, v: f64) {
+        let mut labels = labels.to_vec();
+        labels.sort();
+        let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
+        let idx = match all.binary_search_by(|s| s.labels.as_slice().cmp(labels.as_slice())) {
+            Ok(i) => i,
+            Err(i) => {
+                all.insert(
+                    i,
+                    Series {
+                        labels,
+                        ..Series::default()
+                    },
+                );
+                i
+            }
+        };
+        if let Some(s) = all.get_mut(idx) {
+            let pos = s.timestamps.partition_point(|&x| x <= t);
+            if pos > 0 && s.timestamps.get(pos - 1) == Some(&t) {
+                if let Some(slot) = s.values.get_mut(pos - 1) {
+                    *slot = v;
+                }
+            } else {
+                s.timestamps.insert(pos, t);
+                s.values.insert(pos, v);
+            }
+        }
+    }
+
+    /// Adds a whole series (labels sorted here, samples sorted by time).
+    pub fn add_series(&self, labels: &[Label], samples: &[(i64, f64)]) {
+        for &(t, v) in samples {
+            self.append(labels, t, v);
+        }
+    }
+
+    /// Removes every series.
+    pub fn clear(&self) {
+        self.series
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    fn matching(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Series> {
+        let all = self.series.read().unwrap_or_else(|e| e.into_inner());
+        all.iter()
+            .filter(|s| matchers.iter().all(|m| m.matches_labels(&s.labels)))
+            .filter_map(|s| {
+                let lo = s.timestamps.partition_point(|&t| t < mint);
+                let hi = s.timestamps.partition_point(|&t| t <= maxt);
+                if lo >= hi {
+                    return None;
+                }
+                Some(Series {
+                    labels: s.labels.clone(),
+                    timestamps: s.timestamps.get(lo..hi)?.to_vec(),
+                    values: s.values.get(lo..hi)?.to_vec(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl Queryable for MemSource {
+    async fn select(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<Series>, SourceError> {
+        Ok(self.matching(matchers, mint, maxt))
+    }
+
+    async fn series(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<Vec<Label>>, SourceError> {
+        Ok(self
+            .matching(matchers, mint, maxt)
+            .into_iter()
+            .map(|s| s.labels)
+            .collect())
+    }
+
+    async fn label_names(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<String>, SourceError> {
+        let names: BTreeSet<String> = self
+            .matching(matchers, mint, maxt)
+            .into_iter()
+            .flat_map(|s| s.labels.into_iter().map(|l| l.name))
+            .collect();
+        Ok(names.into_iter().collect())
+    }
+
+    async fn label_values(
+        &self,
+        name: &str,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<String>, SourceError> {
+        let values: BTreeSet<String> = self
+            .matching(matchers, mint, maxt)
+            .into_iter()
+            .filter_map(|s| s.labels.into_iter().find(|l| l.name == name))
+            .map(|l| l.value)
+            .collect();
+        Ok(values.into_iter().collect())
+    }
+}

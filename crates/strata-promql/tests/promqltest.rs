@@ -1,0 +1,427 @@
+//! Runs PromQL scripts in Prometheus' promqltest format (`load`, `clear`,
+//! `eval instant at`, `eval range from .. to .. step ..`, `eval_fail`,
+//! `eval_ordered`) from `tests/testdata/*.test` against a `MemSource`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata_codec::Label;
+use strata_promql::{Engine, MemSource, QueryLimits, QueryValue, STALE_NAN_BITS};
+
+/// A series value in a script: a number, or a stale marker, or nothing.
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    Value(f64),
+    Missing,
+}
+
+/// Expands `1+2x3 _ stale 5x2` into one slot per step.
+fn parse_values(tokens: &[&str]) -> Result<Vec<Slot>, String> {
+    let mut out = Vec::new();
+    for tok in tokens {
+        if *tok == "_" {
+            out.push(Slot::Missing);
+            continue;
+        }
+        if *tok == "stale" {
+            out.push(Slot::Value(f64::from_bits(STALE_NAN_BITS)));
+            continue;
+        }
+        if let Some(n) = tok.strip_prefix("_x") {
+            let n: usize = n.parse().map_err(|_| format!("bad repeat {tok}"))?;
+            out.extend(std::iter::repeat_n(Slot::Missing, n));
+            continue;
+        }
+        if let Some((head, times)) = tok.split_once('x') {
+            let n: usize = times.parse().map_err(|_| format!("bad repeat {tok}"))?;
+            // `a+bxN` / `a-bxN` / `axN`: N+1 values.
+            let (start, delta) = split_increment(head)?;
+            for i in 0..=n {
+                out.push(Slot::Value(start + delta * i as f64));
+            }
+            continue;
+        }
+        out.push(Slot::Value(parse_number(tok)?));
+    }
+    Ok(out)
+}
+
+/// Splits `a+b` / `a-b` (the sign of `b` may not be the first character).
+fn split_increment(s: &str) -> Result<(f64, f64), String> {
+    let bytes = s.as_bytes();
+    for i in 1..bytes.len() {
+        let c = bytes[i];
+        if (c == b'+' || c == b'-') && bytes[i - 1] != b'e' && bytes[i - 1] != b'E' {
+            let start = parse_number(&s[..i])?;
+            let delta = parse_number(&s[i + 1..])?;
+            return Ok((start, if c == b'-' { -delta } else { delta }));
+        }
+    }
+    Ok((parse_number(s)?, 0.0))
+}
+
+fn parse_number(s: &str) -> Result<f64, String> {
+    match s {
+        "NaN" => Ok(f64::NAN),
+        "Inf" | "+Inf" => Ok(f64::INFINITY),
+        "-Inf" => Ok(f64::NEG_INFINITY),
+        _ => s.parse().map_err(|_| format!("bad number {s:?}")),
+    }
+}
+
+/// Parses `metric{a="b", c="d"}` into sorted labels; returns the rest.
+fn parse_series_labels(s: &str) -> Result<(Vec<Label>, &str), String> {
+    let s = s.trim_start();
+    let name_len = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(s.len());
+    let mut labels = Vec::new();
+    if name_len > 0 {
+        labels.push(Label::new("__name__", &s[..name_len]));
+    }
+    let mut rest = &s[name_len..];
+    if let Some(r) = rest.strip_prefix('{') {
+        rest = r;
+        loop {
+            rest = rest.trim_start().trim_start_matches(',').trim_start();
+            if let Some(r) = rest.strip_prefix('}') {
+                rest = r;
+                break;
+            }
+            let eq = rest.find('=').ok_or("expected =")?;
+            let name = rest[..eq].trim().to_string();
+            rest = rest[eq + 1..].trim_start();
+            let r = rest.strip_prefix('"').ok_or("expected quote")?;
+            let mut value = String::new();
+            let mut chars = r.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            value.push(match n {
+                                'n' => '\n',
+                                't' => '\t',
+                                other => other,
+                            });
+                        }
+                    }
+                    '"' => {
+                        end = Some(i);
+                        break;
+                    }
+                    c => value.push(c),
+                }
+            }
+            let end = end.ok_or("unterminated string")?;
+            rest = &r[end + 1..];
+            labels.push(Label::new(name, value));
+        }
+    }
+    labels.sort();
+    Ok((labels, rest))
+}
+
+/// Milliseconds of a script duration such as `5m`, `1h30m`, `0`, `90s`.
+fn parse_duration_ms(s: &str) -> Result<i64, String> {
+    if let Ok(n) = s.parse::<i64>() {
+        return Ok(n * 1000);
+    }
+    let mut total = 0i64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let d = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or(format!("bad duration {s}"))?;
+        let n: i64 = rest[..d].parse().map_err(|_| format!("bad duration {s}"))?;
+        rest = &rest[d..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let mult = match &rest[..u] {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 7 * 86_400_000,
+            "y" => 365 * 86_400_000,
+            other => return Err(format!("bad unit {other}")),
+        };
+        total += n * mult;
+        rest = &rest[u..];
+    }
+    Ok(total)
+}
+
+fn almost_equal(a: f64, b: f64) -> bool {
+    if a.is_nan() && b.is_nan() {
+        return true;
+    }
+    if a == b {
+        return true;
+    }
+    let diff = (a - b).abs();
+    let sum = a.abs() + b.abs();
+    if a == 0.0 || b == 0.0 || sum < f64::MIN_POSITIVE {
+        return diff < 1e-6 * f64::MIN_POSITIVE;
+    }
+    diff / sum.min(f64::MAX) < 1e-6
+}
+
+fn fmt_labels(l: &[Label]) -> String {
+    let inner: Vec<String> = l
+        .iter()
+        .map(|l| format!("{}={:?}", l.name, l.value))
+        .collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+enum Expect {
+    /// Label set and one slot per step (one for instant queries).
+    Series(Vec<(Vec<Label>, Vec<Slot>)>),
+    Scalar(f64),
+}
+
+struct EvalCmd {
+    line: usize,
+    query: String,
+    range: Option<(i64, i64, i64)>,
+    at: i64,
+    fail: bool,
+    fail_message: Option<String>,
+    ordered: bool,
+    expect: Expect,
+}
+
+fn check(cmd: &EvalCmd, got: Result<QueryValue, strata_promql::QueryError>) -> Result<(), String> {
+    let got = match (got, cmd.fail) {
+        (Err(e), true) => {
+            if let Some(m) = &cmd.fail_message {
+                if &e.to_string() != m {
+                    return Err(format!("expected error {m:?}, got {:?}", e.to_string()));
+                }
+            }
+            return Ok(());
+        }
+        (Ok(v), true) => return Err(format!("expected an error, got {v:?}")),
+        (Err(e), false) => return Err(format!("unexpected error: {e}")),
+        (Ok(v), false) => v,
+    };
+    let actual: Vec<(Vec<Label>, Vec<(i64, f64)>)> = match got {
+        QueryValue::Scalar { v, .. } => {
+            return match cmd.expect {
+                Expect::Scalar(e) if almost_equal(e, v) => Ok(()),
+                Expect::Scalar(e) => Err(format!("expected scalar {e}, got {v}")),
+                Expect::Series(_) => Err(format!("expected a vector, got scalar {v}")),
+            }
+        }
+        QueryValue::Vector(v) => v
+            .into_iter()
+            .map(|s| (s.labels.to_vec(), vec![(s.t, s.v)]))
+            .collect(),
+        QueryValue::Matrix(m) => m
+            .into_iter()
+            .map(|s| {
+                (
+                    s.labels.to_vec(),
+                    s.points.iter().map(|p| (p.t, p.v)).collect(),
+                )
+            })
+            .collect(),
+        QueryValue::String { v, .. } => return Err(format!("got string {v:?}")),
+    };
+    let Expect::Series(expected) = &cmd.expect else {
+        return Err(format!("expected a scalar, got {actual:?}"));
+    };
+    if expected.len() != actual.len() {
+        return Err(format!(
+            "expected {} series, got {}: {:?}",
+            expected.len(),
+            actual.len(),
+            actual
+                .iter()
+                .map(|(l, p)| format!("{} {:?}", fmt_labels(l), p))
+                .collect::<Vec<_>>()
+        ));
+    }
+    for (i, (labels, slots)) in expected.iter().enumerate() {
+        let Some(pos) = actual.iter().position(|(l, _)| l == labels) else {
+            return Err(format!("missing series {}", fmt_labels(labels)));
+        };
+        if cmd.ordered && pos != i {
+            return Err(format!(
+                "series {} at position {pos}, expected {i}",
+                fmt_labels(labels)
+            ));
+        }
+        let points = &actual[pos].1;
+        let expected_points: Vec<(i64, f64)> = match cmd.range {
+            Some((start, _, step)) => slots
+                .iter()
+                .enumerate()
+                .filter_map(|(k, s)| match s {
+                    Slot::Value(v) => Some((start + k as i64 * step, *v)),
+                    Slot::Missing => None,
+                })
+                .collect(),
+            None => match slots.first() {
+                Some(Slot::Value(v)) => vec![(cmd.at, *v)],
+                _ => Vec::new(),
+            },
+        };
+        let same = expected_points.len() == points.len()
+            && expected_points
+                .iter()
+                .zip(points)
+                .all(|(e, a)| e.0 == a.0 && almost_equal(e.1, a.1));
+        // Instant queries returning a matrix keep raw sample timestamps.
+        let matrix_instant = cmd.range.is_none() && points.len() != 1;
+        if !same && !matrix_instant {
+            return Err(format!(
+                "series {}: expected {:?}, got {:?}",
+                fmt_labels(labels),
+                expected_points,
+                points
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn run_script(path: &Path) -> (usize, Vec<String>) {
+    let text = std::fs::read_to_string(path).expect("read script");
+    let lines: Vec<&str> = text.lines().collect();
+    let source = Arc::new(MemSource::new());
+    let engine = Engine::new(source.clone(), QueryLimits::default());
+    let mut failures = Vec::new();
+    let mut evals = 0;
+    let mut i = 0;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    while i < lines.len() {
+        let line = lines[i].trim();
+        let lineno = i + 1;
+        i += 1;
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line == "clear" {
+            source.clear();
+            continue;
+        }
+        // The indented lines that follow a command.
+        let mut body = Vec::new();
+        while i < lines.len() && lines[i].starts_with([' ', '\t']) && !lines[i].trim().is_empty() {
+            body.push(lines[i].trim());
+            i += 1;
+        }
+        if let Some(interval) = line.strip_prefix("load ") {
+            let interval = parse_duration_ms(interval.trim()).expect("load interval");
+            for b in body {
+                let (labels, rest) = parse_series_labels(b).expect("series labels");
+                let tokens: Vec<&str> = rest.split_whitespace().collect();
+                let values = parse_values(&tokens).expect("series values");
+                for (k, v) in values.iter().enumerate() {
+                    if let Slot::Value(v) = v {
+                        source.append(&labels, k as i64 * interval, *v);
+                    }
+                }
+            }
+            continue;
+        }
+        let (head, fail, ordered) = if let Some(r) = line.strip_prefix("eval_fail ") {
+            (r, true, false)
+        } else if let Some(r) = line.strip_prefix("eval_ordered ") {
+            (r, false, true)
+        } else if let Some(r) = line.strip_prefix("eval ") {
+            (r, false, false)
+        } else {
+            failures.push(format!("{name}:{lineno}: unknown command {line:?}"));
+            continue;
+        };
+        let (range, at, query) = if let Some(r) = head.strip_prefix("instant at ") {
+            let (t, q) = r.split_once(' ').expect("instant query");
+            (None, parse_duration_ms(t).expect("time"), q.to_string())
+        } else if let Some(r) = head.strip_prefix("range from ") {
+            let parts: Vec<&str> = r.splitn(6, ' ').collect();
+            assert!(
+                parts.len() == 6 && parts[1] == "to" && parts[3] == "step",
+                "{name}:{lineno}: bad range"
+            );
+            let start = parse_duration_ms(parts[0]).expect("start");
+            let end = parse_duration_ms(parts[2]).expect("end");
+            let step = parse_duration_ms(parts[4]).expect("step");
+            (Some((start, end, step)), start, parts[5].to_string())
+        } else {
+            failures.push(format!("{name}:{lineno}: bad eval {line:?}"));
+            continue;
+        };
+        let mut fail_message = None;
+        let mut series = Vec::new();
+        let mut scalar = None;
+        for b in body {
+            if let Some(m) = b.strip_prefix("expected_fail_message ") {
+                fail_message = Some(m.to_string());
+                continue;
+            }
+            if let Ok(v) = parse_number(b) {
+                scalar = Some(v);
+                continue;
+            }
+            let (labels, rest) = parse_series_labels(b).expect("expected labels");
+            let tokens: Vec<&str> = rest.split_whitespace().collect();
+            series.push((labels, parse_values(&tokens).expect("expected values")));
+        }
+        let cmd = EvalCmd {
+            line: lineno,
+            query,
+            range,
+            at,
+            fail,
+            fail_message,
+            ordered,
+            expect: match scalar {
+                Some(v) => Expect::Scalar(v),
+                None => Expect::Series(series),
+            },
+        };
+        evals += 1;
+        let got = match cmd.range {
+            Some((s, e, step)) => engine.range_query(&cmd.query, s, e, step, None).await,
+            None => engine.instant_query(&cmd.query, cmd.at, None).await,
+        };
+        if let Err(e) = check(&cmd, got) {
+            failures.push(format!("{name}:{}: {}: {e}", cmd.line, cmd.query));
+        }
+    }
+    (evals, failures)
+}
+
+#[tokio::test]
+async fn promql_scripts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("testdata dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no scripts found");
+    let mut total = 0;
+    let mut failures = Vec::new();
+    for p in &paths {
+        let (n, f) = run_script(p).await;
+        total += n;
+        failures.extend(f);
+    }
+    println!("{total} evaluations in {} scripts", paths.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {total} evaluations failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
