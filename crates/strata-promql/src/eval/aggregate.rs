@@ -164,7 +164,7 @@ impl Evaluator<'_> {
         let params: Vec<f64> = match &a.param {
             Some(p) => {
                 let m = self.eval_matrix(p)?;
-                let mut values = vec![f64::NAN; steps];
+                let mut values = vec![0.0; steps];
                 if let Some(s) = m.first() {
                     for p in &s.points {
                         let i = usize::try_from((p.t - self.start) / self.interval.max(1));
@@ -179,14 +179,24 @@ impl Evaluator<'_> {
         };
         let original = self.current_samples;
         if matches!(op, T_TOPK | T_BOTTOMK) {
-            let max = params.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            if max < 1.0 {
+            // Go's math.Max/Min: NaN wins.
+            let go = |f: fn(f64, f64) -> f64| {
+                move |a: f64, b: f64| {
+                    if a.is_nan() || b.is_nan() {
+                        f64::NAN
+                    } else {
+                        f(a, b)
+                    }
+                }
+            };
+            let max = params.iter().copied().fold(-f64::MAX, go(f64::max));
+            if params.is_empty() || max < 1.0 {
                 return Ok(Vec::new());
             }
             if params.iter().any(|p| p.is_nan()) {
                 return Err(QueryError::exec("Parameter value is NaN"));
             }
-            let min = params.iter().copied().fold(f64::INFINITY, f64::min);
+            let min = params.iter().copied().fold(f64::MAX, go(f64::min));
             if min <= i64::MIN as f64 {
                 return Err(QueryError::exec(format!(
                     "Scalar value {} underflows int64",
@@ -234,7 +244,7 @@ impl Evaluator<'_> {
         let mut candidates: Vec<Vec<(f64, usize)>> = vec![Vec::new(); group_labels.len()];
         for (step, ts) in self.steps().collect::<Vec<_>>().into_iter().enumerate() {
             self.check_deadline()?;
-            let param = params.get(step).copied().unwrap_or(f64::NAN);
+            let param = params.get(step).copied().unwrap_or(0.0);
             groups.iter_mut().for_each(|g| g.seen = false);
             candidates.iter_mut().for_each(Vec::clear);
             for (si, s) in input.iter().enumerate() {
