@@ -16,7 +16,10 @@ fn check(decoded: &DecodedWrite) {
         assert!(!series.samples.is_empty());
         assert!(series.labels.windows(2).all(|w| w[0].name < w[1].name));
         assert!(series.labels.iter().any(|l| l.name == "__name__"));
-        assert!(series.labels.iter().all(|l| !l.name.is_empty() && !l.value.is_empty()));
+        assert!(series
+            .labels
+            .iter()
+            .all(|l| !l.name.is_empty() && !l.value.is_empty()));
     }
 }
 
