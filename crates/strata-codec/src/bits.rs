@@ -123,6 +123,7 @@ pub struct BitReader<'a> {
 
 impl<'a> BitReader<'a> {
     /// A reader positioned at the first bit of `data`.
+    #[inline]
     pub fn new(data: &'a [u8]) -> Self {
         let mut r = Self {
             data,
@@ -145,23 +146,8 @@ impl<'a> BitReader<'a> {
             self.pos += ((63 - self.valid) >> 3) as usize;
             self.valid |= 56;
         } else {
-            self.refill_tail();
-        }
-    }
-
-    /// Refill for the last few bytes, one byte at a time.
-    #[cold]
-    #[inline(never)]
-    fn refill_tail(&mut self) {
-        // Drop the speculative copies below `valid`: only real bytes follow.
-        self.buf &= !(u64::MAX.checked_shr(self.valid).unwrap_or(0));
-        while self.valid <= 56 {
-            let Some(&b) = self.data.get(self.pos) else {
-                break;
-            };
-            self.buf |= u64::from(b) << (56 - self.valid);
-            self.valid += 8;
-            self.pos += 1;
+            (self.pos, self.buf, self.valid) =
+                refill_tail(self.data, self.pos, self.buf, self.valid);
         }
     }
 
@@ -188,6 +174,16 @@ impl<'a> BitReader<'a> {
         v
     }
 
+    /// Like [`take`](Self::take) but also accepts `n == 0` (returning 0),
+    /// for callers that select a width without branching.
+    #[inline(always)]
+    pub fn take_upto56(&mut self, n: u32) -> u64 {
+        debug_assert!(n <= 56);
+        let v = (self.buf >> 1) >> (63 - n);
+        self.skip(n);
+        v
+    }
+
     /// Consumes `n` (0..=56) buffered bits. Same contract as [`take`](Self::take).
     #[inline(always)]
     pub fn skip(&mut self, n: u32) {
@@ -198,7 +194,7 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads `n` (1..=64) bits, refilling as needed.
-    #[inline]
+    #[inline(always)]
     pub fn read_bits(&mut self, n: u32) -> u64 {
         debug_assert!((1..=64).contains(&n));
         self.refill();
@@ -234,10 +230,30 @@ impl<'a> BitReader<'a> {
     }
 
     /// Number of unread bits left in the input.
+    #[inline]
     pub fn remaining_bits(&self) -> u64 {
         let unloaded = self.data.len().saturating_sub(self.pos) as u64;
         unloaded * 8 + u64::from(self.valid)
     }
+}
+
+/// Refill for the last few bytes, one byte at a time. Takes and returns the
+/// reader's state by value so that the reader never has its address taken
+/// and its fields can stay in registers in the hot loops.
+#[cold]
+#[inline(never)]
+fn refill_tail(data: &[u8], mut pos: usize, mut buf: u64, mut valid: u32) -> (usize, u64, u32) {
+    // Drop the speculative copies below `valid`: only real bytes follow.
+    buf &= !(u64::MAX.checked_shr(valid).unwrap_or(0));
+    while valid <= 56 {
+        let Some(&b) = data.get(pos) else {
+            break;
+        };
+        buf |= u64::from(b) << (56 - valid);
+        valid += 8;
+        pos += 1;
+    }
+    (pos, buf, valid)
 }
 
 #[cfg(test)]

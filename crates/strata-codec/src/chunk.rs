@@ -36,13 +36,13 @@ fn fits_bucket(dod: i64, nbits: u32) -> bool {
     -(half - 1) <= dod && dod <= half
 }
 
-/// Inverse of writing `dod` in `nbits` bits under [`fits_bucket`]'s range:
-/// payloads above `2^(n-1)` are negative. Branch-free: sign-extend
-/// `payload - 1` from `nbits` bits, then add the 1 back.
+/// Inverse of writing `dod` in `nbits` (0..=63) bits under [`fits_bucket`]'s
+/// range: payloads above `2^(n-1)` are negative. Branch-free, and 0 for
+/// `nbits == 0`.
 #[inline(always)]
 fn bucket_value(payload: u64, nbits: u32) -> i64 {
-    let shift = 64 - nbits;
-    (((payload.wrapping_sub(1) << shift) as i64) >> shift).wrapping_add(1)
+    let half = (1u64 << nbits) >> 1;
+    (payload as i64).wrapping_sub(i64::from(payload > half) << nbits)
 }
 
 #[cfg(test)]

@@ -1,11 +1,18 @@
 //! Reading chunks: a sample iterator and the bulk decoders queries use.
 
 use super::{bucket_value, HEADER_LEN};
+
+/// Payload widths of the delta-of-delta encodings by number of leading one
+/// bits (0..=4), a byte each: 0, 14, 17, 20, 64.
+const DOD_WIDTHS: u64 = 0x40_14_11_0E_00;
 use crate::bits::BitReader;
 use crate::varint::unzigzag;
 use crate::CodecError;
 
 /// The decoding state shared by [`ChunkIter`] and the bulk decoders.
+///
+/// Everything a bulk decoder calls on it is inlined, so the decoder never
+/// has its address taken and its fields live in registers.
 #[derive(Clone, Debug)]
 struct Decoder<'a> {
     r: BitReader<'a>,
@@ -19,6 +26,7 @@ struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    #[inline(always)]
     fn new(bytes: &'a [u8]) -> Result<Self, CodecError> {
         let (header, body) = bytes
             .split_first_chunk::<HEADER_LEN>()
@@ -26,6 +34,7 @@ impl<'a> Decoder<'a> {
         Ok(Self::with_count(u32::from_be_bytes(*header), body))
     }
 
+    #[inline(always)]
     fn with_count(total: u32, body: &'a [u8]) -> Self {
         Self {
             r: BitReader::new(body),
@@ -44,6 +53,7 @@ impl<'a> Decoder<'a> {
     /// How many samples the input can hold at most: the header's count,
     /// capped by the bits present (every sample after the second takes at
     /// least two), so a corrupt count cannot make a caller over-allocate.
+    #[inline(always)]
     fn capacity_hint(&self) -> usize {
         let left = u64::from(self.total - self.read);
         let bound = 2 + self.r.remaining_bits() / 2;
@@ -65,12 +75,14 @@ impl<'a> Decoder<'a> {
         Ok(Some((self.t, self.v_bits)))
     }
 
+    #[inline(always)]
     fn read_first(&mut self) -> Result<(), CodecError> {
         self.t = unzigzag(self.read_uvarint()?);
         self.v_bits = self.r.read_bits(64);
         self.check_overrun()
     }
 
+    #[inline(always)]
     fn read_second(&mut self) -> Result<(), CodecError> {
         let delta = self.read_uvarint()?;
         self.advance(delta)?;
@@ -83,20 +95,18 @@ impl<'a> Decoder<'a> {
         let r = &mut self.r;
         r.refill();
         let w = r.peek_word();
-        let dod = if w >> 63 == 0 {
-            r.skip(1);
-            0
+        // Branch-free for the 0/14/17/20-bit cases: with jittered scrapes a
+        // zero and a non-zero delta-of-delta alternate unpredictably.
+        let ones = (!w).leading_zeros().min(4);
+        let prefix = (ones + 1).min(4);
+        let width = ((DOD_WIDTHS >> (ones * 8)) & 0xFF) as u32;
+        let dod = if width <= 20 {
+            let payload = ((w << prefix) >> 1) >> (63 - width);
+            r.skip(prefix + width);
+            bucket_value(payload, width)
         } else {
-            // Prefix and payload are taken in one read; mask the prefix off.
-            match (!w).leading_zeros() {
-                1 => bucket_value(r.take(2 + 14) & 0x3FFF, 14),
-                2 => bucket_value(r.take(3 + 17) & 0x1_FFFF, 17),
-                3 => bucket_value(r.take(4 + 20) & 0xF_FFFF, 20),
-                _ => {
-                    r.skip(4);
-                    r.read_bits(64) as i64
-                }
-            }
+            r.skip(prefix);
+            r.read_bits(64) as i64
         };
         self.advance(self.t_delta.wrapping_add(dod as u64))?;
         self.read_value()?;
@@ -141,6 +151,7 @@ impl<'a> Decoder<'a> {
         } else {
             r.skip(2);
         }
+        let r = &mut self.r;
         let sig = 64 - self.leading - self.trailing;
         r.refill();
         let bits = if sig <= 56 {
@@ -148,11 +159,12 @@ impl<'a> Decoder<'a> {
         } else {
             r.read_bits(sig)
         };
-        // `trailing` <= 63: the window holds at least one bit.
+        // `trailing` <= 63: a window holds at least one bit.
         self.v_bits ^= bits << self.trailing;
         Ok(())
     }
 
+    #[inline(always)]
     fn read_uvarint(&mut self) -> Result<u64, CodecError> {
         let mut v = 0u64;
         for i in 0..10 {
@@ -179,6 +191,7 @@ impl<'a> Decoder<'a> {
 
     /// `Truncated` if the input ran out (the bits read are then padding),
     /// else `e`.
+    #[inline(always)]
     fn overrun_or(&self, e: CodecError) -> CodecError {
         if self.r.overrun() {
             CodecError::Truncated

@@ -1,0 +1,57 @@
+//! Every log record survives an encode/decode round trip, values bit for
+//! bit.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use proptest::prelude::*;
+use strata_codec::{Label, LogRecord, LogSample, NewSeries};
+
+pub fn records() -> impl Strategy<Value = LogRecord> {
+    let label = ("[a-z_]{1,12}", ".{0,20}").prop_map(|(n, v)| Label::new(n, v));
+    let series = (
+        prop_oneof![0u64..1000, any::<u64>()],
+        prop::collection::vec(label, 0..6),
+    )
+        .prop_map(|(id, labels)| NewSeries { id, labels });
+    let sample = (
+        prop_oneof![0u64..1000, any::<u64>()],
+        prop_oneof![Just(1_700_000_000_000i64), any::<i64>()],
+        prop_oneof![
+            any::<u64>(),
+            (-1_000_000i64..1_000_000).prop_map(|i| (i as f64).to_bits()),
+            support::value_bits(1).prop_map(|v| v[0]),
+        ],
+    )
+        .prop_map(|(series, t, v)| LogSample {
+            series,
+            t,
+            v: f64::from_bits(v),
+        });
+    (
+        prop::collection::vec(series, 0..10),
+        prop::collection::vec(sample, 0..200),
+    )
+        .prop_map(|(new_series, samples)| LogRecord {
+            new_series,
+            samples,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn round_trips(rec in records(), prefix in prop::collection::vec(any::<u8>(), 0..4)) {
+        let mut out = prefix.clone();
+        rec.encode(&mut out);
+        prop_assert_eq!(&out[..prefix.len()], prefix.as_slice());
+        let got = LogRecord::decode(&out[prefix.len()..]).unwrap();
+        prop_assert_eq!(&got.new_series, &rec.new_series);
+        let bits = |r: &LogRecord| -> Vec<(u64, i64, u64)> {
+            r.samples.iter().map(|s| (s.series, s.t, s.v.to_bits())).collect()
+        };
+        prop_assert_eq!(bits(&got), bits(&rec));
+    }
+}
