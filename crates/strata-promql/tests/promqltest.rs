@@ -177,6 +177,9 @@ fn fmt_labels(l: &[Label]) -> String {
     format!("{{{}}}", inner.join(", "))
 }
 
+/// A result series: labels and (timestamp, value) points.
+type ActualSeries = (Vec<Label>, Vec<(i64, f64)>);
+
 enum Expect {
     /// Label set and one slot per step (one for instant queries).
     Series(Vec<(Vec<Label>, Vec<Slot>)>),
@@ -208,7 +211,7 @@ fn check(cmd: &EvalCmd, got: Result<QueryValue, strata_promql::QueryError>) -> R
         (Err(e), false) => return Err(format!("unexpected error: {e}")),
         (Ok(v), false) => v,
     };
-    let actual: Vec<(Vec<Label>, Vec<(i64, f64)>)> = match got {
+    let actual: Vec<ActualSeries> = match got {
         QueryValue::Scalar { v, .. } => {
             return match cmd.expect {
                 Expect::Scalar(e) if almost_equal(e, v) => Ok(()),

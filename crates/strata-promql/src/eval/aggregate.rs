@@ -106,16 +106,8 @@ impl Group {
                 (self.mean, self.kahan_c) =
                     kahan_inc(f / self.count, q * self.mean, q * self.kahan_c);
             }
-            T_MAX => {
-                if self.value < f || self.value.is_nan() {
-                    self.value = f;
-                }
-            }
-            T_MIN => {
-                if self.value > f || self.value.is_nan() {
-                    self.value = f;
-                }
-            }
+            T_MAX if self.value < f || self.value.is_nan() => self.value = f,
+            T_MIN if self.value > f || self.value.is_nan() => self.value = f,
             T_COUNT => self.count += 1.0,
             T_STDDEV | T_STDVAR => {
                 self.count += 1.0;

@@ -73,7 +73,8 @@ pub(crate) fn instant_value(points: &[Point], is_rate: bool) -> Option<f64> {
     }
     // A counter that dropped was reset: its increase is then its last value.
     let mut result = last.v;
-    if !is_rate || !(last.v < prev.v) {
+    let dropped = last.v.partial_cmp(&prev.v) == Some(std::cmp::Ordering::Less);
+    if !is_rate || !dropped {
         result = last.v - prev.v;
     }
     if is_rate {

@@ -132,10 +132,7 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
             let p = read_params(req).await?;
-            let t = match p.get("time") {
-                "" => now_ms(),
-                s => parse_time(s).map_err(|e| invalid_param("time", e))?,
-            };
+            let t = parse_time_param(&p, "time", now_ms())?;
             let timeout = match p.get("timeout") {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
@@ -194,10 +191,14 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
 fn parse_match_params(values: &[&str]) -> Result<Vec<Vec<Matcher>>, QueryError> {
     let mut sets = Vec::new();
     for v in values {
-        let expr = parse_query(v).map_err(|_| {
-            QueryError::BadData(format!(
-                "invalid parameter \"match[]\": 1:1: parse error: invalid selector {v:?}"
-            ))
+        let expr = parse_query(v).map_err(|e| {
+            if e.to_string().contains("at least one non-empty matcher") {
+                QueryError::BadData("match[] must contain at least one non-empty matcher".into())
+            } else {
+                QueryError::BadData(format!(
+                    "invalid parameter \"match[]\": 1:1: parse error: invalid selector {v:?}"
+                ))
+            }
         })?;
         let Expr::VectorSelector(vs) = expr else {
             return Err(QueryError::BadData(format!(
