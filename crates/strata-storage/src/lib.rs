@@ -13,6 +13,7 @@ pub mod clock;
 mod coordinator;
 pub mod error;
 pub mod head;
+pub mod instrumented;
 pub mod keys;
 mod object_store_url;
 mod postings;
@@ -37,6 +38,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use coordinator::{render_labels, ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
 pub use head::Rejection;
+pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
 pub use read::SeriesData;
 pub use settings::StorageSettings;
@@ -69,6 +71,7 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stats: StorageStats,
     pub(crate) fenced: AtomicBool,
+    pub(crate) object_store: Arc<ObjectStoreCounters>,
 }
 
 impl Inner {
@@ -98,6 +101,9 @@ impl Storage {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, StorageError> {
         settings.validate().map_err(StorageError::Invalid)?;
+        let counters = Arc::new(ObjectStoreCounters::default());
+        let store: Arc<dyn object_store::ObjectStore> =
+            Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
         let slate = slatedb::Settings {
             flush_interval: Some(settings.flush_interval),
             ..slatedb::Settings::default()
@@ -114,6 +120,7 @@ impl Storage {
             clock,
             stats: StorageStats::default(),
             fenced: AtomicBool::new(false),
+            object_store: counters,
         });
         add_replayed(&inner, recovered.samples_replayed);
         let (tx, rx) = mpsc::channel(inner.settings.queue_capacity);
@@ -226,6 +233,11 @@ impl Storage {
     /// Whether a newer writer fenced this one.
     pub fn is_fenced(&self) -> bool {
         self.inner.fenced.load(Ordering::Acquire)
+    }
+
+    /// Requests and errors against the object store so far.
+    pub fn object_store_stats(&self) -> ObjectStoreStats {
+        self.inner.object_store.snapshot()
     }
 
     /// Requests waiting in the coordinator's queue.

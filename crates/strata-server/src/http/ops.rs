@@ -1,0 +1,42 @@
+//! Health, readiness and metrics.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::state::AppState;
+
+pub async fn healthy() -> &'static str {
+    "Strata is Healthy.\n"
+}
+
+pub async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    match state.storage() {
+        Some(s) if s.is_fenced() => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Not ready: this writer was fenced by a newer writer on the same path.\n",
+        )
+            .into_response(),
+        Some(_) => (StatusCode::OK, "Strata is Ready.\n").into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Not ready: recovery is in progress.\n",
+        )
+            .into_response(),
+    }
+}
+
+pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let storage = state.storage().map(|s| s.as_ref());
+    let body = crate::metrics::render(&state.metrics, storage, storage.is_some());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}

@@ -1,0 +1,90 @@
+//! The `strata` server: configuration, the HTTP API and the process
+//! lifecycle (recovery, readiness, graceful shutdown).
+
+pub mod config;
+pub mod http;
+pub mod metrics;
+mod query_source;
+mod rate_limit;
+pub mod state;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use strata_storage::{open_object_store, Storage, SystemClock};
+
+use crate::config::{Config, Role};
+use crate::state::AppState;
+
+/// Runs the server until `shutdown` resolves: listen first (so `/-/ready`
+/// can say recovery is in progress), recover, serve, then stop accepting,
+/// finish in-flight requests and flush everything to the object store.
+pub async fn run(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    if config.server.role == Role::Reader {
+        anyhow::bail!(
+            "server.role = \"reader\" is not available in this version; run \"all\" or \"writer\""
+        );
+    }
+    let url = config.object_store_url().map_err(anyhow::Error::msg)?;
+    let location = open_object_store(&url, &config.object_store.s3)?;
+    let listener = tokio::net::TcpListener::bind(&config.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.server.listen))?;
+    tracing::info!(
+        listen = %config.server.listen,
+        object_store = %url,
+        role = ?config.server.role,
+        "strata starting"
+    );
+    let shutdown_timeout = config.server.shutdown_timeout;
+    let storage_settings = config.storage.clone();
+    let state = Arc::new(AppState::new(config));
+    let app = http::router(Arc::clone(&state));
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut stop_for_server = stop_rx.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop_for_server.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: no new connections; finishing in-flight requests");
+        let _ = stop_tx.send(true);
+    });
+
+    let started = std::time::Instant::now();
+    let mut stop_during_recovery = stop_rx.clone();
+    let storage = tokio::select! {
+        s = Storage::open(location.store, &location.path, storage_settings, Arc::new(SystemClock)) => {
+            Arc::new(s.context("cannot open storage")?)
+        }
+        _ = stop_during_recovery.wait_for(|s| *s) => {
+            tracing::info!("stopped during recovery");
+            return Ok(());
+        }
+    };
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        series = storage.head().num_series(),
+        "recovery done; ready"
+    );
+    let _ = state.storage.set(Arc::clone(&storage));
+
+    let served = server.await.context("HTTP server task")?;
+    if let Err(e) = served {
+        tracing::error!(error = %e, "HTTP server failed");
+    }
+    match tokio::time::timeout(shutdown_timeout, storage.close()).await {
+        Ok(Ok(())) => tracing::info!("flushed to the object store; bye"),
+        Ok(Err(e)) => tracing::error!(error = %e, "closing storage failed"),
+        Err(_) => tracing::error!("closing storage timed out"),
+    }
+    Ok(())
+}

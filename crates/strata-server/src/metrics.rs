@@ -1,0 +1,246 @@
+//! The server's own metrics and the Prometheus text rendering of them and
+//! of the storage engine's counters. No global registry: the state owns it.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use strata_storage::stats::LATENCY_BOUNDS;
+use strata_storage::{Histogram, Storage};
+
+/// Requests and latency by handler and status.
+#[derive(Default)]
+pub struct ServerMetrics {
+    requests: Mutex<Vec<((&'static str, u16), std::sync::Arc<Histogram>)>>,
+    pub samples_received: AtomicU64,
+    pub rate_limited: AtomicU64,
+}
+
+impl ServerMetrics {
+    pub fn observe(&self, handler: &'static str, status: u16, d: Duration) {
+        let h = {
+            let mut reqs = self.requests.lock();
+            match reqs.iter().find(|(k, _)| *k == (handler, status)) {
+                Some((_, h)) => std::sync::Arc::clone(h),
+                None => {
+                    let h = std::sync::Arc::new(Histogram::new(LATENCY_BOUNDS));
+                    reqs.push(((handler, status), std::sync::Arc::clone(&h)));
+                    h
+                }
+            }
+        };
+        h.observe(d);
+    }
+}
+
+fn counter(out: &mut String, name: &str, help: &str, v: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+    );
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, v: f64) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+}
+
+fn histogram_lines(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let (buckets, sum, count) = h.snapshot();
+    let sep = if labels.is_empty() { "" } else { "," };
+    for (le, c) in buckets {
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {c}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
+    let braces = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let _ = writeln!(
+        out,
+        "{name}_sum{braces} {sum}\n{name}_count{braces} {count}"
+    );
+}
+
+fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    histogram_lines(out, name, "", h);
+}
+
+/// Renders every metric in the Prometheus text format (0.0.4).
+pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> String {
+    let mut out = String::with_capacity(8192);
+    let _ = writeln!(
+        out,
+        "# HELP strata_http_request_duration_seconds HTTP request latency by handler and status.\n# TYPE strata_http_request_duration_seconds histogram"
+    );
+    let mut reqs: Vec<_> = m
+        .requests
+        .lock()
+        .iter()
+        .map(|(k, h)| (*k, std::sync::Arc::clone(h)))
+        .collect();
+    reqs.sort_by_key(|(k, _)| *k);
+    for ((handler, status), h) in &reqs {
+        histogram_lines(
+            &mut out,
+            "strata_http_request_duration_seconds",
+            &format!("handler=\"{handler}\",code=\"{status}\""),
+            h,
+        );
+    }
+    let _ = writeln!(out, "# HELP strata_http_requests_total HTTP requests by handler and status.\n# TYPE strata_http_requests_total counter");
+    for ((handler, status), h) in &reqs {
+        let _ = writeln!(
+            out,
+            "strata_http_requests_total{{handler=\"{handler}\",code=\"{status}\"}} {}",
+            h.snapshot().2
+        );
+    }
+    counter(
+        &mut out,
+        "strata_remote_write_samples_received_total",
+        "Samples received in remote-write requests.",
+        m.samples_received.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
+        "strata_remote_write_rate_limited_total",
+        "Remote-write requests refused by the ingest-rate limit.",
+        m.rate_limited.load(Ordering::Relaxed),
+    );
+    gauge(
+        &mut out,
+        "strata_ready",
+        "1 once recovery is done and the server takes writes.",
+        f64::from(u8::from(ready)),
+    );
+    let Some(s) = storage else {
+        return out;
+    };
+    let st = s.stats();
+    let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    counter(
+        &mut out,
+        "strata_samples_ingested_total",
+        "Samples appended to the head.",
+        l(&st.samples_appended),
+    );
+    counter(
+        &mut out,
+        "strata_samples_duplicate_total",
+        "Exact duplicate samples accepted and not stored again.",
+        l(&st.samples_duplicate),
+    );
+    counter(
+        &mut out,
+        "strata_samples_rejected_total",
+        "Samples rejected (out of order, conflicting, too old).",
+        l(&st.samples_rejected),
+    );
+    counter(
+        &mut out,
+        "strata_series_created_total",
+        "Series created.",
+        l(&st.series_created),
+    );
+    counter(
+        &mut out,
+        "strata_log_records_total",
+        "Log records written.",
+        l(&st.log_records),
+    );
+    counter(
+        &mut out,
+        "strata_log_bytes_total",
+        "Bytes of log records written.",
+        l(&st.log_bytes),
+    );
+    counter(
+        &mut out,
+        "strata_storage_write_errors_total",
+        "SlateDB writes that failed.",
+        l(&st.write_errors),
+    );
+    counter(
+        &mut out,
+        "strata_samples_replayed_total",
+        "Samples replayed from the log at start-up.",
+        l(&st.samples_replayed),
+    );
+    counter(
+        &mut out,
+        "strata_buckets_sealed_total",
+        "Buckets sealed.",
+        l(&st.buckets_sealed),
+    );
+    counter(
+        &mut out,
+        "strata_sealed_chunk_bytes_total",
+        "Bytes of sealed chunks written.",
+        l(&st.sealed_chunk_bytes),
+    );
+    counter(
+        &mut out,
+        "strata_sealed_index_bytes_total",
+        "Bytes of postings and series keys written while sealing.",
+        l(&st.sealed_index_bytes),
+    );
+    counter(
+        &mut out,
+        "strata_seal_errors_total",
+        "Seals that failed (retried).",
+        l(&st.seal_errors),
+    );
+    histogram(
+        &mut out,
+        "strata_seal_duration_seconds",
+        "Time to seal one bucket.",
+        &st.seal_duration,
+    );
+    histogram(
+        &mut out,
+        "strata_wal_durable_wait_seconds",
+        "Time Durable writes waited for the WAL flush to the object store.",
+        &st.durable_wait,
+    );
+    gauge(
+        &mut out,
+        "strata_coordinator_queue_depth",
+        "Write requests waiting for the coordinator.",
+        s.queue_depth() as f64,
+    );
+    gauge(
+        &mut out,
+        "strata_head_series",
+        "Series in the head.",
+        s.head().num_series() as f64,
+    );
+    gauge(
+        &mut out,
+        "strata_head_memory_bytes",
+        "Estimated bytes held by the head.",
+        s.head().memory_bytes() as f64,
+    );
+    gauge(
+        &mut out,
+        "strata_fenced",
+        "1 if a newer writer fenced this one.",
+        f64::from(u8::from(s.is_fenced())),
+    );
+    let os = s.object_store_stats();
+    counter(
+        &mut out,
+        "strata_object_store_requests_total",
+        "Object-store requests.",
+        os.requests,
+    );
+    counter(
+        &mut out,
+        "strata_object_store_errors_total",
+        "Object-store requests that failed.",
+        os.errors,
+    );
+    out
+}

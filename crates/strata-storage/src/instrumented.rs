@@ -1,0 +1,157 @@
+//! An object store wrapper that counts requests and errors, for `/metrics`.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+
+/// Requests made to the object store and how many failed.
+#[derive(Debug, Default)]
+pub struct ObjectStoreCounters {
+    pub requests: AtomicU64,
+    pub errors: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+/// A snapshot of [`ObjectStoreCounters`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ObjectStoreStats {
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+impl ObjectStoreCounters {
+    pub fn snapshot(&self) -> ObjectStoreStats {
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ObjectStoreStats {
+            requests: l(&self.requests),
+            errors: l(&self.errors),
+            bytes_read: l(&self.bytes_read),
+            bytes_written: l(&self.bytes_written),
+        }
+    }
+}
+
+/// Wraps a store, counting every request into shared counters.
+#[derive(Debug)]
+pub struct InstrumentedStore {
+    inner: Arc<dyn ObjectStore>,
+    counters: Arc<ObjectStoreCounters>,
+}
+
+impl InstrumentedStore {
+    pub fn new(inner: Arc<dyn ObjectStore>, counters: Arc<ObjectStoreCounters>) -> Self {
+        Self { inner, counters }
+    }
+
+    fn count<T>(&self, r: Result<T>) -> Result<T> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        if r.is_err() {
+            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+impl fmt::Display for InstrumentedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Instrumented({})", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for InstrumentedStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        let n = payload.content_length() as u64;
+        let r = self.count(self.inner.put_opts(location, payload, opts).await);
+        if r.is_ok() {
+            self.counters.bytes_written.fetch_add(n, Ordering::Relaxed);
+        }
+        r
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.count(self.inner.put_multipart_opts(location, opts).await)
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let r = self.count(self.inner.get_opts(location, options).await);
+        if let Ok(g) = &r {
+            self.counters
+                .bytes_read
+                .fetch_add(g.range.end.saturating_sub(g.range.start), Ordering::Relaxed);
+        }
+        r
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let r = self.count(self.inner.get_ranges(location, ranges).await);
+        if let Ok(parts) = &r {
+            let n: usize = parts.iter().map(Bytes::len).sum();
+            self.counters
+                .bytes_read
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        let counters = Arc::clone(&self.counters);
+        self.inner
+            .delete_stream(locations)
+            .map(move |r| {
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                if r.is_err() {
+                    counters.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                r
+            })
+            .boxed()
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.list(prefix)
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.list_with_offset(prefix, offset)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.count(self.inner.list_with_delimiter(prefix).await)
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.count(self.inner.copy_opts(from, to, options).await)
+    }
+}
