@@ -87,8 +87,10 @@ impl Engine {
             });
         }
         let deadline = self.deadline(timeout);
-        let result = self.exec(&expr, time_ms, time_ms, 1, deadline).await?;
-        Ok(match expr.value_type() {
+        let value_type = expr.value_type();
+        let string = string_value(&expr);
+        let result = self.exec(expr, time_ms, time_ms, 1, deadline).await?;
+        Ok(match value_type {
             ValueType::Vector => QueryValue::Vector(
                 result
                     .into_iter()
@@ -112,7 +114,7 @@ impl Engine {
             ValueType::Matrix => QueryValue::Matrix(result),
             ValueType::String => QueryValue::String {
                 t: time_ms,
-                v: string_value(&expr),
+                v: string,
             },
         })
     }
@@ -156,9 +158,7 @@ impl Engine {
             }
         }
         let deadline = self.deadline(timeout);
-        let mut result = self
-            .exec(&expr, start_ms, end_ms, step_ms, deadline)
-            .await?;
+        let mut result = self.exec(expr, start_ms, end_ms, step_ms, deadline).await?;
         result.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(QueryValue::Matrix(result))
     }
@@ -170,14 +170,14 @@ impl Engine {
 
     async fn exec(
         &self,
-        expr: &Expr,
+        expr: Box<Expr>,
         start: i64,
         end: i64,
         interval: i64,
         deadline: Instant,
     ) -> Result<crate::value::Matrix, QueryError> {
-        check_supported(expr)?;
-        let loads = plan_selectors(expr, start, end, self.lookback_ms)?;
+        check_supported(&expr)?;
+        let loads = plan_selectors(&expr, start, end, self.lookback_ms)?;
         let data = tokio::time::timeout_at(deadline.into(), self.load(loads))
             .await
             .map_err(|_| QueryError::timeout())??;
@@ -189,20 +189,29 @@ impl Engine {
         if loaded > self.limits.max_samples {
             return Err(QueryError::too_many_samples());
         }
-        let mut ev = Evaluator {
-            start,
-            end,
-            interval,
-            query_start: start,
-            query_end: end,
-            lookback: self.lookback_ms,
-            data: &data,
-            deadline: Some(deadline),
-            max_samples: self.limits.max_samples,
-            current_samples: 0,
-            default_subquery_step: DEFAULT_SUBQUERY_STEP_MS,
-        };
-        ev.eval_matrix(expr)
+        let lookback = self.lookback_ms;
+        let max_samples = self.limits.max_samples;
+        // Evaluation is CPU-bound: keep it off the async workers. The
+        // selector data is keyed by node address, which the boxed AST keeps
+        // stable across the move.
+        let task = tokio::task::spawn_blocking(move || {
+            let mut ev = Evaluator {
+                start,
+                end,
+                interval,
+                query_start: start,
+                query_end: end,
+                lookback,
+                data: &data,
+                deadline: Some(deadline),
+                max_samples,
+                current_samples: 0,
+                default_subquery_step: DEFAULT_SUBQUERY_STEP_MS,
+            };
+            ev.eval_matrix(&expr)
+        });
+        task.await
+            .map_err(|e| QueryError::Internal(format!("query evaluation failed: {e}")))?
     }
 
     /// Reads every selector's series, all selectors at once.
@@ -218,9 +227,8 @@ impl Engine {
                     }
                     all.extend(got);
                 }
-                if l.matcher_sets.len() > 1 {
-                    all.sort_by(|a, b| a.labels.cmp(&b.labels));
-                }
+                // Prometheus evaluates series in label order.
+                all.sort_by(|a, b| a.labels.cmp(&b.labels));
                 Ok::<_, QueryError>((l.key, all))
             }
         });

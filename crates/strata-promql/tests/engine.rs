@@ -1,0 +1,180 @@
+//! Engine behaviour beyond single results: how data is read, limits, and
+//! refusals.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use strata_codec::{Label, Matcher};
+use strata_promql::{
+    Engine, MemSource, QueryError, QueryLimits, QueryValue, Queryable, Series, SourceError,
+};
+
+/// A source that records every `select`.
+struct Recording {
+    inner: MemSource,
+    selects: AtomicUsize,
+    ranges: Mutex<Vec<(i64, i64)>>,
+}
+
+#[async_trait::async_trait]
+impl Queryable for Recording {
+    async fn select(
+        &self,
+        m: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<Series>, SourceError> {
+        self.selects.fetch_add(1, Ordering::SeqCst);
+        self.ranges.lock().expect("lock").push((mint, maxt));
+        self.inner.select(m, mint, maxt).await
+    }
+    async fn series(
+        &self,
+        m: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<Vec<Label>>, SourceError> {
+        self.inner.series(m, mint, maxt).await
+    }
+    async fn label_names(
+        &self,
+        m: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<String>, SourceError> {
+        self.inner.label_names(m, mint, maxt).await
+    }
+    async fn label_values(
+        &self,
+        n: &str,
+        m: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<String>, SourceError> {
+        self.inner.label_values(n, m, mint, maxt).await
+    }
+}
+
+fn recording() -> Arc<Recording> {
+    let inner = MemSource::new();
+    let labels = vec![Label::new("__name__", "c_total"), Label::new("job", "a")];
+    for i in 0..=120 {
+        inner.append(&labels, i * 60_000, i as f64);
+    }
+    Arc::new(Recording {
+        inner,
+        selects: AtomicUsize::new(0),
+        ranges: Mutex::new(Vec::new()),
+    })
+}
+
+#[tokio::test]
+async fn each_selector_is_read_once_for_the_whole_range() {
+    let src = recording();
+    let engine = Engine::new(src.clone(), QueryLimits::default());
+    let v = engine
+        .range_query(
+            "rate(c_total[5m]) + c_total offset 10m",
+            3_600_000,
+            7_200_000,
+            60_000,
+            None,
+        )
+        .await
+        .expect("query");
+    let QueryValue::Matrix(m) = v else {
+        panic!("expected a matrix");
+    };
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].points.len(), 61);
+    assert_eq!(src.selects.load(Ordering::SeqCst), 2);
+    let mut ranges = src.ranges.lock().expect("lock").clone();
+    ranges.sort();
+    // The range selector reads (start - 5m, end]; the offset selector
+    // (start - 10m - 5m lookback, end - 10m].
+    assert_eq!(
+        ranges,
+        vec![
+            (3_600_000 - 600_000 - 300_000 + 1, 7_200_000 - 600_000),
+            (3_600_000 - 300_000 + 1, 7_200_000),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn subquery_selectors_read_the_subquery_range_once() {
+    let src = recording();
+    let engine = Engine::new(src.clone(), QueryLimits::default());
+    engine
+        .range_query(
+            "max_over_time(rate(c_total[2m])[10m:1m])",
+            3_600_000,
+            7_200_000,
+            60_000,
+            None,
+        )
+        .await
+        .expect("query");
+    assert_eq!(src.selects.load(Ordering::SeqCst), 1);
+    let ranges = src.ranges.lock().expect("lock").clone();
+    assert_eq!(ranges, vec![(3_600_000 - 600_000 - 120_000 + 1, 7_200_000)]);
+}
+
+#[tokio::test]
+async fn sample_limit_applies_to_range_queries() {
+    let src = recording();
+    let limits = QueryLimits {
+        max_samples: 100,
+        ..QueryLimits::default()
+    };
+    let engine = Engine::new(src, limits);
+    let err = engine
+        .range_query("c_total", 0, 7_200_000, 60_000, None)
+        .await
+        .expect_err("too many samples");
+    assert_eq!(
+        err,
+        QueryError::Execution(
+            "query processing would load too many samples into memory in query execution".into()
+        )
+    );
+    // A smaller range fits.
+    engine
+        .range_query("c_total", 0, 1_800_000, 60_000, None)
+        .await
+        .expect("fits");
+}
+
+#[tokio::test]
+async fn unsupported_constructs_name_themselves() {
+    let engine = Engine::new(recording(), QueryLimits::default());
+    for (q, what) in [
+        ("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters"),
+        ("sort_by_label(c_total, \"job\")", "sort_by_label"),
+        ("limit_ratio(0.5, c_total)", "limit_ratio"),
+        ("histogram_fraction(0, 1, c_total)", "histogram_fraction"),
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Err(QueryError::BadData(msg)) => {
+                assert!(msg.contains(what), "{q}: {msg}");
+            }
+            other => panic!("{q}: expected bad_data, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn or_matchers_union_their_series() {
+    let src = MemSource::new();
+    src.append(&[Label::new("__name__", "m"), Label::new("a", "1")], 0, 1.0);
+    src.append(&[Label::new("__name__", "m"), Label::new("b", "2")], 0, 2.0);
+    src.append(&[Label::new("__name__", "m"), Label::new("c", "3")], 0, 3.0);
+    let engine = Engine::new(Arc::new(src), QueryLimits::default());
+    let v = engine
+        .instant_query("sum(m{a=\"1\" or b=\"2\"})", 0, None)
+        .await;
+    match v {
+        Ok(QueryValue::Vector(v)) => assert_eq!(v[0].v, 3.0),
+        other => panic!("unexpected {other:?}"),
+    }
+}
