@@ -302,28 +302,65 @@ pub fn decode_range_into(
     ts: &mut Vec<i64>,
     vs: &mut Vec<f64>,
 ) -> Result<(), CodecError> {
-    let mut d = Decoder::new(bytes)?;
+    let d = Decoder::new(bytes)?;
     let n = d.capacity_hint();
-    ts.reserve(n);
-    vs.reserve(n);
     let (ts_len, vs_len) = (ts.len(), vs.len());
-    loop {
-        match d.next() {
-            Ok(Some((t, v))) => {
-                if t > maxt {
-                    return Ok(());
+    // Decode into pre-sized slices rather than pushing: a push re-reads and
+    // re-writes the vector's length through memory for every sample.
+    ts.resize(ts_len + n, 0);
+    vs.resize(vs_len + n, 0.0);
+    let written = match (ts.get_mut(ts_len..), vs.get_mut(vs_len..)) {
+        (Some(t_out), Some(v_out)) => decode_slices(d, mint, maxt, t_out, v_out),
+        _ => Err(CodecError::Corrupt("buffer")),
+    };
+    let keep = written.as_ref().map_or(0, |&k| k);
+    ts.truncate(ts_len + keep);
+    vs.truncate(vs_len + keep);
+    written.map(|_| ())
+}
+
+/// Decodes into `t_out`/`v_out`, which hold room for every sample the input
+/// can encode; returns how many were written.
+#[inline(always)]
+fn decode_slices(
+    mut d: Decoder<'_>,
+    mint: i64,
+    maxt: i64,
+    t_out: &mut [i64],
+    v_out: &mut [f64],
+) -> Result<usize, CodecError> {
+    let mut k = 0;
+    let mut emit = |t: i64, v: u64, k: &mut usize| -> Result<bool, CodecError> {
+        if t > maxt {
+            return Ok(false);
+        }
+        if t >= mint {
+            match (t_out.get_mut(*k), v_out.get_mut(*k)) {
+                (Some(ts), Some(vs)) => {
+                    *ts = t;
+                    *vs = f64::from_bits(v);
                 }
-                if t >= mint {
-                    ts.push(t);
-                    vs.push(f64::from_bits(v));
-                }
+                _ => return Err(CodecError::Corrupt("more samples than bits")),
             }
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                ts.truncate(ts_len);
-                vs.truncate(vs_len);
-                return Err(e);
+            *k += 1;
+        }
+        Ok(true)
+    };
+    // The first two samples have their own encodings; the loop below only
+    // sees delta-of-delta samples.
+    while d.read < d.total.min(2) {
+        if let Some((t, v)) = d.next()? {
+            if !emit(t, v, &mut k)? {
+                return Ok(k);
             }
         }
     }
+    while d.read < d.total {
+        d.read_dod_sample()?;
+        d.read += 1;
+        if !emit(d.t, d.v_bits, &mut k)? {
+            break;
+        }
+    }
+    Ok(k)
 }
