@@ -211,6 +211,7 @@ fn check(cmd: &EvalCmd, got: Result<QueryValue, strata_promql::QueryError>) -> R
         (Err(e), false) => return Err(format!("unexpected error: {e}")),
         (Ok(v), false) => v,
     };
+    let instant_matrix = cmd.range.is_none() && matches!(got, QueryValue::Matrix(_));
     let actual: Vec<ActualSeries> = match got {
         QueryValue::Scalar { v, .. } => {
             return match cmd.expect {
@@ -273,14 +274,29 @@ fn check(cmd: &EvalCmd, got: Result<QueryValue, strata_promql::QueryError>) -> R
                 _ => Vec::new(),
             },
         };
-        let same = expected_points.len() == points.len()
-            && expected_points
+        // An instant query of a range vector returns raw samples: compare
+        // their values in order.
+        let same = if instant_matrix {
+            let values: Vec<f64> = slots
                 .iter()
-                .zip(points)
-                .all(|(e, a)| e.0 == a.0 && almost_equal(e.1, a.1));
-        // Instant queries returning a matrix keep raw sample timestamps.
-        let matrix_instant = cmd.range.is_none() && points.len() != 1;
-        if !same && !matrix_instant {
+                .filter_map(|s| match s {
+                    Slot::Value(v) => Some(*v),
+                    Slot::Missing => None,
+                })
+                .collect();
+            values.len() == points.len()
+                && values
+                    .iter()
+                    .zip(points)
+                    .all(|(e, a)| almost_equal(*e, a.1))
+        } else {
+            expected_points.len() == points.len()
+                && expected_points
+                    .iter()
+                    .zip(points)
+                    .all(|(e, a)| e.0 == a.0 && almost_equal(e.1, a.1))
+        };
+        if !same {
             return Err(format!(
                 "series {}: expected {:?}, got {:?}",
                 fmt_labels(labels),
