@@ -138,7 +138,7 @@ impl Engine {
                 "invalid parameter \"end\": end timestamp must not be before start time".into(),
             ));
         }
-        if (end_ms - start_ms) / step_ms > self.limits.max_points_per_series as i64 {
+        if end_ms.saturating_sub(start_ms) / step_ms > self.limits.max_points_per_series as i64 {
             return Err(QueryError::BadData(too_many_points_message(
                 self.limits.max_points_per_series,
             )));

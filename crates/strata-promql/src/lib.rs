@@ -2,6 +2,27 @@
 //! over the [`Queryable`] read trait, and the Prometheus HTTP query API.
 //!
 //! See the crate README for the data flow.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use strata_codec::Label;
+//! use strata_promql::{Engine, MemSource, QueryLimits, QueryValue};
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let source = MemSource::new();
+//! let labels = [Label::new("__name__", "requests_total"), Label::new("job", "api")];
+//! for minute in 0..=10 {
+//!     source.append(&labels, minute * 60_000, (minute * 60) as f64);
+//! }
+//! let engine = Engine::new(Arc::new(source), QueryLimits::default());
+//! let result = engine
+//!     .instant_query("rate(requests_total[5m])", 600_000, None)
+//!     .await
+//!     .unwrap();
+//! let QueryValue::Vector(samples) = result else { panic!() };
+//! assert_eq!(samples[0].v, 1.0);
+//! # });
+//! ```
 
 pub mod engine;
 pub mod error;

@@ -167,8 +167,9 @@ fn walk(
             let offset = offset_ms(&sq.offset);
             walk(
                 &sq.expr,
-                s - offset - duration_ms(&sq.range),
-                e - offset,
+                s.saturating_sub(offset)
+                    .saturating_sub(duration_ms(&sq.range)),
+                e.saturating_sub(offset),
                 ctx,
                 out,
             )?;
@@ -213,8 +214,11 @@ fn load_for(
     Ok(SelectorLoad {
         key: selector_key(vs),
         matcher_sets: matcher_sets(vs)?,
-        mint: s - offset - window + 1,
-        maxt: e - offset,
+        mint: s
+            .saturating_sub(offset)
+            .saturating_sub(window)
+            .saturating_add(1),
+        maxt: e.saturating_sub(offset),
     })
 }
 

@@ -178,3 +178,24 @@ async fn or_matchers_union_their_series() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn extreme_times_do_not_overflow() {
+    let engine = Engine::new(recording(), QueryLimits::default());
+    for q in [
+        "c_total offset 100000y",
+        "c_total offset -100000y",
+        "rate(c_total[100000y])",
+        "c_total @ 9000000000000000",
+        "max_over_time(c_total[100000y:1d] offset 100000y)",
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Ok(_) | Err(QueryError::BadData(_)) => {}
+            Err(e) => panic!("{q}: {e}"),
+        }
+    }
+    let r = engine
+        .range_query("c_total", i64::MIN / 2, i64::MAX / 2, 1, None)
+        .await;
+    assert!(matches!(r, Err(QueryError::BadData(_))));
+}

@@ -234,7 +234,9 @@ impl Evaluator<'_> {
         let mut cursors = vec![0usize; input.len()];
         let mut groups: Vec<Group> = vec![Group::default(); group_labels.len()];
         let mut candidates: Vec<Vec<(f64, usize)>> = vec![Vec::new(); group_labels.len()];
-        for (step, ts) in self.steps().collect::<Vec<_>>().into_iter().enumerate() {
+        let (first, interval) = (self.start, self.interval.max(1));
+        for step in 0..self.num_steps() {
+            let ts = first + step as i64 * interval;
             self.check_deadline()?;
             let param = params.get(step).copied().unwrap_or(0.0);
             groups.iter_mut().for_each(|g| g.seen = false);

@@ -66,18 +66,20 @@ impl Evaluator<'_> {
     ) -> Result<Matrix> {
         let f = range_function(name)
             .ok_or_else(|| QueryError::unsupported(format!("function {name:?}")))?;
-        let steps: Vec<i64> = self.steps().collect();
+        let (first, interval, n) = (self.start, self.interval.max(1), self.num_steps());
+        let step_index = |t: i64| usize::try_from((t - first) / interval).ok();
         // The other arguments are scalars: one value per step.
-        let mut param = vec![f64::NAN; steps.len()];
+        let mut param = Vec::new();
         for (i, a) in args.iter().enumerate() {
             if i == matrix_arg {
                 continue;
             }
+            param = vec![f64::NAN; n];
             let m = self.eval_matrix(a)?;
             if let Some(s) = m.first() {
                 for p in &s.points {
-                    if let Ok(idx) = steps.binary_search(&p.t) {
-                        param[idx] = p.v;
+                    if let Some(slot) = step_index(p.t).and_then(|i| param.get_mut(i)) {
+                        *slot = p.v;
                     }
                 }
             }
@@ -93,9 +95,10 @@ impl Evaluator<'_> {
         for s in &input.series {
             self.check_deadline()?;
             let mut points = Vec::new();
-            for (i, &ts) in steps.iter().enumerate() {
-                let r = input.at.unwrap_or(ts) - input.offset;
-                let w = window(&s.points, r - input.range, r);
+            for i in 0..n {
+                let ts = first + i as i64 * interval;
+                let r = input.at.unwrap_or(ts).saturating_sub(input.offset);
+                let w = window(&s.points, r.saturating_sub(input.range), r);
                 if w.is_empty() {
                     continue;
                 }
@@ -103,7 +106,7 @@ impl Evaluator<'_> {
                     return Err(QueryError::too_many_samples());
                 }
                 let ctx = StepContext {
-                    range_start: r - input.range,
+                    range_start: r.saturating_sub(input.range),
                     range_end: r,
                     range: input.range,
                     intercept: if input.at.is_some() { self.start } else { ts },
@@ -126,7 +129,7 @@ impl Evaluator<'_> {
             }
         }
         if name == "absent_over_time" {
-            return Ok(absent_over_time(&out, &steps, &input));
+            return Ok(absent_over_time(&out, first, interval, n, &input));
         }
         check_matrix_same_labelset(&out)?;
         self.current_samples = original + total_points(&out);
@@ -136,20 +139,32 @@ impl Evaluator<'_> {
 
 /// One series with value 1 at the steps where no input series had a
 /// sample, labelled from the selector's equality matchers.
-fn absent_over_time(present: &Matrix, steps: &[i64], input: &RangeInput) -> Matrix {
-    let mut covered = vec![false; steps.len()];
+fn absent_over_time(
+    present: &Matrix,
+    first: i64,
+    interval: i64,
+    n: usize,
+    input: &RangeInput,
+) -> Matrix {
+    let mut covered = vec![false; n];
     for s in present {
         for p in &s.points {
-            if let Ok(i) = steps.binary_search(&p.t) {
-                covered[i] = true;
+            if let Some(c) = usize::try_from((p.t - first) / interval)
+                .ok()
+                .and_then(|i| covered.get_mut(i))
+            {
+                *c = true;
             }
         }
     }
-    let points: Vec<Point> = steps
+    let points: Vec<Point> = covered
         .iter()
-        .zip(&covered)
+        .enumerate()
         .filter(|(_, c)| !**c)
-        .map(|(&t, _)| Point { t, v: 1.0 })
+        .map(|(i, _)| Point {
+            t: first + i as i64 * interval,
+            v: 1.0,
+        })
         .collect();
     if points.is_empty() {
         return Vec::new();

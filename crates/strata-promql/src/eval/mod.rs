@@ -183,7 +183,9 @@ impl<'a> Evaluator<'a> {
         let instant = self.start == self.end;
         let held = self.current_samples;
         let mut produced = 0usize;
-        for ts in self.steps().collect::<Vec<_>>() {
+        let (first, interval) = (self.start, self.interval.max(1));
+        for i in 0..self.num_steps() as i64 {
+            let ts = first + i * interval;
             self.check_deadline()?;
             for (i, m) in inputs.iter().enumerate() {
                 gather(ts, m, &mut cursors[i], &mut vectors[i]);

@@ -23,7 +23,7 @@ impl Evaluator<'_> {
 
     /// The reference time of step `ts` for a selector with these modifiers.
     pub fn reference_time(&self, ts: i64, at: Option<i64>, offset: i64) -> i64 {
-        at.unwrap_or(ts) - offset
+        at.unwrap_or(ts).saturating_sub(offset)
     }
 
     pub fn eval_vector_selector(&mut self, vs: &VectorSelector) -> Result<Matrix> {
@@ -40,15 +40,14 @@ impl Evaluator<'_> {
     ) -> Result<Matrix> {
         let at = self.at_ms(&vs.at);
         let offset = offset_ms(&vs.offset);
-        let steps: Vec<i64> = self.steps().collect();
         let lookback = self.lookback;
         let mut out = Vec::new();
         let mut count = 0usize;
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
             let mut points = Vec::new();
-            for &ts in &steps {
-                let r = at.unwrap_or(ts) - offset;
+            for ts in self.steps() {
+                let r = at.unwrap_or(ts).saturating_sub(offset);
                 let idx = s.timestamps.partition_point(|&t| t <= r);
                 if idx == 0 {
                     continue;
@@ -57,7 +56,7 @@ impl Evaluator<'_> {
                 else {
                     continue;
                 };
-                if t <= r - lookback || is_stale_nan(v) {
+                if t <= r.saturating_sub(lookback) || is_stale_nan(v) {
                     continue;
                 }
                 let v = if timestamps { t as f64 / 1000.0 } else { v };
@@ -88,7 +87,7 @@ impl Evaluator<'_> {
         let mut count = 0;
         let r = self.reference_time(self.start, input.at, input.offset);
         for s in &input.series {
-            let w = window(&s.points, r - input.range, r);
+            let w = window(&s.points, r.saturating_sub(input.range), r);
             if !w.is_empty() {
                 count += w.len();
                 out.push(MatrixSeries {

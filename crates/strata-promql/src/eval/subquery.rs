@@ -28,13 +28,13 @@ impl Evaluator<'_> {
             .map(duration_ms)
             .filter(|s| *s > 0)
             .unwrap_or(self.default_subquery_step);
-        let lower = start - offset - range;
+        let lower = start.saturating_sub(offset).saturating_sub(range);
         // Go's integer division truncates toward zero, as Rust's does.
-        let mut first = step * (lower / step);
+        let mut first = step.saturating_mul(lower / step);
         if first <= lower {
-            first += step;
+            first = first.saturating_add(step);
         }
-        (first, end - offset, step)
+        (first, end.saturating_sub(offset), step)
     }
 
     pub fn eval_subquery(&mut self, sq: &SubqueryExpr) -> Result<RangeInput> {

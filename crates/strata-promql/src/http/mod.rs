@@ -167,7 +167,7 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                 ));
             }
             let max_points = api.engine.limits().max_points_per_series;
-            if (end - start) / step_ms > max_points as i64 {
+            if end.saturating_sub(start) / step_ms > max_points as i64 {
                 return Err(QueryError::BadData(too_many_points_message(max_points)));
             }
             let timeout = match p.get("timeout") {
