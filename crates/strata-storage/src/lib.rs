@@ -175,15 +175,28 @@ impl Storage {
             })
             .await
             .map_err(|_| StorageError::Closed)?;
-        let (outcome, handle) = rx.await.map_err(|_| StorageError::Closed)??;
+        let (outcome, handle) = rx
+            .await
+            .map_err(|_| StorageError::Closed)?
+            .map_err(|e| self.note(e))?;
         if durability == Durability::Durable {
             if let Some(h) = handle {
                 let started = std::time::Instant::now();
-                h.await_durable().await?;
+                h.await_durable()
+                    .await
+                    .map_err(|e| self.note(StorageError::from(e)))?;
                 self.inner.stats.durable_wait.observe(started.elapsed());
             }
         }
         Ok(outcome)
+    }
+
+    /// Records that this writer was fenced, if that is what `e` says.
+    fn note(&self, e: StorageError) -> StorageError {
+        if matches!(e, StorageError::Fenced(_)) && !self.inner.fenced.swap(true, Ordering::AcqRel) {
+            tracing::error!("this writer has been fenced by a newer writer on the same path");
+        }
+        e
     }
 
     /// Seals every bucket that is due now, and waits for it.

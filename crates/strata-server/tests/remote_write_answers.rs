@@ -1,0 +1,477 @@
+//! Every answer of `POST /api/v1/write`, at the HTTP level against a real
+//! server: status, message, and that data written before a bad request is
+//! still intact after it.
+
+use std::time::Duration;
+
+use strata_codec::Label;
+use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
+use strata_remote_write::{encode_v1, encode_v2, V2RequestBuilder};
+use strata_server::config::{Config, Overrides};
+
+struct Server {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start(env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let overrides = Overrides {
+            listen: Some(format!("127.0.0.1:{port}")),
+            object_store: Some(dir.path().join("data").display().to_string()),
+            ..Overrides::default()
+        };
+        let config = Config::load(
+            None,
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            &overrides,
+        )
+        .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(strata_server::run(config, async {
+            let _ = stopped.await;
+        }));
+        let url = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        for _ in 0..200 {
+            if let Ok(r) = client.get(format!("{url}/-/ready")).send().await {
+                if r.status() == 200 {
+                    return Self {
+                        url,
+                        stop: Some(stop),
+                        task,
+                        _dir: dir,
+                    };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("server did not become ready");
+    }
+
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Vec<v1::Label> {
+    pairs
+        .iter()
+        .map(|(n, v)| v1::Label {
+            name: n.to_string(),
+            value: v.to_string(),
+        })
+        .collect()
+}
+
+fn ts(pairs: &[(&str, &str)], samples: &[(i64, f64)]) -> TimeSeries {
+    TimeSeries {
+        labels: labels(pairs),
+        samples: samples
+            .iter()
+            .map(|&(t, v)| v1::Sample {
+                value: v,
+                timestamp: t,
+            })
+            .collect(),
+        ..TimeSeries::default()
+    }
+}
+
+fn body(series: Vec<TimeSeries>) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_v1(
+        &WriteRequest {
+            timeseries: series,
+            ..WriteRequest::default()
+        },
+        &mut out,
+    );
+    out
+}
+
+async fn post(
+    url: &str,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+) -> (u16, String, reqwest::header::HeaderMap) {
+    let mut h = reqwest::header::HeaderMap::new();
+    let defaults = [
+        ("Content-Type", "application/x-protobuf"),
+        ("Content-Encoding", "snappy"),
+        ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+    ];
+    for (k, v) in defaults.iter().chain(headers) {
+        h.insert(
+            reqwest::header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    let r = reqwest::Client::new()
+        .post(format!("{url}/api/v1/write"))
+        .headers(h)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    (status, r.text().await.unwrap(), headers)
+}
+
+/// Raw samples of `selector` over the last hour, as (labels, [(t, v)]).
+async fn raw(url: &str, selector: &str) -> Vec<(serde_json::Value, Vec<(f64, String)>)> {
+    let r: serde_json::Value = reqwest::Client::new()
+        .get(format!("{url}/api/v1/query"))
+        .query(&[
+            ("query", format!("{selector}[1h]")),
+            ("time", format!("{}", now_ms() as f64 / 1000.0 + 60.0)),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "success", "{r}");
+    let mut out: Vec<_> = r["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let vals = s["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p[0].as_f64().unwrap(), p[1].as_str().unwrap().to_string()))
+                .collect();
+            (s["metric"].clone(), vals)
+        })
+        .collect();
+    out.sort_by_key(|a| a.0.to_string());
+    out
+}
+
+const GOOD: &[(&str, &str)] = &[("__name__", "good_total"), ("job", "test")];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer() {
+    let srv = Server::start(&[
+        ("STRATA_LIMITS_MAX_BODY_BYTES", "65536"),
+        ("STRATA_LIMITS_MAX_DECODED_BYTES", "1048576"),
+    ])
+    .await;
+    let url = srv.url.clone();
+    let t = now_ms();
+
+    // 204, and the data reads back.
+    let (s, _, _) = post(
+        &url,
+        body(vec![ts(GOOD, &[(t, 1.0), (t + 1000, 2.0)])]),
+        &[],
+    )
+    .await;
+    assert_eq!(s, 204);
+    let before = raw(&url, "good_total").await;
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].1.len(), 2);
+
+    // Durable per request, and a bad durability header.
+    let (s, _, _) = post(
+        &url,
+        body(vec![ts(GOOD, &[(t + 2000, 3.0)])]),
+        &[("X-Strata-Durability", "durable")],
+    )
+    .await;
+    assert_eq!(s, 204);
+    let (s, m, _) = post(
+        &url,
+        body(vec![ts(GOOD, &[(t + 3000, 4.0)])]),
+        &[("X-Strata-Durability", "eventually")],
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert!(m.contains("X-Strata-Durability"), "{m}");
+    let before = raw(&url, "good_total").await;
+    assert_eq!(before[0].1.len(), 3);
+
+    let cases: Vec<(&str, Vec<u8>, Vec<(&str, &str)>, u16, &str)> = vec![
+        (
+            "unparsable protobuf",
+            snap::raw::Encoder::new()
+                .compress_vec(b"\xff\xff\xff\xff garbage")
+                .unwrap(),
+            vec![],
+            400,
+            "protobuf",
+        ),
+        (
+            "corrupt snappy",
+            b"\x10this is not snappy".to_vec(),
+            vec![],
+            400,
+            "snappy",
+        ),
+        (
+            "unsorted labels",
+            body(vec![ts(
+                &[("__name__", "x"), ("z", "1"), ("a", "2")],
+                &[(t, 1.0)],
+            )]),
+            vec![],
+            400,
+            "sorted",
+        ),
+        (
+            "duplicate label",
+            body(vec![ts(
+                &[("__name__", "x"), ("a", "1"), ("a", "2")],
+                &[(t, 1.0)],
+            )]),
+            vec![],
+            400,
+            "duplicate label name",
+        ),
+        (
+            "empty label name",
+            body(vec![ts(&[("", "v"), ("__name__", "x")], &[(t, 1.0)])]),
+            vec![],
+            400,
+            "empty",
+        ),
+        (
+            "empty label value",
+            body(vec![ts(&[("__name__", "x"), ("a", "")], &[(t, 1.0)])]),
+            vec![],
+            400,
+            "empty",
+        ),
+        (
+            "no metric name",
+            body(vec![ts(&[("a", "1")], &[(t, 1.0)])]),
+            vec![],
+            400,
+            "__name__",
+        ),
+        (
+            "wrong content type",
+            body(vec![ts(GOOD, &[(t + 5000, 1.0)])]),
+            vec![("Content-Type", "application/json")],
+            415,
+            "application/json",
+        ),
+        (
+            "wrong encoding",
+            body(vec![ts(GOOD, &[(t + 5000, 1.0)])]),
+            vec![("Content-Encoding", "gzip")],
+            415,
+            "gzip",
+        ),
+        ("body too large", vec![0u8; 70_000], vec![], 413, "body"),
+        // A snappy header declaring a 1 GiB decoded length.
+        (
+            "declared length too large",
+            vec![0x80, 0x80, 0x80, 0x80, 0x04, 0, 0, 0],
+            vec![],
+            413,
+            "decoded",
+        ),
+    ];
+    for (name, b, headers, want, needle) in cases {
+        let (s, m, _) = post(&url, b, &headers).await;
+        assert_eq!(s, want, "{name}: {m}");
+        assert!(
+            m.to_lowercase().contains(&needle.to_lowercase()),
+            "{name}: message {m:?} lacks {needle:?}"
+        );
+        assert_eq!(
+            raw(&url, "good_total").await,
+            before,
+            "{name}: earlier data changed"
+        );
+    }
+
+    // Invalid series are named; valid series of the same request are written.
+    let (s, m, _) = post(
+        &url,
+        body(vec![
+            ts(&[("__name__", "x"), ("b", "1"), ("a", "2")], &[(t, 1.0)]),
+            ts(&[("__name__", "partial_ok")], &[(t, 7.0)]),
+        ]),
+        &[],
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert!(m.contains("1 of 2 samples rejected"), "{m}");
+    assert!(
+        m.contains("b=") || m.contains("\"b\""),
+        "names the series: {m}"
+    );
+    assert_eq!(raw(&url, "partial_ok").await.len(), 1);
+
+    // Out-of-order and conflicting duplicates: valid samples still land.
+    let (s, m, _) = post(
+        &url,
+        body(vec![ts(
+            GOOD,
+            &[
+                (t - 10_000, 9.0),
+                (t + 2000, 3.0),
+                (t + 2000, 99.0),
+                (t + 4000, 5.0),
+            ],
+        )]),
+        &[],
+    )
+    .await;
+    assert_eq!(s, 400, "{m}");
+    assert!(m.contains("2 of 4 samples rejected"), "{m}");
+    assert!(m.contains("out of order"), "{m}");
+    assert!(m.contains("good_total"), "{m}");
+    let after = raw(&url, "good_total").await;
+    assert_eq!(after[0].1.len(), 4, "the in-order sample was written");
+    assert_eq!(after[0].1[..3], before[0].1[..]);
+
+    // Remote write 2.0 answers with the written counts.
+    let mut b2 = V2RequestBuilder::new();
+    b2.add_series(
+        &[Label::new("__name__", "v2_metric"), Label::new("job", "v2")],
+        &[(t, 1.5), (t + 1000, 2.5)],
+    );
+    let mut enc = Vec::new();
+    encode_v2(&b2.build(), &mut enc);
+    let (s, m, h) = post(
+        &url,
+        enc,
+        &[
+            (
+                "Content-Type",
+                "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+            ),
+            ("X-Prometheus-Remote-Write-Version", "2.0.0"),
+        ],
+    )
+    .await;
+    assert_eq!(s, 204, "{m}");
+    assert_eq!(h["x-prometheus-remote-write-samples-written"], "2");
+    assert_eq!(h["x-prometheus-remote-write-histograms-written"], "0");
+    assert_eq!(raw(&url, "v2_metric").await[0].1.len(), 2);
+
+    // The server is still up and reports what happened.
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("strata_samples_rejected_total 2"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("code=\"413\""), "{metrics}");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_answers_429() {
+    let srv = Server::start(&[
+        ("STRATA_LIMITS_INGEST_RATE_LIMIT", "100"),
+        ("STRATA_LIMITS_INGEST_BURST", "150"),
+    ])
+    .await;
+    let t = now_ms();
+    let samples: Vec<(i64, f64)> = (0..120).map(|i| (t + i, i as f64)).collect();
+    let (s, _, _) = post(&srv.url, body(vec![ts(GOOD, &samples)]), &[]).await;
+    assert_eq!(s, 204);
+    let more: Vec<(i64, f64)> = (120..240).map(|i| (t + i, i as f64)).collect();
+    let (s, m, h) = post(&srv.url, body(vec![ts(GOOD, &more)]), &[]).await;
+    assert_eq!(s, 429, "{m}");
+    assert!(m.contains("rate limit"), "{m}");
+    assert!(h.get("retry-after").is_some());
+    assert_eq!(
+        raw(&srv.url, "good_total").await[0].1.len(),
+        120,
+        "accepted data intact"
+    );
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_writer_answers_503() {
+    let srv = Server::start(&[]).await;
+    let t = now_ms();
+    let (s, _, _) = post(
+        &srv.url,
+        body(vec![ts(GOOD, &[(t, 1.0)])]),
+        &[("X-Strata-Durability", "durable")],
+    )
+    .await;
+    assert_eq!(s, 204);
+    // A newer writer opens the same path and fences this server.
+    let data = srv._dir.path().join("data");
+    let loc = strata_storage::open_object_store(
+        &format!("file://{}", data.display()),
+        &Default::default(),
+    )
+    .unwrap();
+    let newer = strata_storage::Storage::open(
+        loc.store,
+        &loc.path,
+        Default::default(),
+        std::sync::Arc::new(strata_storage::SystemClock),
+    )
+    .await
+    .unwrap();
+    let mut last = (0, String::new());
+    for i in 1..200 {
+        let (s, m, h) = post(
+            &srv.url,
+            body(vec![ts(GOOD, &[(t + i * 1000, 1.0)])]),
+            &[("X-Strata-Durability", "durable")],
+        )
+        .await;
+        if s == 503 {
+            assert!(h.get("retry-after").is_some());
+            last = (s, m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(last.0, 503, "the fenced writer must refuse writes");
+    assert!(last.1.contains("fenced"), "{}", last.1);
+    let ready = reqwest::get(format!("{}/-/ready", srv.url)).await.unwrap();
+    assert_eq!(ready.status(), 503);
+    // The newer writer has the acknowledged sample.
+    let got = newer
+        .select(
+            &[
+                strata_codec::Matcher::new(strata_codec::MatchOp::Equal, "__name__", "good_total")
+                    .unwrap(),
+            ],
+            t - 1,
+            t + 1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    newer.close().await.unwrap();
+    srv.stop().await;
+}
