@@ -1,0 +1,338 @@
+//! A writer killed with SIGKILL loses no Durable write and at most the last
+//! flush interval of Applied writes, and recovery invents nothing.
+//!
+//! The test re-runs its own binary as a child (`child_ingest`, selected by
+//! `STRATA_CRASH_CHILD_DIR`) that ingests into a `file://` store and logs
+//! every acknowledged request to an ack file; the parent kills it at a random
+//! moment, reopens the store and compares what it finds with what was sent
+//! and acknowledged. `STRATA_CRASH_ROUNDS` sets the number of kills (3).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata_codec::{Label, MatchOp, Matcher};
+use strata_storage::{
+    open_object_store, Clock, Durability, IngestSeries, Storage, StorageSettings, SystemClock,
+};
+
+const CHILD_ENV: &str = "STRATA_CRASH_CHILD_DIR";
+const SERIES_PER_REQUEST: u32 = 100;
+const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+/// The most wall-clock time before the kill whose Applied acks may be lost:
+/// two flush intervals plus scheduling slack on a loaded machine.
+const MAX_LOSS_SPAN_MS: i64 = 500;
+
+/// Two request streams on disjoint series: `a` writes at Applied only; `d`
+/// alternates Durable and Applied.
+const STREAMS: [&str; 2] = ["a", "d"];
+
+fn settings() -> StorageSettings {
+    StorageSettings {
+        flush_interval: FLUSH_INTERVAL,
+        ..StorageSettings::default()
+    }
+}
+
+fn store_url(dir: &Path) -> String {
+    format!("file://{}", dir.join("store").display())
+}
+
+/// The value series `i` of `stream` gets in request `seq`: bit patterns that
+/// exercise the codec (NaN payloads, -0.0, subnormals, big integers).
+fn value(stream: usize, seq: u64, i: u32) -> f64 {
+    let mut x = (seq << 20) ^ (u64::from(i) << 4) ^ stream as u64;
+    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 29;
+    match seq % 7 {
+        0 => f64::from_bits(x),
+        1 => -0.0,
+        2 => (x % 1000) as f64,
+        3 => f64::from_bits(0x7ff0_0000_0000_0002),
+        4 => f64::from_bits(x & 0x000f_ffff_ffff_ffff),
+        _ => seq as f64 * 0.25 + f64::from(i),
+    }
+}
+
+fn labels(stream: &str, i: u32) -> Vec<Label> {
+    vec![
+        Label::new("__name__", "crash_test"),
+        Label::new("i", format!("{i:03}")),
+        Label::new("stream", stream),
+    ]
+}
+
+/// Request `seq` of a stream: one sample per series at `t0 + seq`.
+fn request(stream: usize, t0: i64, seq: u64) -> Vec<IngestSeries> {
+    let t = t0 + seq as i64;
+    (0..SERIES_PER_REQUEST)
+        .map(|i| IngestSeries {
+            labels: labels(STREAMS[stream], i),
+            samples: vec![(t, value(stream, seq, i))],
+        })
+        .collect()
+}
+
+fn durability(stream: usize, seq: u64) -> Durability {
+    if stream == 1 && seq % 2 == 0 {
+        Durability::Durable
+    } else {
+        Durability::Applied
+    }
+}
+
+/// The child: ingests until killed. Not a test of its own; it returns at
+/// once unless the parent set `STRATA_CRASH_CHILD_DIR`.
+#[test]
+fn child_ingest() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir).to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let loc = open_object_store(&store_url(&dir), &Default::default()).unwrap();
+        let db = Arc::new(
+            Storage::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+                .await
+                .unwrap(),
+        );
+        // SlateDB expires keys by the real clock, so write near the real now.
+        let t0 = SystemClock.now_ms();
+        let acks = Arc::new(parking_lot::Mutex::new(
+            std::fs::File::create(dir.join("acks")).unwrap(),
+        ));
+        writeln!(acks.lock(), "t0 {t0}").unwrap();
+        let tasks: Vec<_> = (0..STREAMS.len())
+            .map(|stream| {
+                let db = Arc::clone(&db);
+                let acks = Arc::clone(&acks);
+                tokio::spawn(async move {
+                    for seq in 0u64.. {
+                        let d = durability(stream, seq);
+                        let out = db.write(request(stream, t0, seq), d).await.unwrap();
+                        assert_eq!(out.appended, SERIES_PER_REQUEST as usize);
+                        let now = SystemClock.now_ms();
+                        // Written to the OS at once: it survives SIGKILL.
+                        writeln!(
+                            acks.lock(),
+                            "ack {stream} {seq} {} {} {now}",
+                            u8::from(d == Durability::Durable),
+                            t0 + seq as i64,
+                        )
+                        .unwrap();
+                        if seq % 16 == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
+
+#[derive(Debug)]
+struct Ack {
+    durable: bool,
+    at_ms: i64,
+}
+
+struct AckLog {
+    t0: i64,
+    /// Per stream: seq -> ack.
+    acks: Vec<BTreeMap<u64, Ack>>,
+}
+
+fn read_acks(dir: &Path) -> AckLog {
+    let text = std::fs::read_to_string(dir.join("acks")).unwrap();
+    let mut log = AckLog {
+        t0: 0,
+        acks: STREAMS.iter().map(|_| BTreeMap::new()).collect(),
+    };
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f.as_slice() {
+            ["t0", t0] => log.t0 = t0.parse().unwrap(),
+            ["ack", stream, seq, durable, _t, at] => {
+                log.acks[stream.parse::<usize>().unwrap()].insert(
+                    seq.parse().unwrap(),
+                    Ack {
+                        durable: *durable == "1",
+                        at_ms: at.parse().unwrap(),
+                    },
+                );
+            }
+            // The kill can cut the last line short.
+            _ => {}
+        }
+    }
+    log
+}
+
+/// A pseudo-random number from the clock, for the kill moment.
+fn jitter_ms(round: u32, range: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let mut x = u64::from(nanos) ^ (u64::from(round) << 32);
+    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 17) % range
+}
+
+struct RoundResult {
+    acked: usize,
+    lost_applied_requests: usize,
+    lost_span_ms: i64,
+}
+
+async fn one_round(round: u32) -> RoundResult {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_ingest", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    // Wait until the child is ingesting, then kill it 1–3 s later.
+    let started = Instant::now();
+    while std::fs::metadata(dir.path().join("acks")).map_or(0, |m| m.len()) < 64 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "child never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "child exited early");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let delay = Duration::from_millis(1000 + jitter_ms(round, 2000));
+    tokio::time::sleep(delay).await;
+    child.kill().unwrap(); // SIGKILL
+    let killed_at = SystemClock.now_ms();
+    child.wait().unwrap();
+
+    let log = read_acks(dir.path());
+    let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
+    let db = Storage::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+        .await
+        .unwrap();
+    let found = db
+        .select(
+            &[Matcher::new(MatchOp::Equal, "__name__", "crash_test").unwrap()],
+            log.t0 - 1,
+            i64::MAX / 2,
+        )
+        .await
+        .unwrap();
+
+    // Per stream, per request seq: how many of its series hold the sample.
+    let mut present: Vec<BTreeMap<u64, u32>> = STREAMS.iter().map(|_| BTreeMap::new()).collect();
+    for s in &found {
+        let stream_name = &s.labels.iter().find(|l| l.name == "stream").unwrap().value;
+        let stream = STREAMS.iter().position(|x| x == stream_name).unwrap();
+        let i: u32 = s
+            .labels
+            .iter()
+            .find(|l| l.name == "i")
+            .unwrap()
+            .value
+            .parse()
+            .unwrap();
+        assert_eq!(s.labels, labels(STREAMS[stream], i));
+        for (&t, &v) in s.timestamps.iter().zip(&s.values) {
+            let seq = u64::try_from(t - log.t0).expect("sample before t0 was never sent");
+            let want = value(stream, seq, i);
+            assert_eq!(
+                v.to_bits(),
+                want.to_bits(),
+                "stream {stream_name} series {i} seq {seq}: value not as sent"
+            );
+            *present[stream].entry(seq).or_default() += 1;
+        }
+    }
+
+    let mut acked = 0;
+    let mut lost_applied = Vec::new();
+    for (stream, acks) in log.acks.iter().enumerate() {
+        let name = STREAMS[stream];
+        // Only the request in flight at the kill may be present unacked.
+        let last_sent = acks.keys().next_back().map_or(0, |&s| s + 1);
+        for (&seq, &n) in &present[stream] {
+            assert!(seq <= last_sent, "stream {name}: seq {seq} was never sent");
+            assert_eq!(n, SERIES_PER_REQUEST, "stream {name}: seq {seq} is torn");
+        }
+        // The log is written in order, so what survives is a prefix.
+        let kept = present[stream].len() as u64;
+        assert!(
+            present[stream].keys().copied().eq(0..kept),
+            "stream {name}: surviving requests are not a prefix"
+        );
+        for (&seq, ack) in acks {
+            acked += 1;
+            if present[stream].contains_key(&seq) {
+                continue;
+            }
+            assert!(
+                !ack.durable,
+                "stream {name}: Durable request {seq} acknowledged at {} is lost",
+                ack.at_ms
+            );
+            lost_applied.push(ack.at_ms);
+        }
+    }
+    let lost_span_ms = lost_applied
+        .iter()
+        .min()
+        .map_or(0, |&first| killed_at - first);
+    db.close().await.unwrap();
+    RoundResult {
+        acked,
+        lost_applied_requests: lost_applied.len(),
+        lost_span_ms,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_loses_at_most_the_last_flush_interval() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let rounds: u32 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let mut worst = 0;
+    let mut lost_total = 0;
+    for round in 0..rounds {
+        let r = one_round(round).await;
+        eprintln!(
+            "round {round}: {} requests acknowledged, {} Applied requests ({} samples) lost, \
+             first lost ack {} ms before the kill",
+            r.acked,
+            r.lost_applied_requests,
+            r.lost_applied_requests * SERIES_PER_REQUEST as usize,
+            r.lost_span_ms
+        );
+        assert!(
+            r.lost_span_ms <= MAX_LOSS_SPAN_MS,
+            "round {round}: Applied acks lost over {} ms (flush interval {:?})",
+            r.lost_span_ms,
+            FLUSH_INTERVAL
+        );
+        worst = worst.max(r.lost_span_ms);
+        lost_total += r.lost_applied_requests;
+    }
+    eprintln!(
+        "{rounds} rounds: {lost_total} Applied requests lost in all, longest span {worst} ms"
+    );
+}
