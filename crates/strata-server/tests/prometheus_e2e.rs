@@ -1,0 +1,197 @@
+//! The real Prometheus scrapes itself and node_exporter every second and
+//! remote-writes to Strata. Strata must then hold exactly the raw samples
+//! Prometheus holds, across a graceful restart, and catch up on what
+//! Prometheus retried while it was down.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{
+    matrix_diff, now_ms, query_matrix, query_vector, wait_until, Matrix, NodeExporterProcess,
+    PrometheusProcess, StrataProcess,
+};
+
+/// Series compared: Prometheus' own gauges and counters, a classic
+/// histogram, scrape meta-series, and node_exporter counters and gauges.
+const SELECTORS: &[&str] = &[
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "prometheus_tsdb_head_series",
+    "prometheus_http_requests_total",
+    "prometheus_http_request_duration_seconds_bucket",
+    "node_cpu_seconds_total",
+    "node_network_receive_bytes_total",
+    "node_memory_MemAvailable_bytes",
+    "node_load1",
+    "node_time_seconds",
+];
+
+/// Every sample of the run fits in the window, so whole histories compare.
+const WINDOW: &str = "5m";
+/// How far in the past the compared window ends, so that everything
+/// Prometheus holds up to then has been remote-written.
+const SETTLE: Duration = Duration::from_secs(8);
+/// How long to keep retrying a comparison while remote write catches up.
+const CATCH_UP: Duration = Duration::from_secs(15);
+
+fn prometheus_config(prometheus_port: u16, node_port: u16, strata_port: u16) -> String {
+    format!(
+        r#"global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ["127.0.0.1:{prometheus_port}"]
+  - job_name: node
+    static_configs:
+      - targets: ["127.0.0.1:{node_port}"]
+remote_write:
+  - url: http://127.0.0.1:{strata_port}/api/v1/write
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 50ms
+      max_backoff: 1s
+"#
+    )
+}
+
+/// The raw samples of every selector in the window ending at `t`.
+fn snapshot(port: u16, t: i64) -> BTreeMap<&'static str, Matrix> {
+    SELECTORS
+        .iter()
+        .map(|sel| (*sel, query_matrix(port, &format!("{sel}[{WINDOW}]"), t)))
+        .collect()
+}
+
+/// Asserts Strata holds exactly Prometheus' samples in the window ending
+/// at `t`, retrying while remote write may still be delivering them.
+/// Answers Strata's snapshot.
+fn assert_same_as_prometheus(
+    prometheus: &PrometheusProcess,
+    strata: &StrataProcess,
+    t: i64,
+) -> BTreeMap<&'static str, Matrix> {
+    let expected = snapshot(prometheus.port, t);
+    for (sel, m) in &expected {
+        assert!(
+            !m.is_empty(),
+            "Prometheus has no {sel} series in the window"
+        );
+    }
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let actual = snapshot(strata.port, t);
+        let diffs: Vec<String> = SELECTORS
+            .iter()
+            .filter_map(|sel| {
+                matrix_diff(&expected[sel], &actual[sel]).map(|d| format!("{sel}:\n{d}"))
+            })
+            .collect();
+        if diffs.is_empty() {
+            return actual;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Strata's raw samples differ from Prometheus' in the window ending at {t} ms \
+             (still after {CATCH_UP:?}):\n{}",
+            diffs.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The newest `up` timestamp Strata holds, in milliseconds.
+fn newest_up(strata: &StrataProcess) -> Option<i64> {
+    query_matrix(strata.port, &format!("up[{WINDOW}]"), now_ms())
+        .values()
+        .filter_map(|samples| samples.last().map(|(ts, _)| *ts))
+        .max()
+}
+
+/// The sum of a Prometheus counter over all its series.
+fn prometheus_counter(prometheus: &PrometheusProcess, name: &str) -> f64 {
+    query_vector(prometheus.port, name)
+        .iter()
+        .map(|(_, v)| v.parse::<f64>().expect("counter value"))
+        .sum()
+}
+
+#[test]
+fn prometheus_remote_write_round_trip() {
+    let started = Instant::now();
+    let data = tempfile::tempdir().expect("temp dir");
+    let strata = StrataProcess::start(data.path(), &[]);
+    let node = NodeExporterProcess::start();
+    let prometheus_port = common::free_port();
+    let prometheus = PrometheusProcess::start_on(
+        prometheus_port,
+        &prometheus_config(prometheus_port, node.port, strata.port),
+        &[],
+    );
+
+    wait_until(Duration::from_secs(20), "Strata has `up` samples", || {
+        newest_up(&strata).is_some()
+    });
+    // Let about fifteen scrapes flow, then compare a window that ended a
+    // few seconds ago.
+    let first_data = Instant::now();
+    std::thread::sleep(Duration::from_secs(15).saturating_sub(first_data.elapsed()));
+    let t = now_ms() - SETTLE.as_millis() as i64;
+    let before_restart = assert_same_as_prometheus(&prometheus, &strata, t);
+    let up_samples: usize = before_restart["up"].values().map(Vec::len).sum();
+    assert!(
+        up_samples >= 2 * 5,
+        "expected at least 5 `up` samples per target before {t} ms, got {up_samples}: {:?}",
+        before_restart["up"]
+    );
+
+    // A graceful restart keeps every sample written before it.
+    let port = strata.port;
+    let status = strata.stop();
+    assert!(status.success(), "strata exited with {status} on SIGTERM");
+    let strata = StrataProcess::start_on(port, data.path(), &[]);
+    let after_restart = snapshot(strata.port, t);
+    for sel in SELECTORS {
+        if let Some(d) = matrix_diff(&before_restart[sel], &after_restart[sel]) {
+            panic!("{sel}: samples before {t} ms changed across a restart:\n{d}");
+        }
+    }
+
+    // Prometheus retried what Strata missed while it was down; a window
+    // ending after the restart must again match exactly.
+    let restarted = now_ms();
+    wait_until(
+        Duration::from_secs(20),
+        "Strata receives samples again after its restart",
+        || newest_up(&strata).is_some_and(|ts| ts > restarted + SETTLE.as_millis() as i64),
+    );
+    let t2 = now_ms() - SETTLE.as_millis() as i64;
+    assert!(t2 > restarted, "the second window must span the restart");
+    let final_snapshot = assert_same_as_prometheus(&prometheus, &strata, t2);
+
+    for counter in [
+        "prometheus_remote_storage_samples_failed_total",
+        "prometheus_remote_storage_metadata_failed_total",
+    ] {
+        let failed = prometheus_counter(&prometheus, counter);
+        assert_eq!(
+            failed, 0.0,
+            "{counter} = {failed}: Strata rejected remote writes; see the Prometheus log"
+        );
+    }
+    let series: usize = final_snapshot.values().map(Matrix::len).sum();
+    let samples: usize = final_snapshot
+        .values()
+        .flat_map(Matrix::values)
+        .map(Vec::len)
+        .sum();
+    eprintln!(
+        "prometheus_e2e: {series} series, {samples} samples matched Prometheus across a restart in {:?}",
+        started.elapsed()
+    );
+}
