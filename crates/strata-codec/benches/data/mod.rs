@@ -66,6 +66,9 @@ pub const MIX: [(Kind, usize); 7] = [
 /// How scrape timestamps deviate from the schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Jitter {
+    /// On schedule: what Prometheus stores when every scrape starts within
+    /// its 2 ms timestamp tolerance.
+    Aligned,
     /// Every timestamp is off the schedule by a uniform ±3 ms.
     Raw,
     /// The same, after Prometheus' default timestamp adjustment (a timestamp
@@ -169,7 +172,12 @@ fn timestamps(rng: &mut Rng, start: i64, interval: i64, len: usize, jitter: Jitt
     let mut ts = Vec::with_capacity(len);
     let mut last: Option<i64> = None;
     for i in 0..len as i64 {
-        let mut t = start + i * interval + rng.range(-3, 3);
+        let scheduled = start + i * interval;
+        if jitter == Jitter::Aligned {
+            ts.push(scheduled);
+            continue;
+        }
+        let mut t = scheduled + rng.range(-3, 3);
         if let (Jitter::Adjusted, Some(prev)) = (jitter, last) {
             if (t - (prev + interval)).abs() <= 2 {
                 t = prev + interval;
