@@ -1,0 +1,228 @@
+"""Offline checks of deploy/kubernetes: every manifest against the Kubernetes
+schemas (kubernetes-validate, strict: unknown fields fail), the ConfigMap's
+TOML against config/strata.toml, and the invariants the writer depends on."""
+
+import pathlib
+import re
+import shutil
+import subprocess
+import tomllib
+
+import pytest
+import yaml
+
+try:
+    import kubernetes_validate
+except ImportError as e:  # a missing validator must fail the run, not skip it
+    raise ImportError(
+        "kubernetes-validate is required: pip install -r deploy/tests/requirements.txt"
+    ) from e
+
+from strata_config import REPO, check_against_defaults
+
+K8S = REPO / "deploy" / "kubernetes"
+# The oldest Kubernetes minor these manifests support, and the newest
+# schema the installed validator bundles.
+VERSIONS = ["1.30", kubernetes_validate.utils.latest_version()]
+MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def load_all(path):
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def resources():
+    return [d for p in MANIFESTS for d in load_all(p)]
+
+
+def find(kind, name):
+    found = [d for d in resources() if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}"
+    return found[0]
+
+
+def validate(doc, version):
+    kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_there_are_manifests():
+    assert len(MANIFESTS) >= 5, MANIFESTS
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifest_matches_kubernetes_schema(path, version):
+    docs = load_all(path)
+    assert docs, f"{path.name} holds no resource"
+    for doc in docs:
+        validate(doc, version)
+
+
+def test_strict_validation_rejects_unknown_fields():
+    doc = find("StatefulSet", "strata-writer")
+    bad = yaml.safe_load(yaml.safe_dump(doc))
+    bad["spec"]["template"]["spec"]["containers"][0]["livenessprobe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(bad, "1.30")
+
+
+def test_kustomization_names_existing_files_and_mentions_every_manifest():
+    text = (K8S / "kustomization.yaml").read_text()
+    kust = yaml.safe_load(text)
+    listed = kust["resources"]
+    for name in listed:
+        assert (K8S / name).is_file(), f"kustomization.yaml lists missing {name}"
+    for path in MANIFESTS:
+        # A manifest left out on purpose is named in a comment there.
+        assert path.name in listed or re.search(rf"#.*\b{re.escape(path.name)}\b", text), (
+            f"{path.name} is neither a resource of kustomization.yaml nor mentioned in it"
+        )
+
+
+def test_kustomize_output_matches_schema():
+    if shutil.which("kubectl"):
+        cmd = ["kubectl", "kustomize", str(K8S)]
+    elif shutil.which("kustomize"):
+        cmd = ["kustomize", "build", str(K8S)]
+    else:
+        pytest.skip("neither kubectl nor kustomize is installed")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    assert docs
+    for doc in docs:
+        validate(doc, "1.30")
+        if doc["kind"] != "Namespace":
+            assert doc["metadata"]["namespace"] == "strata"
+
+
+def configmap_toml():
+    return find("ConfigMap", "strata-config")["data"]["strata.toml"]
+
+
+def test_configmap_uses_only_keys_of_the_default_config():
+    assert check_against_defaults(configmap_toml(), "configmap.yaml") == []
+
+
+def test_configmap_points_at_s3_and_listens_on_all_interfaces():
+    cfg = tomllib.loads(configmap_toml())
+    assert cfg["object_store"]["url"].startswith("s3://")
+    assert cfg["server"]["listen"].startswith("0.0.0.0:")
+    # Keys belong in a Secret or an IAM role, never in the ConfigMap.
+    assert "access_key_id" not in cfg["object_store"].get("s3", {})
+    assert "secret_access_key" not in cfg["object_store"].get("s3", {})
+
+
+def seconds(text):
+    m = re.fullmatch(r"(\d+)(s|m)", text)
+    assert m, f"unexpected duration {text!r}"
+    return int(m.group(1)) * (60 if m.group(2) == "m" else 1)
+
+
+def container(workload):
+    (c,) = workload["spec"]["template"]["spec"]["containers"]
+    return c
+
+
+def flag(c, name):
+    args = c["args"]
+    assert name in args, f"{name} missing from {args}"
+    return args[args.index(name) + 1]
+
+
+def test_writer_is_a_single_statefulset_replica_that_stops_before_its_successor():
+    sts = find("StatefulSet", "strata-writer")
+    spec = sts["spec"]
+    assert spec["replicas"] == 1
+    assert spec["podManagementPolicy"] == "OrderedReady"
+    assert spec["updateStrategy"]["type"] == "RollingUpdate"
+    assert "maxUnavailable" not in spec["updateStrategy"].get("rollingUpdate", {})
+    pod = spec["template"]["spec"]
+    shutdown = seconds(tomllib.loads(configmap_toml())["server"]["shutdown_timeout"])
+    assert pod["terminationGracePeriodSeconds"] >= 2 * shutdown
+    c = container(sts)
+    assert flag(c, "--role") == "writer"
+    assert find("Service", spec["serviceName"])["spec"]["clusterIP"] == "None"
+
+
+def test_no_other_workload_runs_a_writer():
+    for doc in resources():
+        if doc["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+            if doc["metadata"]["name"] != "strata-writer":
+                assert flag(container(doc), "--role") != "writer"
+
+
+def test_reader_caches_on_a_local_volume_and_scales_with_an_hpa():
+    dep = find("Deployment", "strata-reader")
+    c = container(dep)
+    assert flag(c, "--role") == "reader"
+    cache_dir = flag(c, "--cache-dir")
+    assert cache_dir == "/var/cache/strata"
+    mount = next(m for m in c["volumeMounts"] if m["mountPath"] == cache_dir)
+    volume = next(v for v in dep["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    assert "emptyDir" in volume or "persistentVolumeClaim" in volume or "ephemeral" in volume
+    hpa = find("HorizontalPodAutoscaler", "strata-reader")
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "strata-reader",
+    }
+    assert hpa["spec"]["minReplicas"] >= 2
+
+
+@pytest.mark.parametrize("kind,name", [("StatefulSet", "strata-writer"), ("Deployment", "strata-reader")])
+def test_workload_probes_resources_scraping_and_config(kind, name):
+    w = find(kind, name)
+    pod = w["spec"]["template"]
+    c = container(w)
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"http": 9470}
+    assert c["livenessProbe"]["httpGet"]["path"] == "/-/healthy"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/-/ready"
+    assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
+    ann = pod["metadata"]["annotations"]
+    assert ann["prometheus.io/scrape"] == "true"
+    assert ann["prometheus.io/port"] == "9470"
+    assert ann["prometheus.io/path"] == "/metrics"
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert flag(c, "--config") == "/etc/strata/strata.toml"
+    config_volume = next(v for v in pod["spec"]["volumes"] if "configMap" in v)
+    assert config_volume["configMap"]["name"] == "strata-config"
+    mount = next(m for m in c["volumeMounts"] if m["name"] == config_volume["name"])
+    assert mount["mountPath"] == "/etc/strata"
+    assert pod["spec"]["serviceAccountName"] == find("ServiceAccount", "strata")["metadata"]["name"]
+    secret_refs = [e["secretRef"] for e in c.get("envFrom", []) if "secretRef" in e]
+    assert secret_refs == [{"name": "strata-s3", "optional": True}]
+    find("Secret", "strata-s3")
+
+
+def test_services_and_budgets_select_pods_that_exist():
+    pod_labels = [
+        d["spec"]["template"]["metadata"]["labels"]
+        for d in resources()
+        if d["kind"] in ("Deployment", "StatefulSet")
+    ]
+
+    def selects(selector):
+        return any(all(labels.get(k) == v for k, v in selector.items()) for labels in pod_labels)
+
+    for doc in resources():
+        if doc["kind"] == "Service":
+            assert selects(doc["spec"]["selector"]), doc["metadata"]["name"]
+            for port in doc["spec"]["ports"]:
+                assert port["port"] == 9470 and port["targetPort"] == "http"
+        if doc["kind"] == "PodDisruptionBudget":
+            assert selects(doc["spec"]["selector"]["matchLabels"]), doc["metadata"]["name"]
+
+
+def test_dockerfile_is_multi_stage_non_root_and_serves_9470():
+    text = (REPO / "deploy" / "Dockerfile").read_text()
+    stages = re.findall(r"^FROM\s+(\S+)", text, re.M)
+    assert len(stages) >= 2 and stages[0].startswith("rust:")
+    assert "cargo build --release --locked -p strata-server" in text
+    user = re.findall(r"^USER\s+(\S+)", text, re.M)
+    assert user and not user[-1].startswith(("root", "0:", "0")), user
+    assert re.search(r"^EXPOSE\s+9470\b", text, re.M)
+    assert re.search(r'^ENTRYPOINT \["strata", "serve"\]', text, re.M)
+    for copied in re.findall(r"^COPY\s+(?!--)(.+)\s+\S+$", text, re.M):
+        for src in copied.split():
+            assert (REPO / src).exists(), f"Dockerfile copies missing {src}"
