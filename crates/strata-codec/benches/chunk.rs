@@ -1,5 +1,5 @@
-//! Gorilla chunk encode/decode speed and size on node-exporter-like data,
-//! with the `tsz` crate as the baseline.
+//! Chunk encode/decode speed and size on node-exporter-like data: Gorilla
+//! (head) chunks, sealed chunks, and the `tsz` crate as the baseline.
 //!
 //! Prints bytes/sample per value kind and overall; criterion reports the
 //! time for the whole data set, whose sample count is printed alongside.
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use data::{node_exporter_like, Jitter, Kind, Series, MIX};
-use strata_codec::{decode_into, ChunkIter, XorChunk};
+use strata_codec::{decode_chunk_range_into, decode_into, encode_sealed, ChunkIter, XorChunk};
 use tsz::stream::{BufferedReader, BufferedWriter};
 use tsz::{DataPoint, Decode, Encode, StdDecoder, StdEncoder};
 
@@ -23,6 +23,12 @@ fn strata_encode(s: &Series) -> Vec<u8> {
         c.append(t, v);
     }
     c.bytes().to_vec()
+}
+
+fn sealed_encode(s: &Series) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_sealed(&s.ts, &s.vs, &mut out);
+    out
 }
 
 fn tsz_encode(s: &Series) -> Box<[u8]> {
@@ -42,20 +48,28 @@ fn tsz_decode(bytes: Box<[u8]>, ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
     }
 }
 
-/// Checks both codecs round-trip the data and prints their sizes.
+/// Checks every codec round-trips the data and prints their sizes.
 fn report_sizes(label: &str, data: &[Series]) {
     let total: usize = data.iter().map(|s| s.ts.len()).sum();
     eprintln!("\n[{label}] {} series, {total} samples", data.len());
     eprintln!(
-        "{:<12} {:>14} {:>14}",
-        "kind", "strata B/smpl", "tsz B/smpl"
+        "{:<12} {:>14} {:>14} {:>14}",
+        "kind", "gorilla B/smpl", "sealed B/smpl", "tsz B/smpl"
     );
-    let mut all = (0usize, 0usize, 0usize);
+    let mut all = (0usize, 0usize, 0usize, 0usize);
     for (kind, _) in MIX {
-        let (mut n, mut a, mut b) = (0usize, 0usize, 0usize);
+        let (mut n, mut a, mut b, mut c) = (0usize, 0usize, 0usize, 0usize);
         for s in data.iter().filter(|s| s.kind == kind) {
             let sb = strata_encode(s);
             let tb = tsz_encode(s);
+            let cb = sealed_encode(s);
+            let (mut ts, mut vs) = (vec![], vec![]);
+            decode_chunk_range_into(&cb, i64::MIN, i64::MAX, &mut ts, &mut vs).unwrap();
+            assert_eq!(ts, s.ts);
+            assert!(vs
+                .iter()
+                .zip(&s.vs)
+                .all(|(x, y)| x.to_bits() == y.to_bits()));
             let (mut ts, mut vs) = (vec![], vec![]);
             decode_into(&sb, &mut ts, &mut vs).unwrap();
             assert_eq!(ts, s.ts);
@@ -69,19 +83,22 @@ fn report_sizes(label: &str, data: &[Series]) {
             n += s.ts.len();
             a += sb.len();
             b += tb.len();
+            c += cb.len();
         }
-        all = (all.0 + n, all.1 + a, all.2 + b);
+        all = (all.0 + n, all.1 + a, all.2 + b, all.3 + c);
         eprintln!(
-            "{:<12} {:>14.3} {:>14.3}",
+            "{:<12} {:>14.3} {:>14.3} {:>14.3}",
             format!("{kind:?}"),
             a as f64 / n as f64,
+            c as f64 / n as f64,
             b as f64 / n as f64
         );
     }
     eprintln!(
-        "{:<12} {:>14.3} {:>14.3}",
+        "{:<12} {:>14.3} {:>14.3} {:>14.3}",
         "all",
         all.1 as f64 / all.0 as f64,
+        all.3 as f64 / all.0 as f64,
         all.2 as f64 / all.0 as f64
     );
 }
@@ -101,6 +118,7 @@ fn bench_codecs(c: &mut Criterion) {
         let total: usize = data.iter().map(|s| s.ts.len()).sum();
         let strata: Vec<Vec<u8>> = data.iter().map(strata_encode).collect();
         let tsz: Vec<Box<[u8]>> = data.iter().map(tsz_encode).collect();
+        let sealed: Vec<Vec<u8>> = data.iter().map(sealed_encode).collect();
 
         let mut g = c.benchmark_group(format!("chunk_{name}"));
         g.throughput(Throughput::Elements(total as u64));
@@ -108,6 +126,13 @@ fn bench_codecs(c: &mut Criterion) {
             b.iter(|| {
                 for s in &data {
                     black_box(strata_encode(black_box(s)));
+                }
+            })
+        });
+        g.bench_function("encode/sealed", |b| {
+            b.iter(|| {
+                for s in &data {
+                    black_box(sealed_encode(black_box(s)));
                 }
             })
         });
@@ -125,6 +150,17 @@ fn bench_codecs(c: &mut Criterion) {
                     ts.clear();
                     vs.clear();
                     decode_into(black_box(bytes), &mut ts, &mut vs).unwrap();
+                    black_box((&ts, &vs));
+                }
+            })
+        });
+        g.bench_function("decode/sealed", |b| {
+            b.iter(|| {
+                for bytes in &sealed {
+                    ts.clear();
+                    vs.clear();
+                    decode_chunk_range_into(black_box(bytes), i64::MIN, i64::MAX, &mut ts, &mut vs)
+                        .unwrap();
                     black_box((&ts, &vs));
                 }
             })

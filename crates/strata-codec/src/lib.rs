@@ -1,5 +1,5 @@
-//! Strata's encodings, with no I/O: labels and matchers, Gorilla chunks and
-//! log records.
+//! Strata's encodings, with no I/O: labels and matchers, Gorilla (head) and
+//! sealed chunks, and log records.
 //!
 //! Every decoder here takes untrusted bytes: it returns a [`CodecError`]
 //! rather than panicking, and never allocates more than the input can
@@ -13,9 +13,11 @@ pub mod chunk;
 pub mod error;
 pub mod labels;
 pub mod log_record;
+pub mod sealed;
 mod varint;
 
 pub use chunk::{decode_into, decode_range_into, ChunkIter, XorChunk};
 pub use error::CodecError;
 pub use labels::{Label, MatchOp, Matcher, MatcherError};
 pub use log_record::{LogRecord, LogSample, NewSeries};
+pub use sealed::{decode_chunk_range_into, encode_sealed};

@@ -76,6 +76,18 @@ impl<'a> Decbuf<'a> {
         self.rest = &[];
     }
 
+    /// The first error met as a result, without consuming the decoder.
+    #[inline]
+    pub fn check(&self) -> Result<(), CodecError> {
+        self.err.clone().map_or(Ok(()), Err)
+    }
+
+    /// The bytes not read yet.
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+
     /// Bytes not read yet.
     #[inline]
     pub fn remaining(&self) -> usize {

@@ -17,7 +17,8 @@ const NO_WINDOW: u8 = 0xFF;
 /// [`bytes`](Self::bytes) is a complete chunk after every append, so the head
 /// can serve queries from it and seal it without re-encoding. Appends take
 /// strictly increasing timestamps; any `i64` timestamps and any `f64` values
-/// are stored exactly. A chunk holds at most `u32::MAX` samples.
+/// are stored exactly. A chunk holds at most
+/// [`MAX_SAMPLES`](Self::MAX_SAMPLES) samples.
 #[derive(Clone, Debug)]
 pub struct XorChunk {
     w: BitWriter,
@@ -51,15 +52,22 @@ impl XorChunk {
         }
     }
 
+    /// Most samples a chunk holds. The count header's first byte thus stays
+    /// below `0xFF`, the first byte of every sealed chunk
+    /// ([`crate::sealed::MAGIC`]), so the two formats never collide.
+    pub const MAX_SAMPLES: u32 = 0xFEFF_FFFF;
+
     /// Appends a sample. The caller guarantees `t` is greater than the last
     /// appended timestamp (checked only in debug builds). Once the chunk
-    /// holds `u32::MAX` samples, further appends are ignored.
+    /// holds [`MAX_SAMPLES`](Self::MAX_SAMPLES) samples, further appends are
+    /// ignored.
     pub fn append(&mut self, t: i64, v: f64) {
         debug_assert!(self.count == 0 || t > self.t, "timestamps must increase");
-        let Some(count) = self.count.checked_add(1) else {
+        if self.count >= Self::MAX_SAMPLES {
             debug_assert!(false, "chunk is full");
             return;
-        };
+        }
+        let count = self.count + 1;
         self.w.reserve(MAX_SAMPLE_BYTES);
         let v_bits = v.to_bits();
         match self.count {

@@ -1,0 +1,277 @@
+//! Sealed chunks: the compact, write-once encoding of a whole series bucket.
+//!
+//! A head chunk ([`XorChunk`](crate::XorChunk)) must stay appendable; a
+//! sealed chunk is written once, when its bucket is sealed, so it can look at
+//! all its samples first. Timestamps are a packed integer stream (regular
+//! scrapes cost about 1 byte per 64 samples). Values that are all decimals
+//! `m / 10^e` with a shared `e` are stored as packed integer mantissas (a few
+//! that are not, such as stale markers, are kept aside whole); any other
+//! values as their raw bits, packed the same way. Every `f64` round-trips bit
+//! for bit.
+//!
+//! [`decode_chunk_range_into`] reads both encodings: a sealed chunk starts
+//! with [`MAGIC`], which no `XorChunk` can start with, as its 4-byte
+//! big-endian count stays below `0xFF00_0000`
+//! ([`XorChunk::MAX_SAMPLES`](crate::XorChunk::MAX_SAMPLES)).
+//! `docs/format.md` draws the layout.
+
+mod decimal;
+mod packed;
+
+use crate::varint::{put_uvarint, Decbuf};
+use crate::CodecError;
+use decimal::{mantissa, min_exponent, MAX_EXP, POW10};
+
+/// First byte of every sealed chunk.
+pub const MAGIC: u8 = 0xFF;
+
+/// The format version after [`MAGIC`].
+pub const VERSION: u8 = 1;
+
+/// Value section kinds.
+const VALUES_RAW: u8 = 0;
+const VALUES_DECIMAL: u8 = 1;
+
+/// Bytes of a stored exception: its index and the value's bits.
+const EXCEPTION_MIN_LEN: usize = 1 + 8;
+
+/// Encodes a whole series bucket (strictly ascending timestamps, one value
+/// per timestamp) as a sealed chunk, appended to `out`. Bit-exact for every
+/// `f64`. Extra values or timestamps beyond the shorter slice are ignored.
+pub fn encode_sealed(ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
+    let n = ts.len().min(vs.len());
+    let (ts, vs) = (ts.get(..n).unwrap_or(&[]), vs.get(..n).unwrap_or(&[]));
+    debug_assert!(increasing(None, ts), "timestamps must increase");
+    out.push(MAGIC);
+    out.push(VERSION);
+    put_uvarint(out, n as u64);
+    if n == 0 {
+        return;
+    }
+    packed::encode(ts, out);
+    let raw = encode_raw(vs);
+    match encode_decimal(vs) {
+        Some(dec) if dec.len() <= raw.len() => out.extend_from_slice(&dec),
+        _ => out.extend_from_slice(&raw),
+    }
+}
+
+fn encode_raw(vs: &[f64]) -> Vec<u8> {
+    let bits: Vec<i64> = vs.iter().map(|v| v.to_bits() as i64).collect();
+    let mut out = vec![VALUES_RAW];
+    packed::encode(&bits, &mut out);
+    out
+}
+
+/// The decimal encoding of `vs`, unless too few values are decimals.
+fn encode_decimal(vs: &[f64]) -> Option<Vec<u8>> {
+    let exps: Vec<Option<u8>> = vs.iter().map(|&v| min_exponent(v)).collect();
+    let decimals = exps.iter().flatten().count();
+    if decimals * 2 < vs.len() {
+        return None;
+    }
+    let e = exps.iter().flatten().copied().max().unwrap_or(0);
+    // Exceptions keep the previous mantissa, so they cost nothing in the
+    // stream when it is differenced.
+    let mut mantissas = Vec::with_capacity(vs.len());
+    let mut exceptions = Vec::new();
+    let mut prev = vs.iter().find_map(|&v| mantissa(v, e)).unwrap_or(0);
+    for (i, &v) in vs.iter().enumerate() {
+        match mantissa(v, e) {
+            Some(m) => prev = m,
+            None => exceptions.push((i, v.to_bits())),
+        }
+        mantissas.push(prev);
+    }
+    let mut out = vec![VALUES_DECIMAL, e];
+    put_uvarint(&mut out, exceptions.len() as u64);
+    let mut next = 0;
+    for (i, bits) in exceptions {
+        put_uvarint(&mut out, (i - next) as u64);
+        out.extend_from_slice(&bits.to_le_bytes());
+        next = i + 1;
+    }
+    packed::encode(&mantissas, &mut out);
+    Some(out)
+}
+
+/// Appends the samples with timestamps in `[mint, maxt]` of the chunk in
+/// `bytes`, sealed or a plain [`XorChunk`](crate::XorChunk)'s bytes, to `ts`
+/// and `vs`. On error nothing is appended.
+pub fn decode_chunk_range_into(
+    bytes: &[u8],
+    mint: i64,
+    maxt: i64,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+) -> Result<(), CodecError> {
+    match bytes.first() {
+        Some(&MAGIC) => decode_sealed_range_into(bytes, mint, maxt, ts, vs),
+        _ => crate::decode_range_into(bytes, mint, maxt, ts, vs),
+    }
+}
+
+/// Whether `bytes` hold a sealed chunk rather than an `XorChunk`.
+pub fn is_sealed(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&MAGIC)
+}
+
+/// [`decode_chunk_range_into`] for sealed chunks only.
+pub fn decode_sealed_range_into(
+    bytes: &[u8],
+    mint: i64,
+    maxt: i64,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+) -> Result<(), CodecError> {
+    let (ts_len, vs_len) = (ts.len(), vs.len());
+    let kept = decode_sealed(bytes, mint, maxt, ts, vs, ts_len, vs_len);
+    let keep = *kept.as_ref().unwrap_or(&0);
+    ts.truncate(ts_len + keep);
+    vs.truncate(vs_len + keep);
+    kept.map(|_| ())
+}
+
+/// Decodes after `ts_len`/`vs_len`; returns how many samples are kept there.
+fn decode_sealed(
+    bytes: &[u8],
+    mint: i64,
+    maxt: i64,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+    ts_len: usize,
+    vs_len: usize,
+) -> Result<usize, CodecError> {
+    let mut d = Decbuf::new(bytes);
+    let &[magic, version] = d.bytes(2) else {
+        return Err(CodecError::Truncated);
+    };
+    if magic != MAGIC {
+        return Err(CodecError::Corrupt("not a sealed chunk"));
+    }
+    if version != VERSION {
+        return Err(CodecError::BadVersion(version));
+    }
+    let n = d.uvarint();
+    d.check()?;
+    if n == 0 {
+        return if d.remaining() == 0 {
+            Ok(0)
+        } else {
+            Err(CodecError::Corrupt("trailing bytes"))
+        };
+    }
+    // Each stream spends at least a byte per block of residuals, so a count
+    // the input cannot hold is refused before anything is allocated.
+    let cap = (d.remaining() as u64).saturating_mul(packed::BLOCK as u64) + 2;
+    if n > cap {
+        return Err(CodecError::Corrupt("more samples than bytes"));
+    }
+    let n = n as usize;
+    ts.resize(ts_len + n, 0);
+    vs.resize(vs_len + n, 0.0);
+    let (Some(t_out), Some(v_out)) = (ts.get_mut(ts_len..), vs.get_mut(vs_len..)) else {
+        return Err(CodecError::Corrupt("buffer"));
+    };
+
+    let mut last = None;
+    packed::decode(&mut d, n, |at, run| {
+        copy_run(t_out, at, run, |t| t)?;
+        if !increasing(last, run) {
+            return Err(CodecError::Corrupt("timestamps do not increase"));
+        }
+        last = run.last().copied().or(last);
+        Ok(())
+    })?;
+
+    let kind = d.bytes(1).first().copied();
+    match kind {
+        Some(VALUES_RAW) => {
+            packed::decode(&mut d, n, |at, run| {
+                copy_run(v_out, at, run, |b| f64::from_bits(b as u64))
+            })?;
+        }
+        Some(VALUES_DECIMAL) => decode_decimal(&mut d, n, v_out)?,
+        Some(_) => return Err(CodecError::Corrupt("value encoding")),
+        None => return Err(CodecError::Truncated),
+    }
+    if d.remaining() != 0 {
+        return Err(CodecError::Corrupt("trailing bytes"));
+    }
+
+    let lo = t_out.partition_point(|&t| t < mint);
+    let hi = t_out.partition_point(|&t| t <= maxt).max(lo);
+    if lo > 0 {
+        t_out.copy_within(lo..hi, 0);
+        v_out.copy_within(lo..hi, 0);
+    }
+    Ok(hi - lo)
+}
+
+fn decode_decimal(d: &mut Decbuf<'_>, n: usize, v_out: &mut [f64]) -> Result<(), CodecError> {
+    let e = d.bytes(1).first().copied().unwrap_or(0);
+    let count = d.length_prefix(EXCEPTION_MIN_LEN);
+    let rest = d.rest();
+    // Skip over the exceptions now; they are applied after the stream.
+    for _ in 0..count {
+        d.uvarint();
+        d.bytes(8);
+    }
+    d.check()?;
+    if e > MAX_EXP {
+        return Err(CodecError::Corrupt("decimal exponent"));
+    }
+    let scale = POW10.get(usize::from(e)).copied().unwrap_or(1.0);
+    let exceptions = rest.get(..rest.len() - d.remaining()).unwrap_or(&[]);
+    if e == 0 {
+        packed::decode(d, n, |at, run| copy_run(v_out, at, run, |m| m as f64))?;
+    } else {
+        packed::decode(d, n, |at, run| {
+            copy_run(v_out, at, run, |m| decimal::value(m, scale))
+        })?;
+    }
+    let mut x = Decbuf::new(exceptions);
+    let mut at = 0u64;
+    for _ in 0..count {
+        let i = at.saturating_add(x.uvarint());
+        let bits = u64::from_le_bytes(x.bytes(8).try_into().unwrap_or([0; 8]));
+        match usize::try_from(i).ok().and_then(|i| v_out.get_mut(i)) {
+            Some(slot) => *slot = f64::from_bits(bits),
+            None => return Err(CodecError::Corrupt("exception index")),
+        }
+        at = i + 1;
+    }
+    Ok(())
+}
+
+/// Whether `run` increases strictly, and starts above `last` if given.
+#[inline(always)]
+fn increasing(last: Option<i64>, run: &[i64]) -> bool {
+    // A fold over pairs rather than `windows`, so that it vectorises.
+    let inner = run
+        .iter()
+        .zip(run.iter().skip(1))
+        .fold(true, |ok, (a, b)| ok & (a < b));
+    let joined = match (last, run.first()) {
+        (Some(l), Some(&f)) => l < f,
+        _ => true,
+    };
+    inner & joined
+}
+
+/// Writes `run`, mapped by `f`, at `at` in `out`.
+#[inline(always)]
+fn copy_run<T>(
+    out: &mut [T],
+    at: usize,
+    run: &[i64],
+    f: impl Fn(i64) -> T,
+) -> Result<(), CodecError> {
+    let Some(dst) = out.get_mut(at..at + run.len()) else {
+        return Err(CodecError::Corrupt("stream longer than its count"));
+    };
+    for (o, &x) in dst.iter_mut().zip(run) {
+        *o = f(x);
+    }
+    Ok(())
+}

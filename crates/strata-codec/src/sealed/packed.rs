@@ -1,0 +1,416 @@
+//! Packed integer streams: the one integer encoding of sealed chunks, used
+//! for timestamps, decimal mantissas and raw value bits alike.
+//!
+//! A stream of `n` integers is differenced 0, 1 or 2 times, centred (on its
+//! minimum, or zig-zagged around its most frequent value), stripped of the
+//! trailing zero bits all residuals share, and bit-packed in blocks of 64
+//! with a width byte per block. The encoder tries every combination and keeps
+//! the smallest; `docs/format.md` draws the layout.
+
+use crate::varint::{put_uvarint, unzigzag, zigzag, Decbuf};
+use crate::CodecError;
+
+/// Residuals per block.
+pub const BLOCK: usize = 64;
+
+/// Flag in a block's header byte: a bitmap of non-zero residuals follows,
+/// then only those residuals.
+const SPARSE: u8 = 0x80;
+
+/// Flag in a stream's header byte: residuals are zig-zagged around a base
+/// rather than offsets from the minimum.
+const ZIGZAG: u8 = 0x04;
+
+/// Packed bytes of one block, plus room for the widest unaligned load.
+const BUF_LEN: usize = BLOCK * 8 + 16;
+
+/// How a stream turns its integers into non-negative residuals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    /// Times the integers are differenced (0..=2).
+    order: u8,
+    /// Zig-zag around `base` (else: unsigned offsets from the minimum).
+    zigzag: bool,
+}
+
+/// Appends `xs` as a packed stream. The decoder needs `xs.len()` from
+/// elsewhere.
+pub fn encode(xs: &[i64], out: &mut Vec<u8>) {
+    let mut best: Option<Vec<u8>> = None;
+    let mut scratch = Vec::new();
+    for order in 0..=2u8 {
+        if usize::from(order) > xs.len() {
+            break;
+        }
+        let diffs = difference(xs, order);
+        for zigzag in [false, true] {
+            scratch.clear();
+            encode_shape(xs, &diffs, Shape { order, zigzag }, &mut scratch);
+            if best.as_ref().is_none_or(|b| scratch.len() < b.len()) {
+                best = Some(scratch.clone());
+            }
+        }
+    }
+    if let Some(b) = best {
+        out.extend_from_slice(&b);
+    }
+}
+
+/// The `order`-th wrapping difference of `xs`, without its first `order`
+/// elements (which the stream stores whole).
+fn difference(xs: &[i64], order: u8) -> Vec<i64> {
+    let mut d = xs.to_vec();
+    for _ in 0..order {
+        d = d
+            .iter()
+            .zip(d.iter().skip(1))
+            .map(|(a, b)| b.wrapping_sub(*a))
+            .collect();
+    }
+    d
+}
+
+fn encode_shape(xs: &[i64], diffs: &[i64], shape: Shape, out: &mut Vec<u8>) {
+    let base = if shape.zigzag {
+        most_frequent(diffs)
+    } else {
+        diffs.iter().copied().min().unwrap_or(0)
+    };
+    // Offsets from the minimum are taken as unsigned, so they are exact over
+    // the whole i64 range.
+    let offsets: Vec<u64> = diffs
+        .iter()
+        .map(|&y| (y as u64).wrapping_sub(base as u64))
+        .collect();
+    let shift = offsets
+        .iter()
+        .fold(0u64, |acc, &o| acc | o)
+        .trailing_zeros()
+        .min(63);
+    let residuals: Vec<u64> = offsets
+        .iter()
+        .map(|&o| {
+            if shape.zigzag {
+                zigzag((o as i64) >> shift)
+            } else {
+                o >> shift
+            }
+        })
+        .collect();
+    out.push(shape.order | if shape.zigzag { ZIGZAG } else { 0 });
+    out.push(shift as u8);
+    put_uvarint(out, zigzag(base));
+    let mut prev = 0i64;
+    for (i, &x) in xs.iter().take(usize::from(shape.order)).enumerate() {
+        // The second stored value of a twice-differenced stream is its
+        // first delta.
+        let stored = if i == 0 { x } else { x.wrapping_sub(prev) };
+        put_uvarint(out, zigzag(stored));
+        prev = x;
+    }
+    for block in residuals.chunks(BLOCK) {
+        write_block(block, out);
+    }
+}
+
+/// The value that occurs most often (the smallest among ties), 0 if none.
+fn most_frequent(ys: &[i64]) -> i64 {
+    let mut sorted = ys.to_vec();
+    sorted.sort_unstable();
+    let mut best = (0usize, 0i64);
+    for run in sorted.chunk_by(|a, b| a == b) {
+        if let Some(&v) = run.first() {
+            if run.len() > best.0 {
+                best = (run.len(), v);
+            }
+        }
+    }
+    best.1
+}
+
+/// Bits needed for `v`.
+fn width(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+fn write_block(block: &[u64], out: &mut Vec<u8>) {
+    let w = block.iter().map(|&r| width(r)).max().unwrap_or(0);
+    let nonzero = block.iter().filter(|&&r| r != 0).count();
+    let dense = bytes_for(block.len(), w);
+    let sparse = block.len().div_ceil(8) + bytes_for(nonzero, w);
+    if w > 0 && sparse < dense {
+        out.push(w as u8 | SPARSE);
+        let bitmap = block
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (i, &r)| m | (u64::from(r != 0) << i));
+        out.extend_from_slice(
+            bitmap
+                .to_le_bytes()
+                .get(..block.len().div_ceil(8))
+                .unwrap_or(&[]),
+        );
+        pack(block.iter().copied().filter(|&r| r != 0), w, out);
+    } else {
+        out.push(w as u8);
+        pack(block.iter().copied(), w, out);
+    }
+}
+
+fn bytes_for(count: usize, w: u32) -> usize {
+    (count * w as usize).div_ceil(8)
+}
+
+/// Appends `w`-bit values, least significant bit first, the last byte
+/// zero-padded.
+fn pack(values: impl Iterator<Item = u64>, w: u32, out: &mut Vec<u8>) {
+    if w == 0 {
+        return;
+    }
+    let mut acc: u128 = 0;
+    let mut bits = 0u32;
+    for v in values {
+        acc |= u128::from(v) << bits;
+        bits += w;
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    if bits > 0 {
+        out.push(acc as u8);
+    }
+}
+
+/// Decodes a stream of `n` integers from the front of `d`, handing them to
+/// `sink` in order as `(index of the first, values)` runs of at most
+/// [`BLOCK`] + 2.
+#[inline(always)]
+pub fn decode<F>(d: &mut Decbuf<'_>, n: usize, mut sink: F) -> Result<(), CodecError>
+where
+    F: FnMut(usize, &[i64]) -> Result<(), CodecError>,
+{
+    let head = d.bytes(2);
+    let (&[kind, shift], Some(base)) = (head, Some(unzigzag(d.uvarint()))) else {
+        return Err(CodecError::Truncated);
+    };
+    let order = kind & 0x03;
+    if kind & !(0x03 | ZIGZAG) != 0 || order == 3 || shift > 63 {
+        return Err(CodecError::Corrupt("packed stream header"));
+    }
+    let stored = usize::from(order).min(n);
+    let mut head_vals = [0i64; 2];
+    let mut prev = 0i64;
+    let mut delta = 0i64;
+    for (i, slot) in head_vals.iter_mut().take(stored).enumerate() {
+        let v = unzigzag(d.uvarint());
+        if i == 0 {
+            prev = v;
+        } else {
+            delta = v;
+            prev = prev.wrapping_add(v);
+        }
+        *slot = prev;
+    }
+    if let Some(e) = d.err() {
+        return Err(e.clone());
+    }
+    sink(0, head_vals.get(..stored).unwrap_or(&[]))?;
+    let mut buf = [0u8; BUF_LEN];
+    let mut res = [0u64; BLOCK];
+    let mut vals = [0i64; BLOCK];
+    let mut at = stored;
+    while at < n {
+        let len = (n - at).min(BLOCK);
+        let (Some(res), Some(vals)) = (res.get_mut(..len), vals.get_mut(..len)) else {
+            return Err(CodecError::Corrupt("block"));
+        };
+        read_block(d, &mut buf, res)?;
+        match (order, kind & ZIGZAG != 0) {
+            (0, false) => rebuild::<0, false>(res, vals, base, shift, &mut prev, &mut delta),
+            (0, true) => rebuild::<0, true>(res, vals, base, shift, &mut prev, &mut delta),
+            (1, false) => rebuild::<1, false>(res, vals, base, shift, &mut prev, &mut delta),
+            (1, true) => rebuild::<1, true>(res, vals, base, shift, &mut prev, &mut delta),
+            (_, false) => rebuild::<2, false>(res, vals, base, shift, &mut prev, &mut delta),
+            (_, true) => rebuild::<2, true>(res, vals, base, shift, &mut prev, &mut delta),
+        }
+        sink(at, vals)?;
+        at += len;
+    }
+    Ok(())
+}
+
+/// Turns residuals back into integers, carrying the running value and delta
+/// across blocks.
+#[inline(always)]
+fn rebuild<const ORDER: u8, const ZZ: bool>(
+    res: &[u64],
+    vals: &mut [i64],
+    base: i64,
+    shift: u8,
+    prev: &mut i64,
+    delta: &mut i64,
+) {
+    let (mut p, mut dl) = (*prev, *delta);
+    for (v, &r) in vals.iter_mut().zip(res) {
+        let off = if ZZ {
+            (unzigzag(r) << shift) as u64
+        } else {
+            r << shift
+        };
+        let y = (base as u64).wrapping_add(off) as i64;
+        *v = match ORDER {
+            0 => y,
+            1 => {
+                p = p.wrapping_add(y);
+                p
+            }
+            _ => {
+                dl = dl.wrapping_add(y);
+                p = p.wrapping_add(dl);
+                p
+            }
+        };
+    }
+    (*prev, *delta) = (p, dl);
+}
+
+/// Reads one block of `res.len()` residuals.
+#[inline(always)]
+fn read_block(
+    d: &mut Decbuf<'_>,
+    buf: &mut [u8; BUF_LEN],
+    res: &mut [u64],
+) -> Result<(), CodecError> {
+    let &[h] = d.bytes(1) else {
+        return Err(CodecError::Truncated);
+    };
+    let w = u32::from(h & !SPARSE);
+    if w > 64 || (h & SPARSE != 0 && w == 0) {
+        return Err(CodecError::Corrupt("block width"));
+    }
+    if w == 0 {
+        res.fill(0);
+        return Ok(());
+    }
+    if h & SPARSE == 0 {
+        load(d, buf, bytes_for(res.len(), w))?;
+        unpack(buf, w, res);
+        return Ok(());
+    }
+    let bm = d.bytes(res.len().div_ceil(8));
+    let mut bitmap = bm.iter().rev().fold(0u64, |m, &b| (m << 8) | u64::from(b));
+    if bm.len() != res.len().div_ceil(8) {
+        return Err(CodecError::Truncated);
+    }
+    if bitmap >> (res.len() - 1) >> 1 != 0 {
+        return Err(CodecError::Corrupt("sparse bitmap"));
+    }
+    let pop = bitmap.count_ones() as usize;
+    load(d, buf, bytes_for(pop, w))?;
+    let mut packed = [0u64; BLOCK];
+    let packed = packed.get_mut(..pop).unwrap_or(&mut []);
+    unpack(buf, w, packed);
+    res.fill(0);
+    for &v in packed.iter() {
+        let i = bitmap.trailing_zeros() as usize;
+        bitmap &= bitmap - 1;
+        if let Some(slot) = res.get_mut(i) {
+            *slot = v;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the next `len` bytes into `buf`, whose tail past them is slack
+/// for unaligned loads.
+#[inline(always)]
+fn load(d: &mut Decbuf<'_>, buf: &mut [u8; BUF_LEN], len: usize) -> Result<(), CodecError> {
+    let src = d.bytes(len);
+    match buf.get_mut(..len) {
+        Some(dst) if src.len() == len => {
+            dst.copy_from_slice(src);
+            Ok(())
+        }
+        _ => Err(CodecError::Truncated),
+    }
+}
+
+/// Unpacks `out.len()` values of `w` (1..=64) bits from `buf`.
+#[inline(always)]
+fn unpack(buf: &[u8; BUF_LEN], w: u32, out: &mut [u64]) {
+    let w = w as usize;
+    if w <= 56 {
+        let mask = (1u64 << w) - 1;
+        for (j, o) in out.iter_mut().enumerate() {
+            let bit = j * w;
+            *o = (load_u64(buf, bit >> 3) >> (bit & 7)) & mask;
+        }
+    } else {
+        let mask = u64::MAX >> (64 - w);
+        for (j, o) in out.iter_mut().enumerate() {
+            let bit = j * w;
+            *o = (load_u128(buf, bit >> 3) >> (bit & 7)) as u64 & mask;
+        }
+    }
+}
+
+/// Eight bytes at `at` (< `BLOCK * 8`), little-endian. Masking the index
+/// lets the compiler drop the bounds check.
+#[inline(always)]
+fn load_u64(buf: &[u8; BUF_LEN], at: usize) -> u64 {
+    let at = at & (BLOCK * 8 - 1);
+    buf.get(at..at + 8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Sixteen bytes at `at` (< `BLOCK * 8`), little-endian.
+#[inline(always)]
+fn load_u128(buf: &[u8; BUF_LEN], at: usize) -> u128 {
+    let at = at & (BLOCK * 8 - 1);
+    buf.get(at..at + 16)
+        .and_then(|b| <[u8; 16]>::try_from(b).ok())
+        .map_or(0, u128::from_le_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(xs: &[i64]) -> usize {
+        let mut out = Vec::new();
+        encode(xs, &mut out);
+        let mut got = vec![0i64; xs.len()];
+        let mut d = Decbuf::new(&out);
+        decode(&mut d, xs.len(), |at, vals| {
+            got.get_mut(at..at + vals.len())
+                .unwrap()
+                .copy_from_slice(vals);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(d.remaining(), 0);
+        assert_eq!(got, xs);
+        out.len()
+    }
+
+    #[test]
+    fn shapes_round_trip() {
+        round_trip(&[]);
+        round_trip(&[5]);
+        round_trip(&[i64::MIN, i64::MAX]);
+        round_trip(&[i64::MAX, i64::MIN, 0, -1, 1, i64::MAX]);
+        let regular: Vec<i64> = (0..1000).map(|i| 1_700_000_000_000 + i * 15_000).collect();
+        assert!(round_trip(&regular) < 40);
+        let pages: Vec<i64> = (0..300).map(|i| (1000 + (i * 7919) % 97) * 4096).collect();
+        round_trip(&pages);
+        let wide: Vec<i64> = (0..200)
+            .map(|i: i64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64))
+            .collect();
+        round_trip(&wide);
+        let sparse: Vec<i64> = (0..500).map(|i| if i % 17 == 0 { 3 } else { 0 }).collect();
+        assert!(round_trip(&sparse) < 100);
+    }
+}
