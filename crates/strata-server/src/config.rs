@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use strata_storage::{S3Settings, StorageSettings};
+use strata_storage::{ReaderSettings, S3Settings, StorageSettings};
 
 /// The commented default configuration, compiled in.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/strata.toml");
@@ -18,6 +18,7 @@ pub struct Config {
     pub query: QueryConfig,
     pub object_store: ObjectStoreConfig,
     pub storage: StorageSettings,
+    pub reader: ReaderSettings,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, clap::ValueEnum)]
@@ -77,6 +78,7 @@ pub struct Overrides {
     pub role: Option<Role>,
     pub listen: Option<String>,
     pub object_store: Option<String>,
+    pub cache_dir: Option<String>,
 }
 
 /// Sections an environment variable may address, longest first so
@@ -88,6 +90,7 @@ const ENV_SECTIONS: &[(&str, &[&str])] = &[
     ("LIMITS_", &["limits"]),
     ("QUERY_", &["query"]),
     ("STORAGE_", &["storage"]),
+    ("READER_", &["reader"]),
 ];
 
 fn merge(base: &mut toml::Table, over: toml::Table) {
@@ -164,6 +167,18 @@ impl Config {
         if let Some(url) = &overrides.object_store {
             config.object_store.url = url.clone();
         }
+        if let Some(dir) = &overrides.cache_dir {
+            config.reader.cache_dir = Some(dir.into());
+        }
+        // An empty folder in the file means no disk cache.
+        if config
+            .reader
+            .cache_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            config.reader.cache_dir = None;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -172,6 +187,9 @@ impl Config {
         self.storage
             .validate()
             .map_err(|e| format!("invalid configuration: storage.{e}"))?;
+        self.reader
+            .validate()
+            .map_err(|e| format!("invalid configuration: {e}"))?;
         if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
             return Err(format!(
                 "invalid configuration: server.listen: {:?} is not an address like 127.0.0.1:9470",

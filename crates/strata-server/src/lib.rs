@@ -23,11 +23,6 @@ pub async fn run(
     config: Config,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    if config.server.role == Role::Reader {
-        anyhow::bail!(
-            "server.role = \"reader\" is not available in this version; run \"all\" or \"writer\""
-        );
-    }
     let url = config.object_store_url().map_err(anyhow::Error::msg)?;
     let location = open_object_store(&url, &config.object_store.s3)?;
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
@@ -41,6 +36,8 @@ pub async fn run(
     );
     let shutdown_timeout = config.server.shutdown_timeout;
     let storage_settings = config.storage.clone();
+    let reader_settings = config.reader.clone();
+    let role = config.server.role;
     let state = Arc::new(AppState::new(config));
     let app = http::router(Arc::clone(&state));
 
@@ -62,7 +59,13 @@ pub async fn run(
     let started = std::time::Instant::now();
     let mut stop_during_recovery = stop_rx.clone();
     let storage = tokio::select! {
-        s = Storage::open(location.store, &location.path, storage_settings, Arc::new(SystemClock)) => {
+        s = async {
+            if role == Role::Reader {
+                Storage::open_reader(location.store, &location.path, storage_settings, reader_settings, Arc::new(SystemClock)).await
+            } else {
+                Storage::open(location.store, &location.path, storage_settings, Arc::new(SystemClock)).await
+            }
+        } => {
             Arc::new(s.context("cannot open storage")?)
         }
         _ = stop_during_recovery.wait_for(|s| *s) => {

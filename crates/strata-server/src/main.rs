@@ -30,6 +30,9 @@ enum Command {
         /// Where the data lives: a folder, file:///path, s3://bucket/prefix or memory://.
         #[arg(long)]
         object_store: Option<String>,
+        /// Reader nodes: folder of the on-disk block cache (local NVMe).
+        #[arg(long)]
+        cache_dir: Option<String>,
     },
 }
 
@@ -61,11 +64,13 @@ fn main() -> std::process::ExitCode {
         role,
         listen,
         object_store,
+        cache_dir,
     } = cli.command;
     let overrides = Overrides {
         role,
         listen,
         object_store,
+        cache_dir,
     };
     let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
         Ok(c) => c,

@@ -30,7 +30,9 @@ fn source_error(e: StorageError) -> SourceError {
         StorageError::Unavailable(_) | StorageError::Closed | StorageError::Fenced(_) => {
             SourceError::Unavailable(e.to_string())
         }
-        StorageError::Corrupt(_) | StorageError::Invalid(_) => SourceError::Internal(e.to_string()),
+        StorageError::Corrupt(_) | StorageError::Invalid(_) | StorageError::ReadOnly => {
+            SourceError::Internal(e.to_string())
+        }
     }
 }
 

@@ -59,6 +59,7 @@ pub(crate) enum Command {
 /// State owned by the coordinator task alone.
 pub(crate) struct Coordinator {
     pub(crate) inner: Arc<Inner>,
+    db: slatedb::Db,
     pub(crate) next_seq: u64,
     /// First log seq that carries a sample of each unsealed bucket.
     pub(crate) open_buckets: BTreeMap<i64, u64>,
@@ -74,12 +75,14 @@ pub(crate) struct Coordinator {
 impl Coordinator {
     pub(crate) fn new(
         inner: Arc<Inner>,
+        db: slatedb::Db,
         next_seq: u64,
         open_buckets: BTreeMap<i64, u64>,
         frozen_through: i64,
     ) -> Self {
         Self {
             inner,
+            db,
             next_seq,
             open_buckets,
             frozen_through,
@@ -223,7 +226,7 @@ impl Coordinator {
             for b in touched {
                 self.open_buckets.entry(b).or_insert(seq);
             }
-            self.inner.db.write(batch).await.map(Some).map_err(|e| {
+            self.db.write(batch).await.map(Some).map_err(|e| {
                 add(&stats.write_errors, 1);
                 // The labels of these series did not reach the log: the
                 // next record that carries them must.
@@ -294,7 +297,11 @@ impl Coordinator {
                 next_log_seq: self.next_seq,
             };
             let inner = Arc::clone(&self.inner);
-            self.sealing = Some((tokio::spawn(sealer::seal(inner, job)), bucket, first_seq));
+            self.sealing = Some((
+                tokio::spawn(sealer::seal(inner, self.db.clone(), job)),
+                bucket,
+                first_seq,
+            ));
             if !wait {
                 return Ok(());
             }
@@ -321,6 +328,7 @@ fn clone_error(e: &StorageError) -> StorageError {
         StorageError::Unavailable(m) => StorageError::Unavailable(m.clone()),
         StorageError::Fenced(m) => StorageError::Fenced(m.clone()),
         StorageError::Closed => StorageError::Closed,
+        StorageError::ReadOnly => StorageError::ReadOnly,
         StorageError::Corrupt(m) => StorageError::Corrupt(m.clone()),
         StorageError::Invalid(m) => StorageError::Invalid(m.clone()),
     }

@@ -17,6 +17,9 @@ pub enum StorageError {
     /// Stored data does not decode.
     #[error("corrupt data: {0}")]
     Corrupt(String),
+    /// A write sent to a read-only reader node.
+    #[error("this is a read-only reader node; send writes to the writer")]
+    ReadOnly,
     /// Invalid settings or arguments.
     #[error("invalid: {0}")]
     Invalid(String),

@@ -9,6 +9,7 @@
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod backend;
 pub mod clock;
 mod coordinator;
 pub mod error;
@@ -22,6 +23,7 @@ mod recovery;
 mod sealer;
 pub mod settings;
 pub mod stats;
+mod tailer;
 pub mod values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +32,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::Db;
+use slatedb_common::metrics::{DefaultMetricsRecorder, MetricsRecorder};
 use strata_codec::Label;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -41,7 +44,7 @@ pub use head::Rejection;
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
 pub use read::SeriesData;
-pub use settings::StorageSettings;
+pub use settings::{ReaderSettings, StorageSettings};
 pub use stats::{Histogram, StorageStats};
 
 use coordinator::Command;
@@ -65,13 +68,14 @@ pub struct IngestSeries {
 }
 
 pub(crate) struct Inner {
-    pub(crate) db: Db,
+    pub(crate) backend: backend::Backend,
     pub(crate) head: head::Head,
     pub(crate) settings: StorageSettings,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stats: StorageStats,
     pub(crate) fenced: AtomicBool,
     pub(crate) object_store: Arc<ObjectStoreCounters>,
+    pub(crate) slatedb_metrics: Arc<DefaultMetricsRecorder>,
 }
 
 impl Inner {
@@ -84,11 +88,15 @@ impl Inner {
     }
 }
 
-/// An open Strata database: one writer on one object-store path.
+/// An open Strata database on one object-store path: the writer, or a
+/// read-only reader node following the writer's log.
 pub struct Storage {
     inner: Arc<Inner>,
-    tx: mpsc::Sender<Command>,
-    coordinator: Mutex<Option<JoinHandle<()>>>,
+    /// The coordinator's queue; `None` on a reader.
+    tx: Option<mpsc::Sender<Command>>,
+    /// The coordinator (writer) or log tailer (reader) task.
+    task: Mutex<Option<JoinHandle<()>>>,
+    stop_tailer: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Storage {
@@ -108,13 +116,17 @@ impl Storage {
             flush_interval: Some(settings.flush_interval),
             ..slatedb::Settings::default()
         };
+        let metrics = Arc::new(DefaultMetricsRecorder::new());
         let db = Db::builder(path.to_owned(), store)
             .with_settings(slate)
+            .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
             .await?;
-        let recovered = recovery::recover(&db, &settings).await?;
+        let backend = backend::Backend::Writer(db.clone());
+        let recovered = recovery::recover(&backend, &settings).await?;
         let inner = Arc::new(Inner {
-            db,
+            backend,
+            slatedb_metrics: metrics,
             head: recovered.head,
             settings,
             clock,
@@ -126,16 +138,99 @@ impl Storage {
         let (tx, rx) = mpsc::channel(inner.settings.queue_capacity);
         let coordinator = coordinator::Coordinator::new(
             Arc::clone(&inner),
-            recovered.next_seq,
-            recovered.open_buckets,
+            db,
+            recovered.follower.next_seq,
+            recovered.follower.open_buckets,
             recovered.frozen_through,
         );
         let handle = tokio::spawn(coordinator.run(rx));
         Ok(Self {
             inner,
-            tx,
-            coordinator: Mutex::new(Some(handle)),
+            tx: Some(tx),
+            task: Mutex::new(Some(handle)),
+            stop_tailer: None,
         })
+    }
+
+    /// Opens the database at `path` read-only, as a reader node: SlateDB's
+    /// `DbReader` (it writes nothing to the store), a head rebuilt from the
+    /// log and kept fresh by following it, and a block cache in memory and
+    /// on local disk.
+    pub async fn open_reader(
+        store: Arc<dyn object_store::ObjectStore>,
+        path: &str,
+        settings: StorageSettings,
+        reader: ReaderSettings,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StorageError> {
+        settings.validate().map_err(StorageError::Invalid)?;
+        reader.validate().map_err(StorageError::Invalid)?;
+        let counters = Arc::new(ObjectStoreCounters::default());
+        let store: Arc<dyn object_store::ObjectStore> =
+            Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
+        let metrics = Arc::new(DefaultMetricsRecorder::new());
+        let mut options = slatedb::config::DbReaderOptions {
+            manifest_poll_interval: reader.poll_interval,
+            ..slatedb::config::DbReaderOptions::default()
+        };
+        if let Some(dir) = &reader.cache_dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StorageError::Invalid(format!(
+                    "reader.cache_dir: cannot create {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            options.object_store_cache_options.root_folder = Some(dir.clone());
+            options.object_store_cache_options.max_cache_size_bytes = Some(reader.disk_cache_bytes);
+        }
+        let cache = slatedb::db_cache::foyer::FoyerCache::new_with_opts(
+            slatedb::db_cache::foyer::FoyerCacheOptions {
+                max_capacity: reader.memory_cache_bytes,
+                ..slatedb::db_cache::foyer::FoyerCacheOptions::default()
+            },
+        );
+        let db = slatedb::DbReader::builder(path.to_owned(), store)
+            .with_options(options)
+            .with_reader_mode(slatedb::DbReaderMode::FollowLatest)
+            .with_db_cache(Arc::new(cache), 0)
+            .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
+            .build()
+            .await?;
+        let backend = backend::Backend::Reader(db);
+        let recovered = recovery::recover(&backend, &settings).await?;
+        let inner = Arc::new(Inner {
+            backend,
+            slatedb_metrics: metrics,
+            head: recovered.head,
+            settings,
+            clock,
+            stats: StorageStats::default(),
+            fenced: AtomicBool::new(false),
+            object_store: counters,
+        });
+        add_replayed(&inner, recovered.samples_replayed);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let handle = tokio::spawn(tailer::follow(
+            Arc::clone(&inner),
+            recovered.follower,
+            reader.poll_interval,
+            stopped,
+        ));
+        Ok(Self {
+            inner,
+            tx: None,
+            task: Mutex::new(Some(handle)),
+            stop_tailer: Some(stop),
+        })
+    }
+
+    /// Whether this is a read-only reader node.
+    pub fn is_reader(&self) -> bool {
+        self.tx.is_none()
+    }
+
+    fn sender(&self) -> Result<&mpsc::Sender<Command>, StorageError> {
+        self.tx.as_ref().ok_or(StorageError::ReadOnly)
     }
 
     /// Writes series samples and answers at the requested durability. The
@@ -166,15 +261,15 @@ impl Storage {
             })
             .collect::<Vec<_>>();
         stats::add(&self.inner.stats.series_created, new_series);
+        let tx = self.sender()?;
         let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Command::Write {
-                series: resolved,
-                new_series,
-                reply,
-            })
-            .await
-            .map_err(|_| StorageError::Closed)?;
+        tx.send(Command::Write {
+            series: resolved,
+            new_series,
+            reply,
+        })
+        .await
+        .map_err(|_| StorageError::Closed)?;
         let (outcome, handle) = rx
             .await
             .map_err(|_| StorageError::Closed)?
@@ -202,7 +297,7 @@ impl Storage {
     /// Seals every bucket that is due now, and waits for it.
     pub async fn seal_due_now(&self) -> Result<(), StorageError> {
         let (done, rx) = oneshot::channel();
-        self.tx
+        self.sender()?
             .send(Command::SealNow(done))
             .await
             .map_err(|_| StorageError::Closed)?;
@@ -211,24 +306,32 @@ impl Storage {
 
     /// Flushes SlateDB's WAL to the object store now.
     pub async fn flush(&self) -> Result<(), StorageError> {
-        Ok(self.inner.db.flush().await?)
+        match self.inner.backend.writer() {
+            Some(db) => Ok(db.flush().await?),
+            None => Err(StorageError::ReadOnly),
+        }
     }
 
     /// Stops taking writes, finishes queued ones and any seal under way,
     /// then flushes and closes SlateDB.
     pub async fn close(&self) -> Result<(), StorageError> {
-        let handle = self.coordinator.lock().take();
+        let handle = self.task.lock().take();
         if let Some(handle) = handle {
-            let (done, rx) = oneshot::channel();
-            if self.tx.send(Command::Shutdown(done)).await.is_ok() {
-                let _ = rx.await;
+            if let Some(tx) = &self.tx {
+                let (done, rx) = oneshot::channel();
+                if tx.send(Command::Shutdown(done)).await.is_ok() {
+                    let _ = rx.await;
+                }
+            }
+            if let Some(stop) = &self.stop_tailer {
+                let _ = stop.send(true);
             }
             let _ = handle.await;
         }
         if self.inner.fenced.load(Ordering::Acquire) {
             return Ok(());
         }
-        Ok(self.inner.db.close().await?)
+        self.inner.backend.close().await
     }
 
     pub fn stats(&self) -> &StorageStats {
@@ -255,7 +358,15 @@ impl Storage {
 
     /// Requests waiting in the coordinator's queue.
     pub fn queue_depth(&self) -> usize {
-        self.inner.settings.queue_capacity - self.tx.capacity()
+        self.tx
+            .as_ref()
+            .map_or(0, |tx| self.inner.settings.queue_capacity - tx.capacity())
+    }
+
+    /// SlateDB's own metrics (WAL flushes, caches, object-store cache hits,
+    /// compaction) in the Prometheus text format, named `slatedb_*`.
+    pub fn slatedb_metrics_text(&self) -> String {
+        stats::render_slatedb(&self.inner.slatedb_metrics.snapshot())
     }
 }
 

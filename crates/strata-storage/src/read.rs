@@ -45,14 +45,14 @@ impl Storage {
         bucket: i64,
         matchers: &[Matcher],
     ) -> Result<Vec<u64>, StorageError> {
-        let db = &self.inner.db;
+        let db = &self.inner.backend;
         let mut sets = Vec::with_capacity(matchers.len());
         for m in matchers {
             let matches_empty = m.matches_empty();
             if !matches_empty && m.op == strata_codec::MatchOp::Equal {
                 let mut ids = Vec::new();
                 if let Some(v) = db
-                    .get(keys::postings_key(bucket, &m.name, &m.value))
+                    .get(&keys::postings_key(bucket, &m.name, &m.value))
                     .await?
                 {
                     values::decode_postings(&v, &mut ids)?;
@@ -85,7 +85,7 @@ impl Storage {
         let needs_all = sets.iter().all(|s| matches!(s, MatcherSet::Exclude(_)));
         let mut all = Vec::new();
         if needs_all {
-            if let Some(v) = db.get(keys::all_postings_key(bucket)).await? {
+            if let Some(v) = db.get(&keys::all_postings_key(bucket)).await? {
                 values::decode_postings(&v, &mut all)?;
             }
         }
@@ -97,7 +97,7 @@ impl Storage {
         if let Some(s) = self.inner.head.series_by_id(id) {
             return Ok(Some(s));
         }
-        match self.inner.db.get(keys::series_key(id)).await? {
+        match self.inner.backend.get(&keys::series_key(id)).await? {
             Some(v) => {
                 let (written, labels) = values::decode_series(&v)?;
                 Ok(Some(self.inner.head.insert_recovered(id, labels, written)))
@@ -150,7 +150,8 @@ impl Storage {
         while sealed_after != NONE_SEALED && bucket <= last_sealed {
             let ids = self.sealed_ids(bucket, matchers).await?;
             for id in ids {
-                let Some(chunk) = self.inner.db.get(keys::chunk_key(bucket, id)).await? else {
+                let Some(chunk) = self.inner.backend.get(&keys::chunk_key(bucket, id)).await?
+                else {
                     continue;
                 };
                 let entry = match out.entry(id) {

@@ -26,7 +26,11 @@ pub(crate) struct SealJob {
     pub next_log_seq: u64,
 }
 
-pub(crate) async fn seal(inner: Arc<Inner>, job: SealJob) -> Result<(), StorageError> {
+pub(crate) async fn seal(
+    inner: Arc<Inner>,
+    db: slatedb::Db,
+    job: SealJob,
+) -> Result<(), StorageError> {
     let started = Instant::now();
     let bucket = job.bucket;
     let settings = &inner.settings;
@@ -66,7 +70,7 @@ pub(crate) async fn seal(inner: Arc<Inner>, job: SealJob) -> Result<(), StorageE
         }
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
-            inner.db.write(std::mem::take(&mut batch)).await?;
+            db.write(std::mem::take(&mut batch)).await?;
             in_batch = 0;
         }
     }
@@ -80,7 +84,7 @@ pub(crate) async fn seal(inner: Arc<Inner>, job: SealJob) -> Result<(), StorageE
         batch.put_with_options(keys::postings_key(bucket, name, value), v, &expire);
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
-            inner.db.write(std::mem::take(&mut batch)).await?;
+            db.write(std::mem::take(&mut batch)).await?;
             in_batch = 0;
         }
     }
@@ -91,7 +95,7 @@ pub(crate) async fn seal(inner: Arc<Inner>, job: SealJob) -> Result<(), StorageE
         next_log_seq: job.next_log_seq,
     };
     batch.put(keys::CHECKPOINT, values::encode_checkpoint(&checkpoint));
-    inner.db.write(batch).await?;
+    db.write(batch).await?;
     inner.head.mark_sealed(bucket);
 
     let stats = &inner.stats;

@@ -93,3 +93,43 @@ impl StorageSettings {
         i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX)
     }
 }
+
+/// How a reader node follows the writer and caches what it reads.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReaderSettings {
+    /// How often the reader polls the object store for the writer's new
+    /// WAL files and manifest, and follows the log into its head.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// Folder of the on-disk block cache (local NVMe); none disables it.
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Largest size of the on-disk cache.
+    pub disk_cache_bytes: usize,
+    /// Size of the in-memory block cache.
+    pub memory_cache_bytes: u64,
+}
+
+impl Default for ReaderSettings {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_millis(200),
+            cache_dir: None,
+            disk_cache_bytes: 16 << 30,
+            memory_cache_bytes: 512 << 20,
+        }
+    }
+}
+
+impl ReaderSettings {
+    /// Checks the settings, naming the first bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.poll_interval.is_zero() {
+            return Err("reader.poll_interval: must be greater than 0".into());
+        }
+        if self.memory_cache_bytes == 0 {
+            return Err("reader.memory_cache_bytes: must be greater than 0".into());
+        }
+        Ok(())
+    }
+}

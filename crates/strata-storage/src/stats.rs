@@ -104,3 +104,77 @@ impl Default for StorageStats {
 pub(crate) fn add(c: &AtomicU64, n: usize) {
     c.fetch_add(n as u64, Ordering::Relaxed);
 }
+
+/// Renders a snapshot of SlateDB's metrics in the Prometheus text format:
+/// dots become underscores (`slatedb.db_cache.access_count` ->
+/// `slatedb_db_cache_access_count`).
+pub fn render_slatedb(m: &slatedb_common::metrics::Metrics) -> String {
+    use slatedb_common::metrics::MetricValue;
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let mut typed = std::collections::HashSet::new();
+    for metric in m.all() {
+        let name: String = metric
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let labels = metric
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v:?}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let kind = match metric.value {
+            MetricValue::Counter(_) => "counter",
+            MetricValue::Gauge(_) | MetricValue::UpDownCounter(_) => "gauge",
+            MetricValue::Histogram { .. } => "histogram",
+        };
+        if typed.insert(name.clone()) {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {}",
+                metric.description.replace('\n', " ")
+            );
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+        }
+        let braces = |extra: &str| {
+            let all = [labels.as_str(), extra]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(",");
+            if all.is_empty() {
+                String::new()
+            } else {
+                format!("{{{all}}}")
+            }
+        };
+        match &metric.value {
+            MetricValue::Counter(v) => {
+                let _ = writeln!(out, "{name}{} {v}", braces(""));
+            }
+            MetricValue::Gauge(v) | MetricValue::UpDownCounter(v) => {
+                let _ = writeln!(out, "{name}{} {v}", braces(""));
+            }
+            MetricValue::Histogram {
+                count,
+                sum,
+                boundaries,
+                bucket_counts,
+                ..
+            } => {
+                let mut acc = 0;
+                for (b, c) in boundaries.iter().zip(bucket_counts) {
+                    acc += c;
+                    let _ = writeln!(out, "{name}_bucket{} {acc}", braces(&format!("le=\"{b}\"")));
+                }
+                let _ = writeln!(out, "{name}_bucket{} {count}", braces("le=\"+Inf\""));
+                let _ = writeln!(out, "{name}_sum{} {sum}", braces(""));
+                let _ = writeln!(out, "{name}_count{} {count}", braces(""));
+            }
+        }
+    }
+    out
+}

@@ -42,6 +42,7 @@ pub fn storage_error(e: &StorageError) -> Response {
             10,
             format!("cannot write: {e}; send writes to the newer writer"),
         ),
+        StorageError::ReadOnly => text(StatusCode::FORBIDDEN, e.to_string()),
         StorageError::Corrupt(_) | StorageError::Invalid(_) => text(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("storage error: {e}"),
@@ -66,8 +67,8 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if state.config.server.role == crate::config::Role::Reader {
         return text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "this is a reader node: it serves queries only; send remote write to the writer",
+            StatusCode::FORBIDDEN,
+            "this is a reader node: it serves queries only; send remote write to the writer (role \"writer\" or \"all\")",
         );
     }
     let version = match negotiate(header("content-type"), header("content-encoding")) {

@@ -1,0 +1,109 @@
+//! A reader node on the writer's path sees acknowledged samples within a
+//! second, follows seals, and refuses writes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use strata_codec::{Label, MatchOp, Matcher};
+use strata_storage::{
+    Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Storage, StorageError,
+    StorageSettings, SystemClock,
+};
+
+const HOUR: i64 = 3_600_000;
+
+fn series(i: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
+    IngestSeries {
+        labels: vec![Label::new("__name__", "m"), Label::new("i", i.to_string())],
+        samples,
+    }
+}
+
+async fn count(s: &Storage, mint: i64, maxt: i64) -> usize {
+    let m = Matcher::new(MatchOp::Equal, "__name__", "m").unwrap();
+    s.select(&[m], mint, maxt)
+        .await
+        .unwrap()
+        .iter()
+        .map(|x| x.timestamps.len())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reader_follows_writer() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = SystemClock.now_ms();
+    let t0 = now - now % HOUR - 2 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let settings = StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        ..StorageSettings::default()
+    };
+    let writer = Storage::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
+        .await
+        .unwrap();
+    writer
+        .write(vec![series(0, vec![(t0, 1.0)])], Durability::Durable)
+        .await
+        .unwrap();
+    let reader_settings = ReaderSettings {
+        poll_interval: Duration::from_millis(50),
+        ..ReaderSettings::default()
+    };
+    let reader = Storage::open_reader(
+        Arc::clone(&store),
+        "db",
+        settings,
+        reader_settings,
+        clock.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        count(&reader, t0, t0 + 3 * HOUR).await,
+        1,
+        "recovered at open"
+    );
+
+    // Freshness: an Applied write shows up on the reader.
+    let mut worst = Duration::ZERO;
+    for k in 1..=10 {
+        let t = t0 + k * 60_000;
+        writer
+            .write(vec![series(0, vec![(t, k as f64)])], Durability::Applied)
+            .await
+            .unwrap();
+        let acked = Instant::now();
+        while count(&reader, t, t).await == 0 {
+            assert!(
+                acked.elapsed() < Duration::from_secs(5),
+                "sample {k} never reached the reader"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        worst = worst.max(acked.elapsed());
+    }
+    eprintln!("worst freshness over 10 writes: {worst:?}");
+
+    // A seal on the writer: the reader reads the sealed bucket from the store.
+    clock.set(t0 + HOUR + 6 * 60_000);
+    writer.seal_due_now().await.unwrap();
+    writer.flush().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reader.head().sealed_through() != Some(t0 / HOUR) {
+        assert!(Instant::now() < deadline, "reader never saw the seal");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 11);
+
+    assert!(matches!(
+        reader
+            .write(vec![series(1, vec![(t0, 1.0)])], Durability::Applied)
+            .await,
+        Err(StorageError::ReadOnly)
+    ));
+    reader.close().await.unwrap();
+    writer.close().await.unwrap();
+}
