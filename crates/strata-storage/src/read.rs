@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use strata_codec::{decode_range_into, Label, Matcher};
+use strata_codec::{decode_chunk_range_into, Label, Matcher};
 
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
@@ -166,7 +166,13 @@ impl Storage {
                         })
                     }
                 };
-                decode_range_into(&chunk, mint, maxt, &mut entry.timestamps, &mut entry.values)?;
+                decode_chunk_range_into(
+                    &chunk,
+                    mint,
+                    maxt,
+                    &mut entry.timestamps,
+                    &mut entry.values,
+                )?;
             }
             bucket += 1;
         }

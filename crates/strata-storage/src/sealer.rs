@@ -49,10 +49,18 @@ pub(crate) async fn seal(
     let mut postings: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
     let mut all = Vec::new();
     let (mut chunk_bytes, mut index_bytes) = (0usize, 0usize);
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
     for s in &series {
-        let Some(bytes) = s.chunk_bytes(bucket) else {
+        let Some(head_chunk) = s.chunk_bytes(bucket) else {
             continue;
         };
+        // Sealed chunks are re-encoded in the compact sealed format; the
+        // head's Gorilla chunk only had to be appendable.
+        ts.clear();
+        vs.clear();
+        strata_codec::decode_into(&head_chunk, &mut ts, &mut vs)?;
+        let mut bytes = Vec::with_capacity(head_chunk.len());
+        strata_codec::encode_sealed(&ts, &vs, &mut bytes);
         chunk_bytes += bytes.len();
         batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
         all.push(s.id);
