@@ -168,30 +168,29 @@ fn decode_sealed(
         return Err(CodecError::Corrupt("more samples than bytes"));
     }
     let n = n as usize;
-    ts.resize(ts_len + n, 0);
-    vs.resize(vs_len + n, 0.0);
-    let (Some(t_out), Some(v_out)) = (ts.get_mut(ts_len..), vs.get_mut(vs_len..)) else {
-        return Err(CodecError::Corrupt("buffer"));
-    };
-
+    // Streams hand over their integers in order, a run at a time; extending
+    // by whole runs writes each sample once, with no zero-fill first.
+    ts.reserve(n);
+    vs.reserve(n);
     let mut last = None;
-    packed::decode(&mut d, n, |at, run| {
-        copy_run(t_out, at, run, |t| t)?;
+    packed::decode(&mut d, n, |_, run| {
         if !increasing(last, run) {
             return Err(CodecError::Corrupt("timestamps do not increase"));
         }
         last = run.last().copied().or(last);
+        ts.extend_from_slice(run);
         Ok(())
     })?;
 
     let kind = d.bytes(1).first().copied();
     match kind {
         Some(VALUES_RAW) => {
-            packed::decode(&mut d, n, |at, run| {
-                copy_run(v_out, at, run, |b| f64::from_bits(b as u64))
+            packed::decode(&mut d, n, |_, run| {
+                vs.extend(run.iter().map(|&b| f64::from_bits(b as u64)));
+                Ok(())
             })?;
         }
-        Some(VALUES_DECIMAL) => decode_decimal(&mut d, n, v_out)?,
+        Some(VALUES_DECIMAL) => decode_decimal(&mut d, n, vs)?,
         Some(_) => return Err(CodecError::Corrupt("value encoding")),
         None => return Err(CodecError::Truncated),
     }
@@ -199,6 +198,12 @@ fn decode_sealed(
         return Err(CodecError::Corrupt("trailing bytes"));
     }
 
+    let (Some(t_out), Some(v_out)) = (ts.get_mut(ts_len..), vs.get_mut(vs_len..)) else {
+        return Err(CodecError::Corrupt("buffer"));
+    };
+    if t_out.len() != n || v_out.len() != n {
+        return Err(CodecError::Corrupt("stream length"));
+    }
     let lo = t_out.partition_point(|&t| t < mint);
     let hi = t_out.partition_point(|&t| t <= maxt).max(lo);
     if lo > 0 {
@@ -208,7 +213,9 @@ fn decode_sealed(
     Ok(hi - lo)
 }
 
-fn decode_decimal(d: &mut Decbuf<'_>, n: usize, v_out: &mut [f64]) -> Result<(), CodecError> {
+/// Appends `n` decimal values to `vs`.
+fn decode_decimal(d: &mut Decbuf<'_>, n: usize, vs: &mut Vec<f64>) -> Result<(), CodecError> {
+    let vs_len = vs.len();
     let e = d.bytes(1).first().copied().unwrap_or(0);
     let count = d.length_prefix(EXCEPTION_MIN_LEN);
     let rest = d.rest();
@@ -224,12 +231,17 @@ fn decode_decimal(d: &mut Decbuf<'_>, n: usize, v_out: &mut [f64]) -> Result<(),
     let scale = POW10.get(usize::from(e)).copied().unwrap_or(1.0);
     let exceptions = rest.get(..rest.len() - d.remaining()).unwrap_or(&[]);
     if e == 0 {
-        packed::decode(d, n, |at, run| copy_run(v_out, at, run, |m| m as f64))?;
+        packed::decode(d, n, |_, run| {
+            vs.extend(run.iter().map(|&m| m as f64));
+            Ok(())
+        })?;
     } else {
-        packed::decode(d, n, |at, run| {
-            copy_run(v_out, at, run, |m| decimal::value(m, scale))
+        packed::decode(d, n, |_, run| {
+            vs.extend(run.iter().map(|&m| decimal::value(m, scale)));
+            Ok(())
         })?;
     }
+    let v_out = vs.get_mut(vs_len..).unwrap_or(&mut []);
     let mut x = Decbuf::new(exceptions);
     let mut at = 0u64;
     for _ in 0..count {
@@ -257,21 +269,4 @@ fn increasing(last: Option<i64>, run: &[i64]) -> bool {
         _ => true,
     };
     inner & joined
-}
-
-/// Writes `run`, mapped by `f`, at `at` in `out`.
-#[inline(always)]
-fn copy_run<T>(
-    out: &mut [T],
-    at: usize,
-    run: &[i64],
-    f: impl Fn(i64) -> T,
-) -> Result<(), CodecError> {
-    let Some(dst) = out.get_mut(at..at + run.len()) else {
-        return Err(CodecError::Corrupt("stream longer than its count"));
-    };
-    for (o, &x) in dst.iter_mut().zip(run) {
-        *o = f(x);
-    }
-    Ok(())
 }

@@ -21,13 +21,17 @@ const SPARSE: u8 = 0x80;
 /// rather than offsets from the minimum.
 const ZIGZAG: u8 = 0x04;
 
+/// A stream [`Shape`] order: residuals are the integers minus a line through
+/// them, `x_i - i * slope` (timestamps jittered around a fixed schedule).
+const LINEAR: u8 = 3;
+
 /// Packed bytes of one block, plus room for the widest unaligned load.
 const BUF_LEN: usize = BLOCK * 8 + 16;
 
 /// How a stream turns its integers into non-negative residuals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shape {
-    /// Times the integers are differenced (0..=2).
+    /// Times the integers are differenced (0..=2), or [`LINEAR`].
     order: u8,
     /// Zig-zag around `base` (else: unsigned offsets from the minimum).
     zigzag: bool,
@@ -38,11 +42,19 @@ struct Shape {
 pub fn encode(xs: &[i64], out: &mut Vec<u8>) {
     let mut best: Option<Vec<u8>> = None;
     let mut scratch = Vec::new();
-    for order in 0..=2u8 {
-        if usize::from(order) > xs.len() {
-            break;
+    for order in 0..=LINEAR {
+        if order != LINEAR && usize::from(order) > xs.len() {
+            continue;
         }
-        let diffs = difference(xs, order);
+        let diffs = if order == LINEAR {
+            let slope = most_frequent(&difference(xs, 1));
+            (0i64..)
+                .zip(xs)
+                .map(|(i, &x)| x.wrapping_sub(i.wrapping_mul(slope)))
+                .collect()
+        } else {
+            difference(xs, order)
+        };
         for zigzag in [false, true] {
             scratch.clear();
             encode_shape(xs, &diffs, Shape { order, zigzag }, &mut scratch);
@@ -100,6 +112,10 @@ fn encode_shape(xs: &[i64], diffs: &[i64], shape: Shape, out: &mut Vec<u8>) {
     out.push(shape.order | if shape.zigzag { ZIGZAG } else { 0 });
     out.push(shift as u8);
     put_uvarint(out, zigzag(base));
+    if shape.order == LINEAR {
+        put_uvarint(out, zigzag(most_frequent(&difference(xs, 1))));
+        return pack_blocks(&residuals, out);
+    }
     let mut prev = 0i64;
     for (i, &x) in xs.iter().take(usize::from(shape.order)).enumerate() {
         // The second stored value of a twice-differenced stream is its
@@ -108,6 +124,10 @@ fn encode_shape(xs: &[i64], diffs: &[i64], shape: Shape, out: &mut Vec<u8>) {
         put_uvarint(out, zigzag(stored));
         prev = x;
     }
+    pack_blocks(&residuals, out);
+}
+
+fn pack_blocks(residuals: &[u64], out: &mut Vec<u8>) {
     for block in residuals.chunks(BLOCK) {
         write_block(block, out);
     }
@@ -196,13 +216,24 @@ where
         return Err(CodecError::Truncated);
     };
     let order = kind & 0x03;
-    if kind & !(0x03 | ZIGZAG) != 0 || order == 3 || shift > 63 {
+    if kind & !(0x03 | ZIGZAG) != 0 || shift > 63 {
         return Err(CodecError::Corrupt("packed stream header"));
     }
-    let stored = usize::from(order).min(n);
+    // For a linear stream, `delta` is the slope and `prev` the line's
+    // height at the next index.
+    let slope = if order == LINEAR {
+        unzigzag(d.uvarint())
+    } else {
+        0
+    };
+    let stored = if order == LINEAR {
+        0
+    } else {
+        usize::from(order).min(n)
+    };
     let mut head_vals = [0i64; 2];
     let mut prev = 0i64;
-    let mut delta = 0i64;
+    let mut delta = slope;
     for (i, slot) in head_vals.iter_mut().take(stored).enumerate() {
         let v = unzigzag(d.uvarint());
         if i == 0 {
@@ -232,8 +263,10 @@ where
             (0, true) => rebuild::<0, true>(res, vals, base, shift, &mut prev, &mut delta),
             (1, false) => rebuild::<1, false>(res, vals, base, shift, &mut prev, &mut delta),
             (1, true) => rebuild::<1, true>(res, vals, base, shift, &mut prev, &mut delta),
-            (_, false) => rebuild::<2, false>(res, vals, base, shift, &mut prev, &mut delta),
-            (_, true) => rebuild::<2, true>(res, vals, base, shift, &mut prev, &mut delta),
+            (2, false) => rebuild::<2, false>(res, vals, base, shift, &mut prev, &mut delta),
+            (2, true) => rebuild::<2, true>(res, vals, base, shift, &mut prev, &mut delta),
+            (_, false) => rebuild::<LINEAR, false>(res, vals, base, shift, &mut prev, &mut delta),
+            (_, true) => rebuild::<LINEAR, true>(res, vals, base, shift, &mut prev, &mut delta),
         }
         sink(at, vals)?;
         at += len;
@@ -266,10 +299,15 @@ fn rebuild<const ORDER: u8, const ZZ: bool>(
                 p = p.wrapping_add(y);
                 p
             }
-            _ => {
+            2 => {
                 dl = dl.wrapping_add(y);
                 p = p.wrapping_add(dl);
                 p
+            }
+            _ => {
+                let v = y.wrapping_add(p);
+                p = p.wrapping_add(dl);
+                v
             }
         };
     }
