@@ -1,0 +1,299 @@
+"""Shared by bench/compare and bench/soak: start a system under test on a
+fresh data folder, measure its process, drive strata-loadgen against it, and
+stop everything on exit."""
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+SYSTEMS = ("strata", "victoriametrics", "prometheus")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+_children = []
+
+
+def _cleanup():
+    for p in _children:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _on_signal(signum, _frame):
+    _cleanup()
+    sys.exit(128 + signum)
+
+
+atexit.register(_cleanup)
+signal.signal(signal.SIGINT, _on_signal)
+signal.signal(signal.SIGTERM, _on_signal)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def spawn(cmd, logfile, env=None):
+    """Starts `cmd` in its own process group, killed when this script exits."""
+    out = open(logfile, "ab")
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    _children.append(p)
+    return p
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5.0):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def du(path):
+    """Bytes allocated on disk under `path` (what `du -s` counts)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def cpu_seconds(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        # utime and stime are fields 14 and 15; fields[0] here is field 3.
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def status_kb(pid, key):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class RssSampler:
+    """Samples a process' VmRSS twice a second; `take_peak()` returns the
+    highest value since the previous call."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.peak = 0
+        self.last = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.5):
+            kb = status_kb(self.pid, "VmRSS")
+            with self._lock:
+                self.last = kb
+                self.peak = max(self.peak, kb)
+
+    def take_peak(self):
+        with self._lock:
+            p = max(self.peak, status_kb(self.pid, "VmRSS"))
+            self.peak = 0
+            return p
+
+    def stop(self):
+        self._stop.set()
+
+
+class System:
+    """One system under test: its process, data folder and endpoints."""
+
+    name = ""
+
+    def __init__(self, workdir):
+        self.data = os.path.join(workdir, f"{self.name}-data")
+        self.logfile = os.path.join(workdir, f"{self.name}.log")
+        shutil.rmtree(self.data, ignore_errors=True)
+        os.makedirs(self.data)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def command(self):
+        raise NotImplementedError
+
+    ready_path = "/-/ready"
+    write_path = "/api/v1/write"
+
+    @property
+    def write_url(self):
+        return self.base + self.write_path
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def start(self, timeout=120):
+        self.proc = spawn(self.command(), self.logfile, self.env())
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}); see {self.logfile}")
+            try:
+                if http_get(self.base + self.ready_path, 1.0)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name} not ready after {timeout}s; see {self.logfile}")
+
+    def env(self):
+        return None
+
+    def flush(self):
+        """Makes what was accepted visible on disk, where the system allows."""
+
+    def stop(self, timeout=90):
+        """SIGTERM, wait for a clean exit (flushes), SIGKILL if it hangs."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log(f"  {self.name} did not stop in {timeout}s; killing it")
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def object_store_requests(self):
+        return None
+
+
+class Strata(System):
+    name = "strata"
+
+    def __init__(self, workdir, binary):
+        super().__init__(workdir)
+        self.binary = binary
+
+    def command(self):
+        return [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}",
+                "--object-store", self.data]
+
+    def env(self):
+        e = dict(os.environ)
+        e.setdefault("RUST_LOG", "warn")
+        return e
+
+    def object_store_requests(self):
+        try:
+            _, body = http_get(self.base + "/metrics")
+        except OSError:
+            return None
+        for line in body.decode().splitlines():
+            if line.startswith("strata_object_store_requests_total"):
+                return int(float(line.split()[-1]))
+        return None
+
+
+class VictoriaMetrics(System):
+    name = "victoriametrics"
+    ready_path = "/health"
+
+    def command(self):
+        return ["victoria-metrics", f"-httpListenAddr=127.0.0.1:{self.port}",
+                f"-storageDataPath={self.data}", "-retentionPeriod=30d",
+                "-loggerLevel=WARN"]
+
+    def flush(self):
+        try:
+            http_get(self.base + "/internal/force_flush", 60)
+        except OSError as e:
+            log(f"  force_flush failed: {e}")
+
+
+class Prometheus(System):
+    name = "prometheus"
+
+    def command(self):
+        config = os.path.join(os.path.dirname(self.data), "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
+        return ["prometheus", f"--config.file={config}",
+                f"--storage.tsdb.path={self.data}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--web.enable-remote-write-receiver",
+                "--storage.tsdb.retention.time=30d", "--log.level=warn"]
+
+
+def make_system(name, workdir, strata_bin):
+    if name == "strata":
+        return Strata(workdir, strata_bin)
+    if name == "victoriametrics":
+        return VictoriaMetrics(workdir)
+    if name == "prometheus":
+        return Prometheus(workdir)
+    raise ValueError(name)
+
+
+def binaries(build):
+    """Paths of the strata and strata-loadgen release binaries (STRATA_BIN and
+    LOADGEN_BIN override them), building them first if asked or missing."""
+    strata = os.environ.get("STRATA_BIN", os.path.join(ROOT, "target/release/strata"))
+    loadgen = os.environ.get("LOADGEN_BIN", os.path.join(ROOT, "target/release/strata-loadgen"))
+    if build or not (os.path.exists(strata) and os.path.exists(loadgen)):
+        log("building release binaries (cargo build --release -p strata-server -p strata-loadgen)...")
+        subprocess.run(["cargo", "build", "--release", "-p", "strata-server", "-p", "strata-loadgen"],
+                       cwd=ROOT, check=True)
+    for b in (strata, loadgen):
+        if not os.path.exists(b):
+            raise SystemExit(f"missing binary {b}")
+    return strata, loadgen
+
+
+def run_load(loadgen, url, rate, duration_s, scrape_interval, extra=(), progress_every="5s",
+             on_progress=None, summary_path=None):
+    """Runs strata-loadgen to its end; returns its summary (dict). Progress
+    lines (dicts) go to `on_progress`."""
+    cmd = [loadgen, "--url", url, "--rate", str(rate), "--duration", f"{duration_s}s",
+           "--scrape-interval", scrape_interval, "--progress-interval", progress_every,
+           "--progress-json", "--output", summary_path, *extra]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    _children.append(p)
+    for line in p.stderr:
+        line = line.strip()
+        try:
+            prog = json.loads(line)
+        except ValueError:
+            log(f"    loadgen: {line}")
+            continue
+        if on_progress:
+            on_progress(prog)
+    if p.wait() != 0:
+        raise RuntimeError(f"strata-loadgen failed ({p.returncode})")
+    with open(summary_path) as f:
+        return json.load(f)
