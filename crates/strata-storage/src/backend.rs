@@ -8,7 +8,7 @@ use crate::error::StorageError;
 
 pub(crate) enum Backend {
     Writer(Db),
-    Reader(DbReader),
+    Reader(Box<DbReader>),
 }
 
 impl Backend {
@@ -38,9 +38,10 @@ impl Backend {
     }
 
     pub(crate) async fn close(&self) -> Result<(), StorageError> {
-        Ok(match self {
+        match self {
             Self::Writer(db) => db.close().await?,
             Self::Reader(r) => r.close().await?,
-        })
+        }
+        Ok(())
     }
 }

@@ -56,6 +56,9 @@ pub(crate) enum Command {
     Shutdown(oneshot::Sender<()>),
 }
 
+/// A seal task, its bucket and the bucket's first log seq.
+pub(crate) type SealUnderWay = (JoinHandle<Result<(), StorageError>>, i64, u64);
+
 /// State owned by the coordinator task alone.
 pub(crate) struct Coordinator {
     pub(crate) inner: Arc<Inner>,
@@ -67,7 +70,7 @@ pub(crate) struct Coordinator {
     pub(crate) frozen_through: i64,
     /// The seal under way: its task, bucket and the bucket's first log seq
     /// (to put the bucket back if the seal fails).
-    pub(crate) sealing: Option<(JoinHandle<Result<(), StorageError>>, i64, u64)>,
+    pub(crate) sealing: Option<SealUnderWay>,
     record: LogRecord,
     encoded: Vec<u8>,
 }

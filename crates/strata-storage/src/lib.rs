@@ -196,7 +196,7 @@ impl Storage {
             .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
             .await?;
-        let backend = backend::Backend::Reader(db);
+        let backend = backend::Backend::Reader(Box::new(db));
         let recovered = recovery::recover(&backend, &settings).await?;
         let inner = Arc::new(Inner {
             backend,
