@@ -49,10 +49,16 @@ pub fn encode_sealed(ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
         return;
     }
     packed::encode(ts, out);
-    let raw = encode_raw(vs);
+    // Exact decimals are kept without trying raw bits: a mantissa never
+    // needs more bits than the value's raw pattern does in practice, and
+    // sealing is faster for it.
     match encode_decimal(vs) {
-        Some(dec) if dec.len() <= raw.len() => out.extend_from_slice(&dec),
-        _ => out.extend_from_slice(&raw),
+        Some((dec, 0)) => out.extend_from_slice(&dec),
+        Some((dec, _)) => {
+            let raw = encode_raw(vs);
+            out.extend_from_slice(if dec.len() <= raw.len() { &dec } else { &raw });
+        }
+        None => out.extend_from_slice(&encode_raw(vs)),
     }
 }
 
@@ -63,8 +69,9 @@ fn encode_raw(vs: &[f64]) -> Vec<u8> {
     out
 }
 
-/// The decimal encoding of `vs`, unless too few values are decimals.
-fn encode_decimal(vs: &[f64]) -> Option<Vec<u8>> {
+/// The decimal encoding of `vs` and its number of exceptions, unless too
+/// few values are decimals.
+fn encode_decimal(vs: &[f64]) -> Option<(Vec<u8>, usize)> {
     let exps: Vec<Option<u8>> = vs.iter().map(|&v| min_exponent(v)).collect();
     let decimals = exps.iter().flatten().count();
     if decimals * 2 < vs.len() {
@@ -84,7 +91,8 @@ fn encode_decimal(vs: &[f64]) -> Option<Vec<u8>> {
         mantissas.push(prev);
     }
     let mut out = vec![VALUES_DECIMAL, e];
-    put_uvarint(&mut out, exceptions.len() as u64);
+    let count = exceptions.len();
+    put_uvarint(&mut out, count as u64);
     let mut next = 0;
     for (i, bits) in exceptions {
         put_uvarint(&mut out, (i - next) as u64);
@@ -92,7 +100,7 @@ fn encode_decimal(vs: &[f64]) -> Option<Vec<u8>> {
         next = i + 1;
     }
     packed::encode(&mantissas, &mut out);
-    Some(out)
+    Some((out, count))
 }
 
 /// Appends the samples with timestamps in `[mint, maxt]` of the chunk in

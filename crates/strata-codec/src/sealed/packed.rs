@@ -40,31 +40,40 @@ struct Shape {
 /// Appends `xs` as a packed stream. The decoder needs `xs.len()` from
 /// elsewhere.
 pub fn encode(xs: &[i64], out: &mut Vec<u8>) {
-    let mut best: Option<Vec<u8>> = None;
-    let mut scratch = Vec::new();
+    // Shapes are compared by their exact size; only the winner is packed.
+    let mut best: Option<(usize, Vec<u8>, Vec<u64>)> = None;
+    let deltas = difference(xs, 1);
+    let slope = most_frequent(&deltas);
     for order in 0..=LINEAR {
         if order != LINEAR && usize::from(order) > xs.len() {
             continue;
         }
-        let diffs = if order == LINEAR {
-            let slope = most_frequent(&difference(xs, 1));
-            (0i64..)
+        let diffs = match order {
+            LINEAR => (0i64..)
                 .zip(xs)
                 .map(|(i, &x)| x.wrapping_sub(i.wrapping_mul(slope)))
-                .collect()
-        } else {
-            difference(xs, order)
+                .collect(),
+            1 => deltas.clone(),
+            _ => difference(xs, order),
         };
-        for zigzag in [false, true] {
-            scratch.clear();
-            encode_shape(xs, &diffs, Shape { order, zigzag }, &mut scratch);
-            if best.as_ref().is_none_or(|b| scratch.len() < b.len()) {
-                best = Some(scratch.clone());
+        let min = diffs.iter().copied().min().unwrap_or(0);
+        let mode = if order == 1 {
+            slope
+        } else {
+            most_frequent(&diffs)
+        };
+        for (zigzag, base) in [(false, min), (true, mode)] {
+            let shape = Shape { order, zigzag };
+            let (head, residuals) = plan(xs, &diffs, shape, base, slope);
+            let size = head.len() + blocks_len(&residuals);
+            if best.as_ref().is_none_or(|b| size < b.0) {
+                best = Some((size, head, residuals));
             }
         }
     }
-    if let Some(b) = best {
-        out.extend_from_slice(&b);
+    if let Some((_, head, residuals)) = best {
+        out.extend_from_slice(&head);
+        pack_blocks(&residuals, out);
     }
 }
 
@@ -82,12 +91,9 @@ fn difference(xs: &[i64], order: u8) -> Vec<i64> {
     d
 }
 
-fn encode_shape(xs: &[i64], diffs: &[i64], shape: Shape, out: &mut Vec<u8>) {
-    let base = if shape.zigzag {
-        most_frequent(diffs)
-    } else {
-        diffs.iter().copied().min().unwrap_or(0)
-    };
+/// A stream's header bytes and residuals for one shape: `base` is the
+/// minimum of `diffs` (no zig-zag) or their most frequent value.
+fn plan(xs: &[i64], diffs: &[i64], shape: Shape, base: i64, slope: i64) -> (Vec<u8>, Vec<u64>) {
     // Offsets from the minimum are taken as unsigned, so they are exact over
     // the whole i64 range.
     let offsets: Vec<u64> = diffs
@@ -109,22 +115,51 @@ fn encode_shape(xs: &[i64], diffs: &[i64], shape: Shape, out: &mut Vec<u8>) {
             }
         })
         .collect();
-    out.push(shape.order | if shape.zigzag { ZIGZAG } else { 0 });
-    out.push(shift as u8);
-    put_uvarint(out, zigzag(base));
+    let mut head = vec![
+        shape.order | if shape.zigzag { ZIGZAG } else { 0 },
+        shift as u8,
+    ];
+    put_uvarint(&mut head, zigzag(base));
     if shape.order == LINEAR {
-        put_uvarint(out, zigzag(most_frequent(&difference(xs, 1))));
-        return pack_blocks(&residuals, out);
+        put_uvarint(&mut head, zigzag(slope));
+        return (head, residuals);
     }
     let mut prev = 0i64;
     for (i, &x) in xs.iter().take(usize::from(shape.order)).enumerate() {
         // The second stored value of a twice-differenced stream is its
         // first delta.
         let stored = if i == 0 { x } else { x.wrapping_sub(prev) };
-        put_uvarint(out, zigzag(stored));
+        put_uvarint(&mut head, zigzag(stored));
         prev = x;
     }
-    pack_blocks(&residuals, out);
+    (head, residuals)
+}
+
+/// Bytes [`pack_blocks`] would write.
+fn blocks_len(residuals: &[u64]) -> usize {
+    residuals
+        .chunks(BLOCK)
+        .map(|b| {
+            let (dense, sparse, _) = block_sizes(b);
+            1 + dense.min(sparse)
+        })
+        .sum()
+}
+
+/// A block's body size (after its header byte) dense and sparse, and its
+/// width; sparse is `usize::MAX` when the block is all zero.
+fn block_sizes(block: &[u64]) -> (usize, usize, u32) {
+    let (or, nonzero) = block.iter().fold((0u64, 0usize), |(o, n), &r| {
+        (o | r, n + usize::from(r != 0))
+    });
+    let w = width(or);
+    let dense = bytes_for(block.len(), w);
+    let sparse = if w == 0 {
+        usize::MAX
+    } else {
+        block.len().div_ceil(8) + bytes_for(nonzero, w)
+    };
+    (dense, sparse, w)
 }
 
 fn pack_blocks(residuals: &[u64], out: &mut Vec<u8>) {
@@ -154,11 +189,8 @@ fn width(v: u64) -> u32 {
 }
 
 fn write_block(block: &[u64], out: &mut Vec<u8>) {
-    let w = block.iter().map(|&r| width(r)).max().unwrap_or(0);
-    let nonzero = block.iter().filter(|&&r| r != 0).count();
-    let dense = bytes_for(block.len(), w);
-    let sparse = block.len().div_ceil(8) + bytes_for(nonzero, w);
-    if w > 0 && sparse < dense {
+    let (dense, sparse, w) = block_sizes(block);
+    if sparse < dense {
         out.push(w as u8 | SPARSE);
         let bitmap = block
             .iter()
