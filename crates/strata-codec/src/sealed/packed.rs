@@ -282,6 +282,7 @@ where
     sink(0, head_vals.get(..stored).unwrap_or(&[]))?;
     let mut buf = [0u8; BUF_LEN];
     let mut res = [0u64; BLOCK];
+    let mut packed = [0u64; BLOCK];
     let mut vals = [0i64; BLOCK];
     let mut at = stored;
     while at < n {
@@ -289,16 +290,58 @@ where
         let (Some(res), Some(vals)) = (res.get_mut(..len), vals.get_mut(..len)) else {
             return Err(CodecError::Corrupt("block"));
         };
-        read_block(d, &mut buf, res)?;
-        match (order, kind & ZIGZAG != 0) {
-            (0, false) => rebuild::<0, false>(res, vals, base, shift, &mut prev, &mut delta),
-            (0, true) => rebuild::<0, true>(res, vals, base, shift, &mut prev, &mut delta),
-            (1, false) => rebuild::<1, false>(res, vals, base, shift, &mut prev, &mut delta),
-            (1, true) => rebuild::<1, true>(res, vals, base, shift, &mut prev, &mut delta),
-            (2, false) => rebuild::<2, false>(res, vals, base, shift, &mut prev, &mut delta),
-            (2, true) => rebuild::<2, true>(res, vals, base, shift, &mut prev, &mut delta),
-            (_, false) => rebuild::<LINEAR, false>(res, vals, base, shift, &mut prev, &mut delta),
-            (_, true) => rebuild::<LINEAR, true>(res, vals, base, shift, &mut prev, &mut delta),
+        let zz = kind & ZIGZAG != 0;
+        // Dense blocks are unpacked straight into the rebuilding loop, so
+        // residuals never go through memory.
+        macro_rules! rebuild_from {
+            ($residuals:expr) => {
+                match (order, zz) {
+                    (0, false) => {
+                        rebuild::<0, false>($residuals, vals, base, shift, &mut prev, &mut delta)
+                    }
+                    (0, true) => {
+                        rebuild::<0, true>($residuals, vals, base, shift, &mut prev, &mut delta)
+                    }
+                    (1, false) => {
+                        rebuild::<1, false>($residuals, vals, base, shift, &mut prev, &mut delta)
+                    }
+                    (1, true) => {
+                        rebuild::<1, true>($residuals, vals, base, shift, &mut prev, &mut delta)
+                    }
+                    (2, false) => {
+                        rebuild::<2, false>($residuals, vals, base, shift, &mut prev, &mut delta)
+                    }
+                    (2, true) => {
+                        rebuild::<2, true>($residuals, vals, base, shift, &mut prev, &mut delta)
+                    }
+                    (_, false) => rebuild::<LINEAR, false>(
+                        $residuals, vals, base, shift, &mut prev, &mut delta,
+                    ),
+                    (_, true) => rebuild::<LINEAR, true>(
+                        $residuals, vals, base, shift, &mut prev, &mut delta,
+                    ),
+                }
+            };
+        }
+        match read_block(d, &mut buf, res, &mut packed)? {
+            Residuals::Zero => rebuild_from!(std::iter::repeat_n(0u64, len)),
+            Residuals::Dense(w) if w <= 56 => {
+                let mask = (1u64 << w) - 1;
+                let w = w as usize;
+                rebuild_from!((0..len).map(|j| {
+                    let bit = j * w;
+                    (load_u64(&buf, bit >> 3) >> (bit & 7)) & mask
+                }))
+            }
+            Residuals::Dense(w) => {
+                let mask = u64::MAX >> (64 - w);
+                let w = w as usize;
+                rebuild_from!((0..len).map(|j| {
+                    let bit = j * w;
+                    (load_u128(&buf, bit >> 3) >> (bit & 7)) as u64 & mask
+                }))
+            }
+            Residuals::Sparse => rebuild_from!(res.iter().copied()),
         }
         sink(at, vals)?;
         at += len;
@@ -310,7 +353,7 @@ where
 /// across blocks.
 #[inline(always)]
 fn rebuild<const ORDER: u8, const ZZ: bool>(
-    res: &[u64],
+    res: impl Iterator<Item = u64>,
     vals: &mut [i64],
     base: i64,
     shift: u8,
@@ -318,7 +361,7 @@ fn rebuild<const ORDER: u8, const ZZ: bool>(
     delta: &mut i64,
 ) {
     let (mut p, mut dl) = (*prev, *delta);
-    for (v, &r) in vals.iter_mut().zip(res) {
+    for (v, r) in vals.iter_mut().zip(res) {
         let off = if ZZ {
             (unzigzag(r) << shift) as u64
         } else {
@@ -346,13 +389,24 @@ fn rebuild<const ORDER: u8, const ZZ: bool>(
     (*prev, *delta) = (p, dl);
 }
 
+/// Where [`read_block`] left a block's residuals.
+enum Residuals {
+    /// All zero.
+    Zero,
+    /// Packed at this width (1..=64) at the start of the buffer.
+    Dense(u32),
+    /// Unpacked into the residual slice.
+    Sparse,
+}
+
 /// Reads one block of `res.len()` residuals.
 #[inline(always)]
 fn read_block(
     d: &mut Decbuf<'_>,
     buf: &mut [u8; BUF_LEN],
     res: &mut [u64],
-) -> Result<(), CodecError> {
+    packed: &mut [u64; BLOCK],
+) -> Result<Residuals, CodecError> {
     let &[h] = d.bytes(1) else {
         return Err(CodecError::Truncated);
     };
@@ -361,13 +415,11 @@ fn read_block(
         return Err(CodecError::Corrupt("block width"));
     }
     if w == 0 {
-        res.fill(0);
-        return Ok(());
+        return Ok(Residuals::Zero);
     }
     if h & SPARSE == 0 {
         load(d, buf, bytes_for(res.len(), w))?;
-        unpack(buf, w, res);
-        return Ok(());
+        return Ok(Residuals::Dense(w));
     }
     let bm = d.bytes(res.len().div_ceil(8));
     let mut bitmap = bm.iter().rev().fold(0u64, |m, &b| (m << 8) | u64::from(b));
@@ -379,18 +431,17 @@ fn read_block(
     }
     let pop = bitmap.count_ones() as usize;
     load(d, buf, bytes_for(pop, w))?;
-    let mut packed = [0u64; BLOCK];
     let packed = packed.get_mut(..pop).unwrap_or(&mut []);
     unpack(buf, w, packed);
     res.fill(0);
     for &v in packed.iter() {
         let i = bitmap.trailing_zeros() as usize;
-        bitmap &= bitmap - 1;
+        bitmap &= bitmap.wrapping_sub(1);
         if let Some(slot) = res.get_mut(i) {
             *slot = v;
         }
     }
-    Ok(())
+    Ok(Residuals::Sparse)
 }
 
 /// Copies the next `len` bytes into `buf`, whose tail past them is slack
