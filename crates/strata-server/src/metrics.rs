@@ -242,5 +242,18 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "Object-store requests that failed.",
         os.errors,
     );
+    counter(
+        &mut out,
+        "strata_object_store_read_bytes_total",
+        "Bytes read from the object store.",
+        os.bytes_read,
+    );
+    counter(
+        &mut out,
+        "strata_object_store_written_bytes_total",
+        "Bytes written to the object store.",
+        os.bytes_written,
+    );
+    out.push_str(&s.slatedb_metrics_text());
     out
 }

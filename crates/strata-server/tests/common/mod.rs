@@ -5,6 +5,8 @@
 //! Each test binary compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+pub mod s3;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
