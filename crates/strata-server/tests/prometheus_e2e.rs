@@ -34,6 +34,10 @@ const WINDOW: &str = "5m";
 /// How far in the past the compared window ends, so that everything
 /// Prometheus holds up to then has been remote-written.
 const SETTLE: Duration = Duration::from_secs(8);
+/// How long Strata stays down between stop and restart.
+const DOWNTIME: Duration = Duration::from_secs(2);
+/// How much data after the restart the second window holds.
+const AFTER_RESTART: Duration = Duration::from_secs(4);
 /// How long to keep retrying a comparison while remote write catches up.
 const CATCH_UP: Duration = Duration::from_secs(15);
 
@@ -123,6 +127,8 @@ fn prometheus_counter(prometheus: &PrometheusProcess, name: &str) -> f64 {
 
 #[test]
 fn prometheus_remote_write_round_trip() {
+    common::require_binary(common::PROMETHEUS_BIN, "prometheus");
+    common::require_binary(common::NODE_EXPORTER_BIN, "prometheus-node-exporter");
     let started = Instant::now();
     let data = tempfile::tempdir().expect("temp dir");
     let strata = StrataProcess::start(data.path(), &[]);
@@ -154,6 +160,8 @@ fn prometheus_remote_write_round_trip() {
     let port = strata.port;
     let status = strata.stop();
     assert!(status.success(), "strata exited with {status} on SIGTERM");
+    // Stay down long enough for Prometheus to fail sends and retry them.
+    std::thread::sleep(DOWNTIME);
     let strata = StrataProcess::start_on(port, data.path(), &[]);
     let after_restart = snapshot(strata.port, t);
     for sel in SELECTORS {
@@ -168,11 +176,25 @@ fn prometheus_remote_write_round_trip() {
     wait_until(
         Duration::from_secs(20),
         "Strata receives samples again after its restart",
-        || newest_up(&strata).is_some_and(|ts| ts > restarted + SETTLE.as_millis() as i64),
+        || {
+            newest_up(&strata)
+                .is_some_and(|ts| ts > restarted + (SETTLE + AFTER_RESTART).as_millis() as i64)
+        },
     );
     let t2 = now_ms() - SETTLE.as_millis() as i64;
-    assert!(t2 > restarted, "the second window must span the restart");
+    assert!(
+        t2 >= restarted + AFTER_RESTART.as_millis() as i64,
+        "the second window must reach past the restart"
+    );
     let final_snapshot = assert_same_as_prometheus(&prometheus, &strata, t2);
+    let retried = prometheus_counter(
+        &prometheus,
+        "prometheus_remote_storage_samples_retried_total",
+    );
+    assert!(
+        retried > 0.0,
+        "Prometheus retried no samples: the restart did not exercise catching up"
+    );
 
     for counter in [
         "prometheus_remote_storage_samples_failed_total",
@@ -183,6 +205,10 @@ fn prometheus_remote_write_round_trip() {
             failed, 0.0,
             "{counter} = {failed}: Strata rejected remote writes; see the Prometheus log"
         );
+    }
+    for (sel, m) in &final_snapshot {
+        let n: usize = m.values().map(Vec::len).sum();
+        eprintln!("prometheus_e2e: {sel}: {} series, {n} samples", m.len());
     }
     let series: usize = final_snapshot.values().map(Matrix::len).sum();
     let samples: usize = final_snapshot
