@@ -19,6 +19,7 @@ pub struct Config {
     pub object_store: ObjectStoreConfig,
     pub storage: StorageSettings,
     pub reader: ReaderSettings,
+    pub shards: ShardsConfig,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, clap::ValueEnum)]
@@ -27,6 +28,8 @@ pub enum Role {
     All,
     Writer,
     Reader,
+    /// Stateless: splits remote write by series over the writer shards.
+    Distributor,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -72,6 +75,107 @@ pub struct ObjectStoreConfig {
     pub s3: S3Settings,
 }
 
+/// Writer shards: how many, which one this writer is, where a distributor
+/// sends each shard's series and what else a reader opens.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ShardsConfig {
+    /// Number of writer shards; 1 = unsharded (data at the object store's
+    /// root). With more, shard `i` lives under `<url>/shard-<i>`.
+    pub count: u32,
+    /// This writer's shard.
+    pub id: ShardId,
+    /// Distributor: the writers' base URLs, shard `i` first at index `i`.
+    /// A list, or one comma-separated string (for the environment).
+    #[serde(deserialize_with = "url_list")]
+    pub writers: Vec<String>,
+    /// Readers: more object-store URLs to open read-only besides the
+    /// `count` shards, e.g. the shards of a previous shard count.
+    #[serde(deserialize_with = "url_list")]
+    pub extra_read_urls: Vec<String>,
+    /// Distributor: longest wait for a writer's answer.
+    #[serde(with = "humantime_serde")]
+    pub forward_timeout: Duration,
+}
+
+/// A writer's shard: a number, or `"auto"` for the trailing `-<n>` of the
+/// host name (a Kubernetes StatefulSet ordinal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardId {
+    Index(u32),
+    FromHostname,
+}
+
+impl<'de> Deserialize<'de> for ShardId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Index(u32),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Index(i) => Ok(Self::Index(i)),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl std::str::FromStr for ShardId {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(Self::FromHostname);
+        }
+        s.parse().map(Self::Index).map_err(|_| {
+            format!(
+                "shard id {s:?} is neither a number nor \"auto\" (the host name's trailing -<n>)"
+            )
+        })
+    }
+}
+
+fn url_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        List(Vec<String>),
+        Text(String),
+    }
+    let list = match Raw::deserialize(d)? {
+        Raw::List(l) => l,
+        Raw::Text(t) => t.split(',').map(str::to_owned).collect(),
+    };
+    Ok(list
+        .into_iter()
+        .map(|u| u.trim().trim_end_matches('/').to_owned())
+        .filter(|u| !u.is_empty())
+        .collect())
+}
+
+/// The shard number at the end of a host name such as `strata-writer-2`.
+pub fn shard_from_hostname(hostname: &str) -> Option<u32> {
+    let (_, n) = hostname.trim().rsplit_once('-')?;
+    n.parse().ok()
+}
+
+/// This machine's host name: `$HOSTNAME`, else the kernel's.
+fn hostname() -> Option<String> {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_owned())
+}
+
+/// The object-store URL of shard `id`: `<url>/shard-<id>` (for
+/// `s3://bucket/prefix`, the prefix `prefix/shard-<id>`).
+pub fn shard_url(url: &str, id: u32) -> String {
+    format!("{}/shard-{id}", url.trim_end_matches('/'))
+}
+
 /// Command-line values that override the configuration.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -79,6 +183,9 @@ pub struct Overrides {
     pub listen: Option<String>,
     pub object_store: Option<String>,
     pub cache_dir: Option<String>,
+    pub shards: Option<u32>,
+    pub shard_id: Option<ShardId>,
+    pub writers: Option<Vec<String>>,
 }
 
 /// Sections an environment variable may address, longest first so
@@ -91,6 +198,7 @@ const ENV_SECTIONS: &[(&str, &[&str])] = &[
     ("QUERY_", &["query"]),
     ("STORAGE_", &["storage"]),
     ("READER_", &["reader"]),
+    ("SHARDS_", &["shards"]),
 ];
 
 fn merge(base: &mut toml::Table, over: toml::Table) {
@@ -170,6 +278,26 @@ impl Config {
         if let Some(dir) = &overrides.cache_dir {
             config.reader.cache_dir = Some(dir.into());
         }
+        if let Some(n) = overrides.shards {
+            config.shards.count = n;
+        }
+        if let Some(id) = &overrides.shard_id {
+            config.shards.id = id.clone();
+        }
+        if let Some(writers) = &overrides.writers {
+            config.shards.writers = writers
+                .iter()
+                .map(|u| u.trim().trim_end_matches('/').to_owned())
+                .filter(|u| !u.is_empty())
+                .collect();
+        }
+        if config.shards.id == ShardId::FromHostname {
+            let host = hostname().unwrap_or_default();
+            let id = shard_from_hostname(&host).ok_or_else(|| {
+                format!("invalid configuration: shards.id is \"auto\" but the host name {host:?} does not end in -<number>")
+            })?;
+            config.shards.id = ShardId::Index(id);
+        }
         // An empty folder in the file means no disk cache.
         if config
             .reader
@@ -202,7 +330,80 @@ impl Config {
         if self.query.timeout.is_zero() {
             return Err("invalid configuration: query.timeout: must be greater than 0".into());
         }
+        self.validate_shards()
+    }
+
+    fn validate_shards(&self) -> Result<(), String> {
+        let shards = &self.shards;
+        if shards.count == 0 {
+            return Err("invalid configuration: shards.count: must be at least 1".into());
+        }
+        if let ShardId::Index(id) = shards.id {
+            if id >= shards.count {
+                return Err(format!(
+                    "invalid configuration: shards.id: {id} is not below shards.count ({})",
+                    shards.count
+                ));
+            }
+        }
+        if shards.forward_timeout.is_zero() {
+            return Err(
+                "invalid configuration: shards.forward_timeout: must be greater than 0".into(),
+            );
+        }
+        if self.server.role == Role::Distributor {
+            if shards.writers.is_empty() {
+                return Err("invalid configuration: shards.writers: a distributor needs the writers' URLs (--writers URL,URL,...)".into());
+            }
+            if let Some(bad) = shards
+                .writers
+                .iter()
+                .find(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+            {
+                return Err(format!(
+                    "invalid configuration: shards.writers: {bad:?} is not an http:// or https:// URL"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// This writer's shard, `None` when unsharded.
+    pub fn shard_id(&self) -> Option<u32> {
+        match (self.shards.count, &self.shards.id) {
+            (1, _) => None,
+            (_, ShardId::Index(i)) => Some(*i),
+            // Resolved by `load`.
+            (_, ShardId::FromHostname) => Some(0),
+        }
+    }
+
+    /// The object-store URLs a reader opens: every shard's (or the root
+    /// when unsharded), then `shards.extra_read_urls`.
+    pub fn read_urls(&self) -> Result<Vec<String>, String> {
+        let root = self.object_store_url()?;
+        let mut urls: Vec<String> = if self.shards.count == 1 {
+            vec![root]
+        } else {
+            (0..self.shards.count)
+                .map(|i| shard_url(&root, i))
+                .collect()
+        };
+        for extra in &self.shards.extra_read_urls {
+            if !urls.contains(extra) {
+                urls.push(extra.clone());
+            }
+        }
+        Ok(urls)
+    }
+
+    /// The object-store URL a writer (or `all`) opens: its shard's.
+    pub fn write_url(&self) -> Result<String, String> {
+        let root = self.object_store_url()?;
+        Ok(match self.shard_id() {
+            Some(i) => shard_url(&root, i),
+            None => root,
+        })
     }
 
     /// The object store URL with a relative folder turned into `file://`.
@@ -300,5 +501,64 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("storage.flush_interval"), "{e}");
+    }
+
+    #[test]
+    fn shards_from_env_and_flags() {
+        let env = [
+            ("STRATA_SHARDS_COUNT", "3"),
+            ("STRATA_SHARDS_ID", "2"),
+            (
+                "STRATA_SHARDS_EXTRA_READ_URLS",
+                "file:///old/a, file:///old/b/",
+            ),
+        ];
+        let o = Overrides {
+            object_store: Some("s3://bucket/prefix".into()),
+            ..Overrides::default()
+        };
+        let c = load(None, &env, &o).unwrap();
+        assert_eq!(c.shard_id(), Some(2));
+        assert_eq!(c.write_url().unwrap(), "s3://bucket/prefix/shard-2");
+        assert_eq!(
+            c.read_urls().unwrap(),
+            [
+                "s3://bucket/prefix/shard-0",
+                "s3://bucket/prefix/shard-1",
+                "s3://bucket/prefix/shard-2",
+                "file:///old/a",
+                "file:///old/b"
+            ]
+        );
+        let e = load(
+            None,
+            &[("STRATA_SHARDS_ID", "3"), ("STRATA_SHARDS_COUNT", "3")],
+            &o,
+        )
+        .unwrap_err();
+        assert!(e.contains("shards.id"), "{e}");
+        let o = Overrides {
+            role: Some(Role::Distributor),
+            writers: Some(vec!["http://a:9470/".into(), "http://b:9470".into()]),
+            ..Overrides::default()
+        };
+        let c = load(None, &[], &o).unwrap();
+        assert_eq!(c.shards.writers, ["http://a:9470", "http://b:9470"]);
+        let o = Overrides {
+            role: Some(Role::Distributor),
+            ..Overrides::default()
+        };
+        assert!(load(None, &[], &o).unwrap_err().contains("shards.writers"));
+    }
+
+    #[test]
+    fn shard_id_from_hostname() {
+        assert_eq!(shard_from_hostname("strata-writer-12"), Some(12));
+        assert_eq!(shard_from_hostname("strata-writer-0\n"), Some(0));
+        assert_eq!(shard_from_hostname("strata-writer"), None);
+        assert_eq!(shard_from_hostname("node7"), None);
+        assert_eq!("auto".parse::<ShardId>(), Ok(ShardId::FromHostname));
+        assert_eq!("4".parse::<ShardId>(), Ok(ShardId::Index(4)));
+        assert!("x".parse::<ShardId>().is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! lifecycle (recovery, readiness, graceful shutdown).
 
 pub mod config;
+pub mod distributor;
 pub mod http;
 pub mod metrics;
 mod query_source;
@@ -23,21 +24,33 @@ pub async fn run(
     config: Config,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let url = config.object_store_url().map_err(anyhow::Error::msg)?;
-    let location = open_object_store(&url, &config.object_store.s3)?;
+    if config.server.role == Role::Distributor {
+        return distributor::run(config, shutdown).await;
+    }
+    let role = config.server.role;
+    let urls = if role == Role::Reader {
+        config.read_urls()
+    } else {
+        config.write_url().map(|u| vec![u])
+    }
+    .map_err(anyhow::Error::msg)?;
+    let mut locations = Vec::with_capacity(urls.len());
+    for url in &urls {
+        locations.push(open_object_store(url, &config.object_store.s3)?);
+    }
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
     tracing::info!(
         listen = %config.server.listen,
-        object_store = %url,
+        object_store = %urls.join(","),
         role = ?config.server.role,
+        shard = ?config.shard_id(),
         "strata starting"
     );
     let shutdown_timeout = config.server.shutdown_timeout;
     let storage_settings = config.storage.clone();
     let reader_settings = config.reader.clone();
-    let role = config.server.role;
     let state = Arc::new(AppState::new(config));
     let app = http::router(Arc::clone(&state));
 
@@ -58,16 +71,36 @@ pub async fn run(
 
     let started = std::time::Instant::now();
     let mut stop_during_recovery = stop_rx.clone();
-    let storage = tokio::select! {
-        s = async {
-            if role == Role::Reader {
-                Storage::open_reader(location.store, &location.path, storage_settings, reader_settings, Arc::new(SystemClock)).await
+    // Every shard a reader follows recovers at once.
+    let opening = locations.into_iter().zip(&urls).map(|(location, url)| {
+        let (storage_settings, reader_settings) =
+            (storage_settings.clone(), reader_settings.clone());
+        async move {
+            let opened = if role == Role::Reader {
+                Storage::open_reader(
+                    location.store,
+                    &location.path,
+                    storage_settings,
+                    reader_settings,
+                    Arc::new(SystemClock),
+                )
+                .await
             } else {
-                Storage::open(location.store, &location.path, storage_settings, Arc::new(SystemClock)).await
-            }
-        } => {
-            Arc::new(s.context("cannot open storage")?)
+                Storage::open(
+                    location.store,
+                    &location.path,
+                    storage_settings,
+                    Arc::new(SystemClock),
+                )
+                .await
+            };
+            opened
+                .map(Arc::new)
+                .with_context(|| format!("cannot open storage at {url}"))
         }
+    });
+    let storages: Vec<Arc<Storage>> = tokio::select! {
+        s = futures::future::try_join_all(opening) => s?,
         _ = stop_during_recovery.wait_for(|s| *s) => {
             tracing::info!("stopped during recovery");
             return Ok(());
@@ -75,18 +108,28 @@ pub async fn run(
     };
     tracing::info!(
         elapsed_ms = started.elapsed().as_millis() as u64,
-        series = storage.head().num_series(),
+        series = storages
+            .iter()
+            .map(|s| s.head().num_series())
+            .sum::<usize>(),
+        shards = storages.len(),
         "recovery done; ready"
     );
-    let _ = state.storage.set(Arc::clone(&storage));
+    if let Some(first) = storages.first() {
+        let _ = state.shards.set(storages.clone());
+        let _ = state.storage.set(Arc::clone(first));
+    }
 
     let served = server.await.context("HTTP server task")?;
     if let Err(e) = served {
         tracing::error!(error = %e, "HTTP server failed");
     }
-    match tokio::time::timeout(shutdown_timeout, storage.close()).await {
-        Ok(Ok(())) => tracing::info!("flushed to the object store; bye"),
-        Ok(Err(e)) => tracing::error!(error = %e, "closing storage failed"),
+    let closing = futures::future::join_all(storages.iter().map(|s| s.close()));
+    match tokio::time::timeout(shutdown_timeout, closing).await {
+        Ok(results) => match results.into_iter().find_map(Result::err) {
+            None => tracing::info!("flushed to the object store; bye"),
+            Some(e) => tracing::error!(error = %e, "closing storage failed"),
+        },
         Err(_) => tracing::error!("closing storage timed out"),
     }
     Ok(())

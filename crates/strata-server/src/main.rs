@@ -1,7 +1,7 @@
 //! The `strata` command line.
 
 use clap::{Parser, Subcommand};
-use strata_server::config::{Config, Overrides, Role};
+use strata_server::config::{Config, Overrides, Role, ShardId};
 
 #[derive(Parser)]
 #[command(
@@ -33,6 +33,19 @@ enum Command {
         /// Reader nodes: folder of the on-disk block cache (local NVMe).
         #[arg(long)]
         cache_dir: Option<String>,
+        /// Number of writer shards (writers, readers).
+        #[arg(long)]
+        shards: Option<u32>,
+        /// This writer's shard, 0 to shards-1, or "auto" for the trailing
+        /// -<n> of the host name (a StatefulSet ordinal).
+        #[arg(long, conflicts_with = "shard_id_from_hostname")]
+        shard_id: Option<ShardId>,
+        /// Same as --shard-id auto.
+        #[arg(long)]
+        shard_id_from_hostname: bool,
+        /// Distributor: the writers' base URLs, shard i at position i.
+        #[arg(long, value_delimiter = ',')]
+        writers: Option<Vec<String>>,
     },
 }
 
@@ -65,12 +78,23 @@ fn main() -> std::process::ExitCode {
         listen,
         object_store,
         cache_dir,
+        shards,
+        shard_id,
+        shard_id_from_hostname,
+        writers,
     } = cli.command;
     let overrides = Overrides {
         role,
         listen,
         object_store,
         cache_dir,
+        shards,
+        shard_id: if shard_id_from_hostname {
+            Some(ShardId::FromHostname)
+        } else {
+            shard_id
+        },
+        writers,
     };
     let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
         Ok(c) => c,

@@ -9,10 +9,13 @@ use parking_lot::Mutex;
 use strata_storage::stats::LATENCY_BOUNDS;
 use strata_storage::{Histogram, Storage};
 
+/// One latency histogram per (handler, status).
+type RequestHistograms = Vec<((&'static str, u16), std::sync::Arc<Histogram>)>;
+
 /// Requests and latency by handler and status.
 #[derive(Default)]
 pub struct ServerMetrics {
-    requests: Mutex<Vec<((&'static str, u16), std::sync::Arc<Histogram>)>>,
+    requests: Mutex<RequestHistograms>,
     pub samples_received: AtomicU64,
     pub rate_limited: AtomicU64,
 }
@@ -34,6 +37,11 @@ impl ServerMetrics {
     }
 }
 
+/// The `# HELP` and `# TYPE` lines of a counter with labelled samples.
+pub(crate) fn counter_header(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+}
+
 fn counter(out: &mut String, name: &str, help: &str, v: u64) {
     let _ = writeln!(
         out,
@@ -45,7 +53,7 @@ fn gauge(out: &mut String, name: &str, help: &str, v: f64) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
 }
 
-fn histogram_lines(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+pub(crate) fn histogram_lines(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     let (buckets, sum, count) = h.snapshot();
     let sep = if labels.is_empty() { "" } else { "," };
     for (le, c) in buckets {

@@ -1,4 +1,5 @@
-//! Storage seen through the query engine's read trait.
+//! Storage seen through the query engine's read trait: one database, or
+//! every writer shard's at once with the answers merged.
 
 use std::sync::Arc;
 
@@ -17,12 +18,84 @@ impl StorageSource {
         Self { state }
     }
 
-    fn storage(&self) -> Result<&Storage, SourceError> {
+    /// The databases to read: a writer's own, or every shard a reader
+    /// follows.
+    fn storages(&self) -> Result<&[Arc<Storage>], SourceError> {
         self.state
-            .storage()
-            .map(|s| s.as_ref())
+            .shards()
+            .or_else(|| self.state.storage().map(std::slice::from_ref))
             .ok_or_else(|| SourceError::Unavailable("recovery is in progress".into()))
     }
+}
+
+/// Runs `f` on every database at once; the first failure fails the whole
+/// read, since a shard left out would silently drop its series.
+async fn fan_out<'a, T, F, Fut>(storages: &'a [Arc<Storage>], f: F) -> Result<Vec<T>, SourceError>
+where
+    F: Fn(&'a Storage) -> Fut,
+    Fut: std::future::Future<Output = Result<T, StorageError>>,
+{
+    if let [only] = storages {
+        return Ok(vec![f(only).await.map_err(source_error)?]);
+    }
+    futures::future::try_join_all(storages.iter().map(|s| f(s)))
+        .await
+        .map_err(source_error)
+}
+
+/// Merges per-shard selections (each sorted by labels) into one list sorted
+/// by labels with each label set once. A series lives on one shard unless
+/// the shard count changed while it was written; then its samples from all
+/// shards are merged by timestamp, and of equal timestamps the first
+/// shard's is kept.
+pub fn merge_series(parts: Vec<Vec<Series>>) -> Vec<Series> {
+    let mut parts = parts.into_iter().filter(|p| !p.is_empty());
+    let Some(first) = parts.next() else {
+        return Vec::new();
+    };
+    let mut all = first;
+    let mut more = false;
+    for p in parts {
+        all.extend(p);
+        more = true;
+    }
+    if !more {
+        return all;
+    }
+    // Stable: equal label sets stay in shard order.
+    all.sort_by(|a, b| a.labels.cmp(&b.labels));
+    let mut out: Vec<Series> = Vec::with_capacity(all.len());
+    for s in all {
+        match out.last_mut() {
+            Some(last) if last.labels == s.labels => merge_samples(last, s),
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+fn merge_samples(into: &mut Series, other: Series) {
+    let mut pairs: Vec<(i64, f64)> = into
+        .timestamps
+        .iter()
+        .copied()
+        .zip(into.values.iter().copied())
+        .chain(other.timestamps.into_iter().zip(other.values))
+        .collect();
+    pairs.sort_by_key(|&(t, _)| t);
+    pairs.dedup_by_key(|&mut (t, _)| t);
+    (into.timestamps, into.values) = pairs.into_iter().unzip();
+}
+
+/// Sorted, deduplicated union of sorted lists.
+fn union_sorted<T: Ord>(parts: Vec<Vec<T>>) -> Vec<T> {
+    if parts.len() == 1 {
+        return parts.into_iter().flatten().collect();
+    }
+    let mut all: Vec<T> = parts.into_iter().flatten().collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 fn source_error(e: StorageError) -> SourceError {
@@ -44,18 +117,19 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Series>, SourceError> {
-        Ok(self
-            .storage()?
-            .select(matchers, mint, maxt)
-            .await
-            .map_err(source_error)?
-            .into_iter()
-            .map(|s| Series {
-                labels: s.labels,
-                timestamps: s.timestamps,
-                values: s.values,
-            })
-            .collect())
+        let parts = fan_out(self.storages()?, |s| async move {
+            Ok(s.select(matchers, mint, maxt)
+                .await?
+                .into_iter()
+                .map(|s| Series {
+                    labels: s.labels,
+                    timestamps: s.timestamps,
+                    values: s.values,
+                })
+                .collect::<Vec<_>>())
+        })
+        .await?;
+        Ok(merge_series(parts))
     }
 
     async fn series(
@@ -64,10 +138,8 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Vec<Label>>, SourceError> {
-        self.storage()?
-            .series(matchers, mint, maxt)
-            .await
-            .map_err(source_error)
+        let parts = fan_out(self.storages()?, |s| s.series(matchers, mint, maxt)).await?;
+        Ok(union_sorted(parts))
     }
 
     async fn label_names(
@@ -76,10 +148,8 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError> {
-        self.storage()?
-            .label_names(matchers, mint, maxt)
-            .await
-            .map_err(source_error)
+        let parts = fan_out(self.storages()?, |s| s.label_names(matchers, mint, maxt)).await?;
+        Ok(union_sorted(parts))
     }
 
     async fn label_values(
@@ -89,9 +159,51 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError> {
-        self.storage()?
-            .label_values(name, matchers, mint, maxt)
-            .await
-            .map_err(source_error)
+        let parts = fan_out(self.storages()?, |s| {
+            s.label_values(name, matchers, mint, maxt)
+        })
+        .await?;
+        Ok(union_sorted(parts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(name: &str, samples: &[(i64, f64)]) -> Series {
+        Series {
+            labels: vec![Label::new("__name__", name)],
+            timestamps: samples.iter().map(|s| s.0).collect(),
+            values: samples.iter().map(|s| s.1).collect(),
+        }
+    }
+
+    #[test]
+    fn disjoint_shards_interleave_by_labels() {
+        let merged = merge_series(vec![
+            vec![series("a", &[(1, 1.0)]), series("c", &[(1, 3.0)])],
+            vec![],
+            vec![series("b", &[(1, 2.0)])],
+        ]);
+        let names: Vec<&str> = merged.iter().map(|s| s.labels[0].value.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_series_on_two_shards_is_merged_once() {
+        let merged = merge_series(vec![
+            vec![series("a", &[(1, 1.0), (3, 3.0)])],
+            vec![series("a", &[(2, 2.0), (3, 30.0), (4, 4.0)])],
+        ]);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].timestamps, [1, 2, 3, 4]);
+        assert_eq!(merged[0].values, [1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn unions() {
+        let u = union_sorted(vec![vec!["a", "c"], vec!["b", "c"], vec![]]);
+        assert_eq!(u, ["a", "b", "c"]);
     }
 }

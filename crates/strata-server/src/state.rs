@@ -13,6 +13,9 @@ use crate::rate_limit::RateLimiter;
 pub struct AppState {
     /// Set once recovery has finished; until then the server is not ready.
     pub storage: OnceLock<Arc<Storage>>,
+    /// Every database queries read, set with `storage`: the writer's own,
+    /// or on a reader each shard's (the first is also `storage`).
+    pub shards: OnceLock<Vec<Arc<Storage>>>,
     pub decode_limits: DecodeLimits,
     pub default_durability: Durability,
     pub rate_limiter: Option<RateLimiter>,
@@ -25,6 +28,7 @@ impl AppState {
         let limits = &config.limits;
         Self {
             storage: OnceLock::new(),
+            shards: OnceLock::new(),
             decode_limits: DecodeLimits {
                 max_body_bytes: limits.max_body_bytes,
                 max_decoded_bytes: limits.max_decoded_bytes,
@@ -50,5 +54,10 @@ impl AppState {
 
     pub fn storage(&self) -> Option<&Arc<Storage>> {
         self.storage.get()
+    }
+
+    /// The databases queries fan out over, once recovery is done.
+    pub fn shards(&self) -> Option<&[Arc<Storage>]> {
+        self.shards.get().map(Vec::as_slice)
     }
 }
