@@ -43,7 +43,10 @@ fn labels(i: usize) -> Vec<Label> {
     ]
 }
 
-fn v1_body(series: &[(Vec<Label>, Vec<(i64, f64)>)]) -> Vec<u8> {
+/// A series to write: labels and `(timestamp ms, value)` samples.
+type SeriesToWrite = (Vec<Label>, Vec<(i64, f64)>);
+
+fn v1_body(series: &[SeriesToWrite]) -> Vec<u8> {
     let req = WriteRequest {
         timeseries: series
             .iter()
@@ -214,7 +217,7 @@ fn two_shards_distributor_and_reader() {
     let stopped_port = ports[down];
     writers[down].take().expect("running").stop();
     let t1 = t0 + 45_000;
-    let both: Vec<(Vec<Label>, Vec<(i64, f64)>)> = (0..SERIES)
+    let both: Vec<SeriesToWrite> = (0..SERIES)
         .map(|i| (labels(i), vec![(t1, (i * 10 + 3) as f64)]))
         .collect();
     let resp = post(distributor.port, Version::V1, &v1_body(&both));
