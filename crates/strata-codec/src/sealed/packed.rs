@@ -1,11 +1,12 @@
 //! Packed integer streams: the one integer encoding of sealed chunks, used
 //! for timestamps, decimal mantissas and raw value bits alike.
 //!
-//! A stream of `n` integers is differenced 0, 1 or 2 times, centred (on its
-//! minimum, or zig-zagged around its most frequent value), stripped of the
-//! trailing zero bits all residuals share, and bit-packed in blocks of 64
-//! with a width byte per block. The encoder tries every combination and keeps
-//! the smallest; `docs/format.md` draws the layout.
+//! A stream of `n` integers is differenced 0, 1 or 2 times (or has a line
+//! subtracted), centred (on its minimum, or zig-zagged around its most
+//! frequent value), stripped of the trailing zero bits all residuals share,
+//! and bit-packed in blocks of 64 with a width byte per block. The encoder
+//! sizes all eight combinations and packs the smallest; `docs/format.md`
+//! draws the layout.
 
 use crate::varint::{put_uvarint, unzigzag, zigzag, Decbuf};
 use crate::CodecError;
