@@ -38,6 +38,24 @@ const EXCEPTION_MIN_LEN: usize = 1 + 8;
 /// Encodes a whole series bucket (strictly ascending timestamps, one value
 /// per timestamp) as a sealed chunk, appended to `out`. Bit-exact for every
 /// `f64`. Extra values or timestamps beyond the shorter slice are ignored.
+/// Timestamps that do not increase make a chunk the decoder rejects.
+///
+/// ```
+/// use strata_codec::{decode_chunk_range_into, encode_sealed};
+///
+/// let ts: Vec<i64> = (0..240).map(|i| 1_700_000_000_000 + i * 15_000).collect();
+/// let mut vs: Vec<f64> = (0..240).map(|i| 1234.5 + f64::from(i) * 0.25).collect();
+/// vs[7] = f64::from_bits(0x7ff0_0000_0000_0002); // a stale marker
+/// let mut chunk = Vec::new();
+/// encode_sealed(&ts, &vs, &mut chunk);
+/// assert!(chunk.len() < 80);
+///
+/// let (mut got_ts, mut got_vs) = (Vec::new(), Vec::new());
+/// decode_chunk_range_into(&chunk, i64::MIN, i64::MAX, &mut got_ts, &mut got_vs)?;
+/// assert_eq!(got_ts, ts);
+/// assert!(got_vs.iter().zip(&vs).all(|(a, b)| a.to_bits() == b.to_bits()));
+/// # Ok::<(), strata_codec::CodecError>(())
+/// ```
 pub fn encode_sealed(ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
     let n = ts.len().min(vs.len());
     let (ts, vs) = (ts.get(..n).unwrap_or(&[]), vs.get(..n).unwrap_or(&[]));
