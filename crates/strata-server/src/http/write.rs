@@ -140,7 +140,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
             written
         );
         if let Some(m) = rejection_msg {
-            msg.push_str("\n");
+            msg.push('\n');
             msg.push_str(&m);
         }
         if let Some((series, why)) = &outcome.first_rejection {
