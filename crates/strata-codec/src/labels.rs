@@ -22,6 +22,55 @@ impl Label {
     }
 }
 
+/// A sorted label set seen as `(name, value)` pairs, owned or borrowed, so
+/// that a series can be looked up without building owned labels first.
+pub trait LabelPairs {
+    /// The pairs, sorted by name.
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)>;
+    /// The number of pairs.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Owned labels, built only when a series is new.
+    fn to_labels(&self) -> Vec<Label> {
+        self.pairs().map(|(n, v)| Label::new(n, v)).collect()
+    }
+}
+
+impl LabelPairs for [Label] {
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.iter().map(|l| (l.name.as_str(), l.value.as_str()))
+    }
+    fn len(&self) -> usize {
+        <[Label]>::len(self)
+    }
+    fn to_labels(&self) -> Vec<Label> {
+        self.to_vec()
+    }
+}
+
+impl LabelPairs for Vec<Label> {
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.iter().map(|l| (l.name.as_str(), l.value.as_str()))
+    }
+    fn len(&self) -> usize {
+        <[Label]>::len(self)
+    }
+    fn to_labels(&self) -> Vec<Label> {
+        self.clone()
+    }
+}
+
+/// Whether owned labels equal a label set given as pairs.
+pub fn labels_eq(labels: &[Label], other: &(impl LabelPairs + ?Sized)) -> bool {
+    labels.len() == other.len()
+        && labels
+            .iter()
+            .zip(other.pairs())
+            .all(|(l, (n, v))| l.name == n && l.value == v)
+}
+
 /// The value of label `name` in a sorted label set, or "" when absent (as
 /// Prometheus treats a missing label).
 pub fn get<'a>(labels: &'a [Label], name: &str) -> &'a str {

@@ -37,8 +37,8 @@ mod validate;
 mod wire;
 
 pub use decode::{
-    decode, decode_protobuf, decompress, DecodeLimits, DecodedWrite, RejectedSeries, SeriesSamples,
-    HISTOGRAMS_UNSUPPORTED,
+    decode, decode_protobuf, decode_raw, decompress, DecodeLimits, DecodedWrite, RawLabel,
+    RawLabels, RawSeries, RejectedSeries, SeriesSamples, HISTOGRAMS_UNSUPPORTED,
 };
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 
 use strata_codec::labels::METRIC_NAME;
-use strata_codec::Label;
+use strata_codec::LabelPairs;
 
+use crate::decode::{RawLabel, RawLabels};
 use crate::wire;
 
 /// A rendered label set is cut at this many bytes, so that a hostile series
@@ -16,35 +17,31 @@ const MAX_RENDERED_BYTES: usize = 1024;
 /// increasing (so sorted and unique, compared bytewise as Prometheus does),
 /// and a `__name__` label present. Any UTF-8 name is accepted, as
 /// Prometheus 3 accepts it; invalid UTF-8 is caught while converting.
-pub(crate) fn check_labels(labels: &[Label]) -> Result<(), String> {
+pub(crate) fn check_labels(labels: &(impl LabelPairs + ?Sized)) -> Result<(), String> {
     let mut previous: Option<&str> = None;
     let mut has_metric_name = false;
-    for label in labels {
-        if label.name.is_empty() {
+    for (name, value) in labels.pairs() {
+        if name.is_empty() {
             return Err(format!(
-                "a label has an empty name (its value is {:?})",
-                label.value
+                "a label has an empty name (its value is {value:?})"
             ));
         }
-        if label.value.is_empty() {
-            return Err(format!("label {:?} has an empty value", label.name));
+        if value.is_empty() {
+            return Err(format!("label {name:?} has an empty value"));
         }
         if let Some(previous) = previous {
-            match label.name.as_str().cmp(previous) {
+            match name.cmp(previous) {
                 std::cmp::Ordering::Greater => {}
-                std::cmp::Ordering::Equal => {
-                    return Err(format!("duplicate label name {:?}", label.name))
-                }
+                std::cmp::Ordering::Equal => return Err(format!("duplicate label name {name:?}")),
                 std::cmp::Ordering::Less => {
                     return Err(format!(
-                        "labels are not sorted by name: {:?} comes after {:?}",
-                        label.name, previous
+                        "labels are not sorted by name: {name:?} comes after {previous:?}"
                     ))
                 }
             }
         }
-        has_metric_name |= label.name == METRIC_NAME;
-        previous = Some(&label.name);
+        has_metric_name |= name == METRIC_NAME;
+        previous = Some(name);
     }
     if has_metric_name {
         Ok(())
@@ -53,51 +50,55 @@ pub(crate) fn check_labels(labels: &[Label]) -> Result<(), String> {
     }
 }
 
-/// Converts 1.0 labels without copying their bytes. Invalid UTF-8 is kept
-/// (lossily) for naming the series, and reported as the series' problem.
-pub(crate) fn labels_from_raw(raw: Vec<wire::v1::Label>) -> (Vec<Label>, Option<String>) {
-    let mut problem = None;
-    let labels = raw
-        .into_iter()
-        .map(|l| {
-            let name = utf8(l.name, &mut problem, || "a label name".to_owned());
-            let value = utf8(l.value, &mut problem, || {
-                format!("the value of label {name:?}")
-            });
-            Label { name, value }
-        })
-        .collect();
-    (labels, problem)
-}
-
-fn utf8(bytes: Vec<u8>, problem: &mut Option<String>, what: impl FnOnce() -> String) -> String {
-    match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => {
-            let s = String::from_utf8_lossy(e.as_bytes()).into_owned();
-            if problem.is_none() {
-                *problem = Some(format!("{} is not valid UTF-8: {s:?}", what()));
+/// Takes 1.0 labels without copying their bytes. On invalid UTF-8 returns
+/// the series rendered lossily (to name it) and the problem.
+pub(crate) fn labels_from_raw(raw: Vec<wire::v1::Label>) -> Result<RawLabels, (String, String)> {
+    let mut labels = Vec::with_capacity(raw.len());
+    for l in &raw {
+        match RawLabel::new(l.name.clone(), l.value.clone()) {
+            Some(label) => labels.push(label),
+            None => {
+                let (what, shown) = match std::str::from_utf8(&l.name) {
+                    Err(_) => ("a label name".to_owned(), String::from_utf8_lossy(&l.name)),
+                    Ok(name) => (
+                        format!("the value of label {name:?}"),
+                        String::from_utf8_lossy(&l.value),
+                    ),
+                };
+                let lossy: Vec<strata_codec::Label> = raw
+                    .iter()
+                    .map(|l| {
+                        strata_codec::Label::new(
+                            String::from_utf8_lossy(&l.name),
+                            String::from_utf8_lossy(&l.value),
+                        )
+                    })
+                    .collect();
+                return Err((
+                    render_labels(&lossy),
+                    format!("{what} is not valid UTF-8: {shown:?}"),
+                ));
             }
-            s
         }
     }
+    Ok(RawLabels(labels))
 }
 
 /// Renders labels as Prometheus prints a series, `{__name__="up", job="x"}`:
 /// names bare when they are legacy identifiers and quoted otherwise, values
 /// quoted. Cut at [`MAX_RENDERED_BYTES`].
-pub(crate) fn render_labels(labels: &[Label]) -> String {
+pub(crate) fn render_labels(labels: &(impl LabelPairs + ?Sized)) -> String {
     let mut out = String::from("{");
-    for (i, label) in labels.iter().enumerate() {
+    for (i, (name, value)) in labels.pairs().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        if is_legacy_name(&label.name) {
-            out.push_str(&label.name);
+        if is_legacy_name(name) {
+            out.push_str(name);
         } else {
-            let _ = write!(out, "{:?}", label.name);
+            let _ = write!(out, "{name:?}");
         }
-        let _ = write!(out, "={:?}", label.value);
+        let _ = write!(out, "={value:?}");
         if out.len() > MAX_RENDERED_BYTES {
             let mut cut = MAX_RENDERED_BYTES;
             while !out.is_char_boundary(cut) {
@@ -125,6 +126,7 @@ fn is_legacy_name(name: &str) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use strata_codec::Label;
 
     #[test]
     fn renders_like_prometheus() {

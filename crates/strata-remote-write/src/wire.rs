@@ -8,6 +8,9 @@
 //! and a `Vec` of a zero-sized type counts them without allocating. Metadata
 //! of 1.0 requests is not declared, so it is skipped.
 //!
+//! Label bytes and symbols are `Bytes` slices of the decompressed body:
+//! decoding allocates nothing per label.
+//!
 //! The types are named as in the `.proto` files because prost puts the Rust
 //! names in its error messages, which reach clients.
 
@@ -56,10 +59,10 @@ pub(crate) mod v1 {
     /// `prometheus.Label` with unchecked bytes.
     #[derive(Clone, PartialEq, prost::Message)]
     pub(crate) struct Label {
-        #[prost(bytes = "vec", tag = "1")]
-        pub name: Vec<u8>,
-        #[prost(bytes = "vec", tag = "2")]
-        pub value: Vec<u8>,
+        #[prost(bytes = "bytes", tag = "1")]
+        pub name: bytes::Bytes,
+        #[prost(bytes = "bytes", tag = "2")]
+        pub value: bytes::Bytes,
     }
 }
 
@@ -69,8 +72,8 @@ pub(crate) mod v2 {
     /// `io.prometheus.write.v2.Request` as the server reads it.
     #[derive(Clone, PartialEq, prost::Message)]
     pub(crate) struct Request {
-        #[prost(bytes = "vec", repeated, tag = "4")]
-        pub symbols: Vec<Vec<u8>>,
+        #[prost(bytes = "bytes", repeated, tag = "4")]
+        pub symbols: Vec<bytes::Bytes>,
         #[prost(message, repeated, tag = "5")]
         pub timeseries: Vec<TimeSeries>,
     }

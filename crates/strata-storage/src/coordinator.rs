@@ -73,6 +73,14 @@ pub(crate) struct Coordinator {
     pub(crate) sealing: Option<SealUnderWay>,
     record: LogRecord,
     encoded: Vec<u8>,
+    /// A batch already applied to the head whose write to SlateDB failed:
+    /// it is written again before anything else, so every sample in the
+    /// head reaches the log (a retried request finds its samples as
+    /// duplicates and must not be answered before they are logged).
+    unlogged: Option<WriteBatch>,
+    /// The handle of the last log write, for requests that add nothing new
+    /// (all duplicates) but ask for Durable.
+    last_handle: Option<WriteHandle>,
 }
 
 impl Coordinator {
@@ -92,6 +100,8 @@ impl Coordinator {
             sealing: None,
             record: LogRecord::default(),
             encoded: Vec::new(),
+            unlogged: None,
+            last_handle: None,
         }
     }
 
@@ -149,6 +159,20 @@ impl Coordinator {
     ) {
         if group.is_empty() {
             return;
+        }
+        if let Some(pending) = self.unlogged.take() {
+            match self.db.write(pending.clone()).await {
+                Ok(h) => self.last_handle = Some(h),
+                Err(e) => {
+                    add(&self.inner.stats.write_errors, 1);
+                    self.unlogged = Some(pending);
+                    let e = self.noted(StorageError::from(e));
+                    for (_, _, reply) in group.drain(..) {
+                        let _ = reply.send(Err(clone_error(&e)));
+                    }
+                    return;
+                }
+            }
         }
         let seq = self.next_seq;
         let first_open = self.frozen_through.saturating_add(1);
@@ -212,7 +236,7 @@ impl Coordinator {
         );
 
         let result = if self.record.samples.is_empty() {
-            Ok(None)
+            Ok(self.last_handle.clone())
         } else {
             self.encoded.clear();
             self.record.encode(&mut self.encoded);
@@ -229,20 +253,22 @@ impl Coordinator {
             for b in touched {
                 self.open_buckets.entry(b).or_insert(seq);
             }
-            self.db.write(batch).await.map(Some).map_err(|e| {
-                add(&stats.write_errors, 1);
-                // The labels of these series did not reach the log: the
-                // next record that carries them must.
-                for s in &newly_logged {
-                    s.logged.store(false, Ordering::Release);
+            match self.db.write(batch.clone()).await {
+                Ok(h) => {
+                    self.last_handle = Some(h.clone());
+                    Ok(Some(h))
                 }
-                StorageError::from(e)
-            })
+                Err(e) => {
+                    add(&stats.write_errors, 1);
+                    // The samples are in the head already; keep the batch
+                    // (labels of new series included) to write it first
+                    // next time.
+                    self.unlogged = Some(batch);
+                    Err(self.noted(StorageError::from(e)))
+                }
+            }
         };
-        if let Err(StorageError::Fenced(_)) = &result {
-            self.inner.fenced.store(true, Ordering::Release);
-            tracing::error!("this writer has been fenced by a newer writer on the same path");
-        }
+        drop(newly_logged);
         for ((_, _, reply), out) in group.drain(..).zip(outcomes) {
             let r = match &result {
                 Ok(h) => Ok((out, h.clone())),
@@ -250,6 +276,14 @@ impl Coordinator {
             };
             let _ = reply.send(r);
         }
+    }
+
+    /// Records a fencing error in the shared state.
+    fn noted(&self, e: StorageError) -> StorageError {
+        if matches!(e, StorageError::Fenced(_)) && !self.inner.fenced.swap(true, Ordering::AcqRel) {
+            tracing::error!("this writer has been fenced by a newer writer on the same path");
+        }
+        e
     }
 
     /// Starts sealing the oldest due bucket, unless a seal is under way.

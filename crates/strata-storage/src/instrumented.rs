@@ -58,7 +58,9 @@ impl InstrumentedStore {
 
     fn count<T>(&self, r: Result<T>) -> Result<T> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        if r.is_err() {
+        // "Not found" is an answer, not a failure: readers probe for the
+        // next WAL file on every poll.
+        if matches!(&r, Err(e) if !matches!(e, object_store::Error::NotFound { .. })) {
             self.counters.errors.fetch_add(1, Ordering::Relaxed);
         }
         r

@@ -33,7 +33,7 @@ use parking_lot::Mutex;
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::Db;
 use slatedb_common::metrics::{DefaultMetricsRecorder, MetricsRecorder};
-use strata_codec::Label;
+use strata_codec::{Label, LabelPairs};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -60,10 +60,11 @@ pub enum Durability {
     Durable,
 }
 
-/// The samples of one series to write; labels sorted with unique names.
+/// The samples of one series to write; labels sorted with unique names,
+/// owned or borrowed from a decoded request.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct IngestSeries {
-    pub labels: Vec<Label>,
+pub struct IngestSeries<L = Vec<Label>> {
+    pub labels: L,
     pub samples: Vec<(i64, f64)>,
 }
 
@@ -171,6 +172,9 @@ impl Storage {
         let metrics = Arc::new(DefaultMetricsRecorder::new());
         let mut options = slatedb::config::DbReaderOptions {
             manifest_poll_interval: reader.poll_interval,
+            // Bounded retries: during an object-store outage a query that
+            // needs uncached data answers 503 soon instead of hanging.
+            object_store_max_retries: Some(3),
             ..slatedb::config::DbReaderOptions::default()
         };
         if let Some(dir) = &reader.cache_dir {
@@ -236,9 +240,9 @@ impl Storage {
     /// Writes series samples and answers at the requested durability. The
     /// outcome counts appended, duplicate and rejected samples; rejected
     /// samples do not fail the call.
-    pub async fn write(
+    pub async fn write<L: LabelPairs + Send>(
         &self,
-        series: Vec<IngestSeries>,
+        series: Vec<IngestSeries<L>>,
         durability: Durability,
     ) -> Result<WriteOutcome, StorageError> {
         if self.inner.fenced.load(Ordering::Acquire) {
@@ -252,7 +256,7 @@ impl Storage {
             .into_iter()
             .filter(|s| !s.samples.is_empty())
             .map(|s| {
-                let (series, created) = self.inner.head.get_or_create(s.labels, now);
+                let (series, created) = self.inner.head.get_or_create(&s.labels, now);
                 new_series += usize::from(created);
                 ResolvedSeries {
                     series,

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use strata_remote_write::{decode, negotiate, Version};
+use strata_remote_write::{decode_raw, negotiate, Version};
 use strata_storage::{render_labels, Durability, IngestSeries, StorageError};
 
 use crate::state::AppState;
@@ -93,7 +93,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
             "not ready: recovery is in progress",
         );
     };
-    let decoded = match decode(version, body, &state.decode_limits) {
+    let decoded = match decode_raw(version, body, &state.decode_limits) {
         Ok(d) => d,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };

@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn ordering_rules() {
         let head = Head::new(1, None);
-        let (s, _) = head.get_or_create(vec![Label::new("__name__", "m")], 0);
+        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
         let mut logged = Vec::new();
         let out = s.append(
             &[
@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn sealed_buckets_reject() {
         let head = Head::new(1, None);
-        let (s, _) = head.get_or_create(vec![Label::new("__name__", "m")], 0);
+        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
         let out = s.append(&[(10, 1.0), (3_600_000, 2.0)], 1, 3_600_000, |_, _, _| {});
         assert_eq!(out.appended, 1);
         assert!(matches!(

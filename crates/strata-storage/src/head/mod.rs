@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHasher};
-use strata_codec::{Label, XorChunk};
+use strata_codec::{labels_eq, Label, LabelPairs, XorChunk};
 
 pub use append::{AppendOutcome, Rejection};
 
@@ -75,11 +75,11 @@ impl MemSeries {
 
 /// Hashes a label set; equal sets hash equal, collisions are resolved by
 /// comparing the labels.
-pub fn labels_hash(labels: &[Label]) -> u64 {
+pub fn labels_hash(labels: &(impl LabelPairs + ?Sized)) -> u64 {
     let mut h = FxHasher::default();
-    for l in labels {
-        l.name.hash(&mut h);
-        l.value.hash(&mut h);
+    for (name, value) in labels.pairs() {
+        name.hash(&mut h);
+        value.hash(&mut h);
     }
     h.finish()
 }
@@ -135,20 +135,24 @@ impl Head {
 
     /// The series with these labels, created (with the next id) if new.
     /// The labels must be valid: sorted, unique names.
-    pub fn get_or_create(&self, labels: Vec<Label>, now_ms: i64) -> (Arc<MemSeries>, bool) {
-        let hash = labels_hash(&labels);
+    pub fn get_or_create(
+        &self,
+        labels: &(impl LabelPairs + ?Sized),
+        now_ms: i64,
+    ) -> (Arc<MemSeries>, bool) {
+        let hash = labels_hash(labels);
         {
             let idx = self.index.read();
-            if let Some(s) = find(&idx, hash, &labels) {
+            if let Some(s) = find(&idx, hash, labels) {
                 return (s, false);
             }
         }
         let mut idx = self.index.write();
-        if let Some(s) = find(&idx, hash, &labels) {
+        if let Some(s) = find(&idx, hash, labels) {
             return (s, false);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let series = Arc::new(MemSeries::new(id, labels.into(), false, now_ms));
+        let series = Arc::new(MemSeries::new(id, labels.to_labels().into(), false, now_ms));
         idx.insert(hash, Arc::clone(&series));
         (series, true)
     }
@@ -218,11 +222,15 @@ impl Head {
     }
 }
 
-fn find(idx: &SeriesIndex, hash: u64, labels: &[Label]) -> Option<Arc<MemSeries>> {
+fn find(
+    idx: &SeriesIndex,
+    hash: u64,
+    labels: &(impl LabelPairs + ?Sized),
+) -> Option<Arc<MemSeries>> {
     idx.by_hash
         .get(&hash)?
         .iter()
-        .find(|s| *s.labels == *labels)
+        .find(|s| labels_eq(&s.labels, labels))
         .cloned()
 }
 
@@ -237,9 +245,9 @@ mod tests {
     #[test]
     fn same_labels_same_series() {
         let head = Head::new(1, None);
-        let (a, new_a) = head.get_or_create(labels("x"), 0);
-        let (b, new_b) = head.get_or_create(labels("x"), 0);
-        let (c, _) = head.get_or_create(labels("y"), 0);
+        let (a, new_a) = head.get_or_create(&labels("x"), 0);
+        let (b, new_b) = head.get_or_create(&labels("x"), 0);
+        let (c, _) = head.get_or_create(&labels("y"), 0);
         assert!(new_a && !new_b);
         assert_eq!(a.id, b.id);
         assert_ne!(a.id, c.id);
