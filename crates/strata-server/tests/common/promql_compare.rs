@@ -71,6 +71,9 @@ pub fn remote_write(port: u16, series: &[WriteSeries]) {
     );
 }
 
+/// A result series' labels.
+pub type SeriesLabels = BTreeMap<String, String>;
+
 /// A query API answer reduced to what must agree between two servers.
 #[derive(Debug)]
 pub enum Answer {
@@ -83,8 +86,8 @@ pub enum Answer {
     Scalar(f64, f64),
     String(f64, String),
     /// Series in the order the server gave them: labels, (time, value).
-    Vector(Vec<(BTreeMap<String, String>, f64, f64)>),
-    Matrix(Vec<(BTreeMap<String, String>, Vec<(f64, f64)>)>),
+    Vector(Vec<(SeriesLabels, f64, f64)>),
+    Matrix(Vec<(SeriesLabels, Vec<(f64, f64)>)>),
 }
 
 fn parse_value(v: &Value) -> f64 {
