@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt};
 use strata_codec::{decode_chunk_range_into, Label, Matcher};
 
 use crate::error::StorageError;
@@ -16,6 +17,13 @@ use crate::keys;
 use crate::postings::{combine, union, MatcherSet};
 use crate::values;
 use crate::Storage;
+
+/// Sealed buckets read at once by one select.
+const BUCKET_FETCH_CONCURRENCY: usize = 8;
+/// Up to this many series of a bucket are read with point reads.
+const POINT_READS_UP_TO: usize = 16;
+/// Point reads in flight at once per bucket.
+const POINT_READ_CONCURRENCY: usize = 16;
 
 /// One series' samples in a time range.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -92,6 +100,64 @@ impl Storage {
         Ok(combine(sets, || all))
     }
 
+    /// The sealed chunks of the series matching `matchers` in `bucket`,
+    /// ascending by series id. Few series: concurrent point reads; many:
+    /// one ordered scan of the bucket's chunks that seeks from id to id.
+    async fn sealed_chunks(
+        &self,
+        bucket: i64,
+        matchers: &[Matcher],
+    ) -> Result<Vec<(u64, bytes::Bytes)>, StorageError> {
+        let ids = self.sealed_ids(bucket, matchers).await?;
+        let backend = &self.inner.backend;
+        if ids.len() <= POINT_READS_UP_TO {
+            let got: Vec<(u64, Option<bytes::Bytes>)> = futures::stream::iter(ids)
+                .map(|id| async move {
+                    backend
+                        .get(&keys::chunk_key(bucket, id))
+                        .await
+                        .map(|c| (id, c))
+                })
+                .buffered(POINT_READ_CONCURRENCY)
+                .try_collect()
+                .await?;
+            return Ok(got
+                .into_iter()
+                .filter_map(|(id, c)| c.map(|c| (id, c)))
+                .collect());
+        }
+        let prefix = keys::chunk_prefix(bucket);
+        let end = keys::prefix_end(&prefix);
+        let mut it = backend.scan(prefix..end).await?;
+        let mut out = Vec::with_capacity(ids.len());
+        // The key after the last seek, when it belonged to a later series:
+        // the iterator cannot seek back to it.
+        let mut ahead: Option<(u64, bytes::Bytes)> = None;
+        for id in ids {
+            if let Some((next_id, value)) = &ahead {
+                match next_id.cmp(&id) {
+                    std::cmp::Ordering::Greater => continue,
+                    std::cmp::Ordering::Equal => {
+                        out.push((id, value.clone()));
+                        ahead = None;
+                        continue;
+                    }
+                    std::cmp::Ordering::Less => ahead = None,
+                }
+            }
+            it.seek(keys::chunk_key(bucket, id)).await?;
+            let Some(kv) = it.next().await? else {
+                break;
+            };
+            match keys::chunk_series(&kv.key) {
+                Some(found) if found == id => out.push((id, kv.value)),
+                Some(found) => ahead = Some((found, kv.value)),
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+
     /// Labels of a series by id: from the head, else from its `S` key.
     async fn labels_of(&self, id: u64) -> Result<Option<Arc<MemSeries>>, StorageError> {
         if let Some(s) = self.inner.head.series_by_id(id) {
@@ -146,14 +212,20 @@ impl Storage {
 
         let (first, last) = self.bucket_range(mint, maxt);
         let last_sealed = last.min(sealed_after);
-        let mut bucket = first;
-        while sealed_after != NONE_SEALED && bucket <= last_sealed {
-            let ids = self.sealed_ids(bucket, matchers).await?;
-            for id in ids {
-                let Some(chunk) = self.inner.backend.get(&keys::chunk_key(bucket, id)).await?
-                else {
-                    continue;
-                };
+        let buckets: Vec<i64> = if sealed_after == NONE_SEALED || first > last_sealed {
+            Vec::new()
+        } else {
+            (first..=last_sealed).collect()
+        };
+        // Buckets are fetched concurrently, then decoded in bucket order so
+        // each series' samples stay ascending.
+        let fetched: Vec<Vec<(u64, bytes::Bytes)>> = futures::stream::iter(buckets)
+            .map(|b| self.sealed_chunks(b, matchers))
+            .buffered(BUCKET_FETCH_CONCURRENCY)
+            .try_collect()
+            .await?;
+        for chunks in fetched {
+            for (id, chunk) in chunks {
                 let entry = match out.entry(id) {
                     std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                     std::collections::btree_map::Entry::Vacant(e) => {
@@ -174,7 +246,6 @@ impl Storage {
                     &mut entry.values,
                 )?;
             }
-            bucket += 1;
         }
         for (id, (ts, vs)) in head_parts {
             if ts.is_empty() {
