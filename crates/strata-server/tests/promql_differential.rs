@@ -154,7 +154,7 @@ fn scrape_times(rng: &mut Rng, idx: i64, start: i64, end: i64) -> Vec<i64> {
 
 /// The generated data set: 41 series over [start, end].
 fn generate(start: i64, end: i64) -> Vec<WriteSeries> {
-    let mut rng = Rng(0x5_EED0_F57A_7A);
+    let mut rng = Rng(0x05EE_D0F5_7A7A);
     let mut out = Vec::new();
     let mut idx = 0i64;
     let mut next_idx = || {

@@ -170,6 +170,16 @@ async fn raw(url: &str, selector: &str) -> Vec<(serde_json::Value, Vec<(f64, Str
     out
 }
 
+/// A bad request: name, body, extra headers, expected status, a word the
+/// message must contain.
+type Case = (
+    &'static str,
+    Vec<u8>,
+    Vec<(&'static str, &'static str)>,
+    u16,
+    &'static str,
+);
+
 const GOOD: &[(&str, &str)] = &[("__name__", "good_total"), ("job", "test")];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,7 +223,7 @@ async fn every_answer() {
     let before = raw(&url, "good_total").await;
     assert_eq!(before[0].1.len(), 3);
 
-    let cases: Vec<(&str, Vec<u8>, Vec<(&str, &str)>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "unparsable protobuf",
             snap::raw::Encoder::new()
