@@ -62,6 +62,18 @@ impl LabelPairs for Vec<Label> {
     }
 }
 
+impl LabelPairs for std::sync::Arc<[Label]> {
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.iter().map(|l| (l.name.as_str(), l.value.as_str()))
+    }
+    fn len(&self) -> usize {
+        <[Label]>::len(self)
+    }
+    fn to_labels(&self) -> Vec<Label> {
+        self.to_vec()
+    }
+}
+
 /// Whether owned labels equal a label set given as pairs.
 pub fn labels_eq(labels: &[Label], other: &(impl LabelPairs + ?Sized)) -> bool {
     labels.len() == other.len()
