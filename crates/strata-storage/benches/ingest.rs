@@ -93,6 +93,9 @@ fn kind_of(slot: usize) -> (Kind, usize) {
     (Kind::Constant, slot)
 }
 
+/// One write request: series with shared labels.
+type Request = Vec<IngestSeries<Arc<[Label]>>>;
+
 /// One simulated series: labels, value model and state.
 struct SimSeries {
     /// Shared, as a decoder shares label bytes with the request body:
@@ -329,7 +332,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
         // Build this scrape's requests (what a remote-write decoder hands
         // over: owned labels per series), untimed.
         let built = Instant::now();
-        let mut requests: Vec<Vec<IngestSeries<Arc<[Label]>>>> = Vec::new();
+        let mut requests: Vec<Request> = Vec::new();
         let mut current = Vec::with_capacity(SAMPLES_PER_REQUEST);
         for (i, s) in sim.iter_mut().enumerate() {
             let slot = i % SERIES_PER_HOST;
@@ -357,8 +360,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
         build_time += built.elapsed();
 
         let started = Instant::now();
-        let mut per_task: Vec<Vec<Vec<IngestSeries<Arc<[Label]>>>>> =
-            (0..tasks).map(|_| Vec::new()).collect();
+        let mut per_task: Vec<Vec<Request>> = (0..tasks).map(|_| Vec::new()).collect();
         for (i, r) in requests.into_iter().enumerate() {
             per_task[i % tasks].push(r);
         }
