@@ -44,22 +44,40 @@ pub(crate) async fn load_series(db: &Backend, head: &Head) -> Result<usize, Stor
     Ok(n)
 }
 
+/// Records decoded before they are applied together, so the work can be
+/// split over threads.
+const RECORDS_PER_APPLY: usize = 32;
+
 /// Applies log records to a head in sequence order, from `next_seq` on.
+///
+/// Samples of different series are independent, so a batch of records is
+/// applied by one thread per core, each taking the series whose id falls
+/// in its partition and visiting them in log order.
 pub(crate) struct LogFollower {
     /// The next log sequence number to read.
     pub next_seq: u64,
     /// First log seq that carries a sample of each unsealed bucket.
     pub open_buckets: BTreeMap<i64, u64>,
-    by_id: FxHashMap<u64, Arc<MemSeries>>,
+    /// One series cache per partition.
+    partitions: Vec<FxHashMap<u64, Arc<MemSeries>>>,
     bucket_ms: i64,
+}
+
+/// What one partition applied: samples, and the first seq per bucket.
+struct PartitionResult {
+    applied: usize,
+    open_buckets: BTreeMap<i64, u64>,
 }
 
 impl LogFollower {
     pub(crate) fn new(next_seq: u64, bucket_ms: i64) -> Self {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, 8);
         Self {
             next_seq,
             open_buckets: BTreeMap::new(),
-            by_id: FxHashMap::default(),
+            partitions: (0..threads).map(|_| FxHashMap::default()).collect(),
             bucket_ms,
         }
     }
@@ -77,13 +95,13 @@ impl LogFollower {
         let mut it = db
             .scan(keys::log_key(self.next_seq).to_vec()..vec![keys::LOG + 1])
             .await?;
-        let mut buf: Vec<(i64, f64)> = Vec::new();
+        let mut pending: Vec<(u64, LogRecord)> = Vec::with_capacity(RECORDS_PER_APPLY);
         while let Some(kv) = it.next().await? {
             let Some(seq) = keys::log_seq(&kv.key) else {
                 continue;
             };
             self.next_seq = self.next_seq.max(seq + 1);
-            let record = match LogRecord::decode(&kv.value) {
+            let mut record = match LogRecord::decode(&kv.value) {
                 Ok(r) => r,
                 Err(e) => {
                     // A record that does not decode cannot be replayed; say
@@ -92,58 +110,117 @@ impl LogFollower {
                     continue;
                 }
             };
-            for ns in record.new_series {
-                let s = head.insert_recovered(ns.id, ns.labels, 0);
-                self.by_id.insert(ns.id, s);
+            // New series first, so every partition finds them.
+            for ns in std::mem::take(&mut record.new_series) {
+                head.insert_recovered(ns.id, ns.labels, 0);
             }
-            let samples = &record.samples;
-            let mut start = 0;
-            while let Some(first) = samples.get(start) {
-                let id = first.series;
-                let end = samples
-                    .get(start..)
-                    .and_then(|rest| rest.iter().position(|s| s.series != id))
-                    .map_or(samples.len(), |p| start + p);
-                buf.clear();
-                buf.extend(
-                    samples
-                        .get(start..end)
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|s| (s.t, s.v)),
-                );
-                start = end;
-                let series = match self.by_id.get(&id) {
-                    Some(s) => Arc::clone(s),
-                    None => match head.series_by_id(id) {
-                        Some(s) => {
-                            self.by_id.insert(id, Arc::clone(&s));
-                            s
-                        }
-                        None => {
-                            tracing::error!(seq, series = id, "log record names an unknown series");
-                            continue;
-                        }
-                    },
-                };
-                let open_buckets = &mut self.open_buckets;
-                let mut last_bucket = None;
-                let out = series.append(&buf, first_open, self.bucket_ms, |_, _, b| {
-                    if last_bucket != Some(b) {
-                        last_bucket = Some(b);
-                        open_buckets.entry(b).or_insert(seq);
-                    }
-                });
-                applied += out.appended;
+            pending.push((seq, record));
+            if pending.len() >= RECORDS_PER_APPLY {
+                applied += self.apply(&pending, head, first_open);
+                pending.clear();
             }
         }
+        applied += self.apply(&pending, head, first_open);
         Ok(applied)
+    }
+
+    fn apply(&mut self, records: &[(u64, LogRecord)], head: &Head, first_open: i64) -> usize {
+        if records.is_empty() {
+            return 0;
+        }
+        let parts = self.partitions.len();
+        let bucket_ms = self.bucket_ms;
+        let results: Vec<PartitionResult> = if parts == 1 {
+            self.partitions
+                .iter_mut()
+                .map(|cache| apply_partition(records, head, first_open, bucket_ms, 0, 1, cache))
+                .collect()
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = self
+                    .partitions
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(p, cache)| {
+                        scope.spawn(move || {
+                            apply_partition(records, head, first_open, bucket_ms, p, parts, cache)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            })
+        };
+        let mut applied = 0;
+        for r in results {
+            applied += r.applied;
+            for (b, seq) in r.open_buckets {
+                let e = self.open_buckets.entry(b).or_insert(seq);
+                *e = (*e).min(seq);
+            }
+        }
+        applied
     }
 
     /// Forgets buckets up to `bucket` (sealed).
     pub(crate) fn sealed(&mut self, bucket: i64) {
         self.open_buckets.retain(|&b, _| b > bucket);
     }
+}
+
+/// Applies the samples of the series in partition `part` of `parts`, in
+/// log order.
+fn apply_partition(
+    records: &[(u64, LogRecord)],
+    head: &Head,
+    first_open: i64,
+    bucket_ms: i64,
+    part: usize,
+    parts: usize,
+    cache: &mut FxHashMap<u64, Arc<MemSeries>>,
+) -> PartitionResult {
+    let mut result = PartitionResult {
+        applied: 0,
+        open_buckets: BTreeMap::new(),
+    };
+    let mut buf: Vec<(i64, f64)> = Vec::new();
+    for (seq, record) in records {
+        let samples = &record.samples;
+        let mut start = 0;
+        while let Some(first) = samples.get(start) {
+            let id = first.series;
+            let mut end = start + 1;
+            while samples.get(end).is_some_and(|s| s.series == id) {
+                end += 1;
+            }
+            let run = samples.get(start..end).unwrap_or_default();
+            start = end;
+            if (id % parts as u64) as usize != part {
+                continue;
+            }
+            let series = match cache.get(&id) {
+                Some(s) => s,
+                None => match head.series_by_id(id) {
+                    Some(s) => cache.entry(id).or_insert(s),
+                    None => {
+                        tracing::error!(seq, series = id, "log record names an unknown series");
+                        continue;
+                    }
+                },
+            };
+            buf.clear();
+            buf.extend(run.iter().map(|s| (s.t, s.v)));
+            let open_buckets = &mut result.open_buckets;
+            let mut last_bucket = None;
+            let out = series.append(&buf, first_open, bucket_ms, |_, _, b| {
+                if last_bucket != Some(b) {
+                    last_bucket = Some(b);
+                    open_buckets.entry(b).or_insert(*seq);
+                }
+            });
+            result.applied += out.appended;
+        }
+    }
+    result
 }
 
 pub(crate) async fn recover(
