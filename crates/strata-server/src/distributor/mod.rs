@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::http::write::{status_of, text};
 use anyhow::Context as _;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -133,12 +134,6 @@ async fn metrics_text(State(state): State<Arc<DistributorState>>) -> Response {
         .into_response()
 }
 
-fn text(status: StatusCode, msg: impl Into<String>) -> Response {
-    let mut msg = msg.into();
-    msg.push('\n');
-    (status, msg).into_response()
-}
-
 async fn remote_write(
     State(state): State<Arc<DistributorState>>,
     headers: HeaderMap,
@@ -239,8 +234,4 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
         }
     }
     resp
-}
-
-fn status_of(code: u16) -> StatusCode {
-    StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST)
 }

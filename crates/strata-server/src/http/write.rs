@@ -16,7 +16,8 @@ use crate::state::AppState;
 /// The header a client sets to choose durability per request.
 pub const DURABILITY_HEADER: &str = "x-strata-durability";
 
-fn text(status: StatusCode, msg: impl Into<String>) -> Response {
+/// A plain-text answer ending in a newline, as Prometheus' receiver writes.
+pub(crate) fn text(status: StatusCode, msg: impl Into<String>) -> Response {
     let mut msg = msg.into();
     msg.push('\n');
     (status, msg).into_response()
@@ -170,6 +171,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
     resp
 }
 
-fn status_of(code: u16) -> StatusCode {
+/// The status for a decoder's error code.
+pub(crate) fn status_of(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST)
 }
