@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use strata_remote_write::{decode_raw, negotiate, Version};
-use strata_storage::{render_labels, Durability, IngestSeries, StorageError};
+use strata_storage::{Durability, IngestSeries, StorageError};
 
 use crate::state::AppState;
 
@@ -167,7 +167,6 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
             HeaderValue::from(0),
         );
     }
-    let _ = render_labels;
     resp
 }
 
