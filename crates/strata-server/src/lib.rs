@@ -34,6 +34,18 @@ pub async fn run(
         config.write_url().map(|u| vec![u])
     }
     .map_err(anyhow::Error::msg)?;
+    // A sharded `all` process also answers queries over the other shards,
+    // opened read-only once they exist (they may start after this one).
+    let other_shards: Vec<String> = if role == Role::All && config.shard_id().is_some() {
+        config
+            .read_urls()
+            .map_err(anyhow::Error::msg)?
+            .into_iter()
+            .filter(|u| !urls.contains(u))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut locations = Vec::with_capacity(urls.len());
     for url in &urls {
         locations.push(open_object_store(url, &config.object_store.s3)?);
@@ -51,7 +63,12 @@ pub async fn run(
     let shutdown_timeout = config.server.shutdown_timeout;
     let storage_settings = config.storage.clone();
     let reader_settings = config.reader.clone();
+    let s3_settings = config.object_store.s3.clone();
     let state = Arc::new(AppState::new(config));
+    state.shards_expected.store(
+        urls.len() + other_shards.len(),
+        std::sync::atomic::Ordering::Release,
+    );
     let app = http::router(Arc::clone(&state));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -116,15 +133,59 @@ pub async fn run(
         "recovery done; ready"
     );
     if let Some(first) = storages.first() {
-        let _ = state.shards.set(storages.clone());
+        state.shards.write().extend(storages.iter().cloned());
         let _ = state.storage.set(Arc::clone(first));
+    }
+    for url in other_shards {
+        let (state, s3, settings, reader, mut stop) = (
+            Arc::clone(&state),
+            s3_settings.clone(),
+            storage_settings.clone(),
+            reader_settings.clone(),
+            stop_rx.clone(),
+        );
+        tokio::spawn(async move {
+            let mut told = false;
+            loop {
+                let opened = match open_object_store(&url, &s3) {
+                    Ok(loc) => Storage::open_reader(
+                        loc.store,
+                        &loc.path,
+                        settings.clone(),
+                        reader.clone(),
+                        Arc::new(SystemClock),
+                    )
+                    .await
+                    .map_err(anyhow::Error::from),
+                    Err(e) => Err(anyhow::Error::from(e)),
+                };
+                match opened {
+                    Ok(s) => {
+                        tracing::info!(%url, "opened another shard read-only for queries");
+                        state.shards.write().push(Arc::new(s));
+                        return;
+                    }
+                    Err(e) => {
+                        if !told {
+                            tracing::warn!(%url, error = %e, "other shard not available yet; retrying");
+                            told = true;
+                        }
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        });
     }
 
     let served = server.await.context("HTTP server task")?;
     if let Err(e) = served {
         tracing::error!(error = %e, "HTTP server failed");
     }
-    let closing = futures::future::join_all(storages.iter().map(|s| s.close()));
+    let open: Vec<Arc<Storage>> = state.shards.read().clone();
+    let closing = futures::future::join_all(open.iter().map(|s| s.close()));
     match tokio::time::timeout(shutdown_timeout, closing).await {
         Ok(results) => match results.into_iter().find_map(Result::err) {
             None => tracing::info!("flushed to the object store; bye"),

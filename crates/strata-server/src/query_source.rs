@@ -20,11 +20,10 @@ impl StorageSource {
 
     /// The databases to read: a writer's own, or every shard a reader
     /// follows.
-    fn storages(&self) -> Result<&[Arc<Storage>], SourceError> {
+    fn storages(&self) -> Result<Vec<Arc<Storage>>, SourceError> {
         self.state
-            .shards()
-            .or_else(|| self.state.storage().map(std::slice::from_ref))
-            .ok_or_else(|| SourceError::Unavailable("recovery is in progress".into()))
+            .query_storages()
+            .map_err(SourceError::Unavailable)
     }
 }
 
@@ -117,7 +116,7 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Series>, SourceError> {
-        let parts = fan_out(self.storages()?, |s| async move {
+        let parts = fan_out(&self.storages()?, |s| async move {
             Ok(s.select(matchers, mint, maxt)
                 .await?
                 .into_iter()
@@ -138,7 +137,7 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Vec<Label>>, SourceError> {
-        let parts = fan_out(self.storages()?, |s| s.series(matchers, mint, maxt)).await?;
+        let parts = fan_out(&self.storages()?, |s| s.series(matchers, mint, maxt)).await?;
         Ok(union_sorted(parts))
     }
 
@@ -148,7 +147,7 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError> {
-        let parts = fan_out(self.storages()?, |s| s.label_names(matchers, mint, maxt)).await?;
+        let parts = fan_out(&self.storages()?, |s| s.label_names(matchers, mint, maxt)).await?;
         Ok(union_sorted(parts))
     }
 
@@ -159,7 +158,7 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError> {
-        let parts = fan_out(self.storages()?, |s| {
+        let parts = fan_out(&self.storages()?, |s| {
             s.label_values(name, matchers, mint, maxt)
         })
         .await?;

@@ -13,9 +13,12 @@ use crate::rate_limit::RateLimiter;
 pub struct AppState {
     /// Set once recovery has finished; until then the server is not ready.
     pub storage: OnceLock<Arc<Storage>>,
-    /// Every database queries read, set with `storage`: the writer's own,
-    /// or on a reader each shard's (the first is also `storage`).
-    pub shards: OnceLock<Vec<Arc<Storage>>>,
+    /// Every database queries read: the writer's own, or on a reader each
+    /// shard's (the first is also `storage`). A sharded `all` process adds
+    /// the other shards as they become available.
+    pub shards: parking_lot::RwLock<Vec<Arc<Storage>>>,
+    /// How many databases queries must read before they may answer.
+    pub shards_expected: std::sync::atomic::AtomicUsize,
     pub decode_limits: DecodeLimits,
     pub default_durability: Durability,
     pub rate_limiter: Option<RateLimiter>,
@@ -28,7 +31,8 @@ impl AppState {
         let limits = &config.limits;
         Self {
             storage: OnceLock::new(),
-            shards: OnceLock::new(),
+            shards: parking_lot::RwLock::new(Vec::new()),
+            shards_expected: std::sync::atomic::AtomicUsize::new(1),
             decode_limits: DecodeLimits {
                 max_body_bytes: limits.max_body_bytes,
                 max_decoded_bytes: limits.max_decoded_bytes,
@@ -56,8 +60,22 @@ impl AppState {
         self.storage.get()
     }
 
-    /// The databases queries fan out over, once recovery is done.
-    pub fn shards(&self) -> Option<&[Arc<Storage>]> {
-        self.shards.get().map(Vec::as_slice)
+    /// The databases queries fan out over, once recovery is done; an
+    /// error names what is still missing.
+    pub fn query_storages(&self) -> Result<Vec<Arc<Storage>>, String> {
+        let shards = self.shards.read().clone();
+        if shards.is_empty() {
+            return Err("recovery is in progress".into());
+        }
+        let expected = self
+            .shards_expected
+            .load(std::sync::atomic::Ordering::Acquire);
+        if shards.len() < expected {
+            return Err(format!(
+                "{} of {expected} shards are open; waiting for the others to exist",
+                shards.len()
+            ));
+        }
+        Ok(shards)
     }
 }

@@ -21,13 +21,17 @@ use strata_server::distributor::shard_map::shard_of;
 const SHARDS: u32 = 2;
 const SERIES: usize = 40;
 
+/// Shard 0 runs in the `all` role (writer, and queries over every shard),
+/// shard 1 as a plain writer.
 fn writer(port: u16, dir: &Path, id: u32) -> StrataProcess {
+    let role = if id == 0 { "all" } else { "writer" };
     let id = id.to_string();
     StrataProcess::start_on(
         port,
         dir,
         &[
-            ("STRATA_SERVER_ROLE", "writer"),
+            ("STRATA_SERVER_ROLE", role),
+            ("STRATA_READER_POLL_INTERVAL", "100ms"),
             ("STRATA_SHARDS_COUNT", "2"),
             ("STRATA_SHARDS_ID", &id),
             ("STRATA_STORAGE_FLUSH_INTERVAL", "50ms"),
@@ -180,7 +184,17 @@ fn two_shards_distributor_and_reader() {
             "shard {shard} owns only {} of {SERIES} series",
             want.len()
         );
-        assert_eq!(listed(*port), want, "series on shard {shard}");
+        if shard == 0 {
+            // The `all` process answers queries over every shard; its own
+            // head counts only its shard's series.
+            let metrics = http_get(*port, "/metrics").expect("metrics").text();
+            assert!(
+                metrics.contains(&format!("\nstrata_head_series {}\n", want.len())),
+                "series on shard 0: {metrics}"
+            );
+        } else {
+            assert_eq!(listed(*port), want, "series on shard {shard}");
+        }
     }
 
     // The reader opens both shards and sees every series once.
@@ -203,6 +217,19 @@ fn two_shards_distributor_and_reader() {
         },
     );
     assert_eq!(listed(reader.port).len(), SERIES);
+    // So does shard 0's `all` process, which opens shard 1 read-only once
+    // it exists.
+    let all_port = ports[0];
+    wait_until(
+        Duration::from_secs(30),
+        "the sharded `all` process has opened shard 1",
+        || http_get(all_port, "/api/v1/labels").is_ok_and(|r| r.status == 200),
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the sharded `all` process sees every series",
+        || query_matrix(all_port, "shard_test[5m]", at) == to_matrix(&expected),
+    );
     let values = http_get(reader.port, "/api/v1/label/i/values").expect("label values");
     assert_eq!(
         values.json()["data"].as_array().map(Vec::len),
