@@ -166,9 +166,9 @@ impl Coordinator {
                 Err(e) => {
                     add(&self.inner.stats.write_errors, 1);
                     self.unlogged = Some(pending);
-                    let e = self.noted(StorageError::from(e));
+                    let e = self.inner.note_fenced(StorageError::from(e));
                     for (_, _, reply) in group.drain(..) {
-                        let _ = reply.send(Err(clone_error(&e)));
+                        let _ = reply.send(Err(e.clone()));
                     }
                     return;
                 }
@@ -264,7 +264,7 @@ impl Coordinator {
                     // (labels of new series included) to write it first
                     // next time.
                     self.unlogged = Some(batch);
-                    Err(self.noted(StorageError::from(e)))
+                    Err(self.inner.note_fenced(StorageError::from(e)))
                 }
             }
         };
@@ -272,18 +272,10 @@ impl Coordinator {
         for ((_, _, reply), out) in group.drain(..).zip(outcomes) {
             let r = match &result {
                 Ok(h) => Ok((out, h.clone())),
-                Err(e) => Err(clone_error(e)),
+                Err(e) => Err(e.clone()),
             };
             let _ = reply.send(r);
         }
-    }
-
-    /// Records a fencing error in the shared state.
-    fn noted(&self, e: StorageError) -> StorageError {
-        if matches!(e, StorageError::Fenced(_)) && !self.inner.fenced.swap(true, Ordering::AcqRel) {
-            tracing::error!("this writer has been fenced by a newer writer on the same path");
-        }
-        e
     }
 
     /// Starts sealing the oldest due bucket, unless a seal is under way.
@@ -358,15 +350,4 @@ pub fn render_labels(labels: &[strata_codec::Label]) -> String {
         }
     }
     format!("{name}{{{}}}", rest.join(", "))
-}
-
-fn clone_error(e: &StorageError) -> StorageError {
-    match e {
-        StorageError::Unavailable(m) => StorageError::Unavailable(m.clone()),
-        StorageError::Fenced(m) => StorageError::Fenced(m.clone()),
-        StorageError::Closed => StorageError::Closed,
-        StorageError::ReadOnly => StorageError::ReadOnly,
-        StorageError::Corrupt(m) => StorageError::Corrupt(m.clone()),
-        StorageError::Invalid(m) => StorageError::Invalid(m.clone()),
-    }
 }

@@ -1,7 +1,7 @@
 //! Storage errors, in a few coarse kinds the HTTP layer maps to statuses.
 
 /// Why a storage operation failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StorageError {
     /// The object store or SlateDB cannot take the operation now; retrying
     /// later may succeed (HTTP 503).

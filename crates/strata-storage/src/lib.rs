@@ -80,6 +80,15 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Records that this writer was fenced, if that is what `e` says, and
+    /// hands `e` back.
+    pub(crate) fn note_fenced(&self, e: StorageError) -> StorageError {
+        if matches!(e, StorageError::Fenced(_)) && !self.fenced.swap(true, Ordering::AcqRel) {
+            tracing::error!("this writer has been fenced by a newer writer on the same path");
+        }
+        e
+    }
+
     pub(crate) fn series_ttl(&self) -> PutOptions {
         PutOptions {
             ttl: Ttl::ExpireAfterMillis(
@@ -277,25 +286,17 @@ impl Storage {
         let (outcome, handle) = rx
             .await
             .map_err(|_| StorageError::Closed)?
-            .map_err(|e| self.note(e))?;
+            .map_err(|e| self.inner.note_fenced(e))?;
         if durability == Durability::Durable {
             if let Some(h) = handle {
                 let started = std::time::Instant::now();
                 h.await_durable()
                     .await
-                    .map_err(|e| self.note(StorageError::from(e)))?;
+                    .map_err(|e| self.inner.note_fenced(StorageError::from(e)))?;
                 self.inner.stats.durable_wait.observe(started.elapsed());
             }
         }
         Ok(outcome)
-    }
-
-    /// Records that this writer was fenced, if that is what `e` says.
-    fn note(&self, e: StorageError) -> StorageError {
-        if matches!(e, StorageError::Fenced(_)) && !self.inner.fenced.swap(true, Ordering::AcqRel) {
-            tracing::error!("this writer has been fenced by a newer writer on the same path");
-        }
-        e
     }
 
     /// Seals every bucket that is due now, and waits for it.
