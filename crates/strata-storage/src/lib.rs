@@ -40,7 +40,7 @@ use tokio::task::JoinHandle;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use coordinator::{render_labels, ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
-pub use head::Rejection;
+pub use head::{tenant_of, Rejection, TENANT_LABEL};
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
 pub use read::SeriesData;
@@ -58,6 +58,17 @@ pub enum Durability {
     Applied,
     /// Once SlateDB reports the WAL flushed to the object store.
     Durable,
+}
+
+/// Limits on what one write may add; the defaults limit nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteLimits {
+    /// Most active series (with samples in a bucket not yet sealed) the
+    /// tenant of a series may have before a new series of it is rejected;
+    /// 0 = no limit. Series already active keep ingesting.
+    pub max_active_series: usize,
+    /// Samples later than now plus this many milliseconds are rejected.
+    pub max_future_ms: Option<i64>,
 }
 
 /// The samples of one series to write; labels sorted with unique names,
@@ -254,26 +265,73 @@ impl Storage {
         series: Vec<IngestSeries<L>>,
         durability: Durability,
     ) -> Result<WriteOutcome, StorageError> {
+        self.write_with(series, durability, WriteLimits::default())
+            .await
+    }
+
+    /// [`Storage::write`] under `limits`: samples too far in the future and
+    /// the samples of series past the tenant's active-series limit are
+    /// rejected (counted in the outcome), the rest written.
+    pub async fn write_with<L: LabelPairs + Send>(
+        &self,
+        series: Vec<IngestSeries<L>>,
+        durability: Durability,
+        limits: WriteLimits,
+    ) -> Result<WriteOutcome, StorageError> {
         if self.inner.fenced.load(Ordering::Acquire) {
             return Err(StorageError::Fenced(
                 "a newer writer holds this path".into(),
             ));
         }
         let now = self.inner.clock.now_ms();
+        let head = &self.inner.head;
+        let mut refused = WriteOutcome::default();
+        let mut refuse = |labels: &L, n: usize, why: Rejection| {
+            refused.rejected += n;
+            if refused.first_rejection.is_none() {
+                refused.first_rejection = Some((render_labels(&labels.to_labels()), why));
+            }
+        };
+        let max_t = limits.max_future_ms.map(|f| now.saturating_add(f));
+        // Series this request activates, per tenant, on top of the count.
+        let mut activated: rustc_hash::FxHashMap<String, usize> = Default::default();
         let mut new_series = 0;
-        let resolved = series
-            .into_iter()
-            .filter(|s| !s.samples.is_empty())
-            .map(|s| {
-                let (series, created) = self.inner.head.get_or_create(&s.labels, now);
-                new_series += usize::from(created);
-                ResolvedSeries {
-                    series,
-                    samples: s.samples,
+        let mut resolved = Vec::with_capacity(series.len());
+        for mut s in series {
+            if let Some(max_t) = max_t {
+                let before = s.samples.len();
+                if let Some(&(t, _)) = s.samples.iter().find(|&&(t, _)| t > max_t) {
+                    s.samples.retain(|&(t, _)| t <= max_t);
+                    refuse(
+                        &s.labels,
+                        before - s.samples.len(),
+                        Rejection::TooFarInFuture { t, max_t },
+                    );
                 }
-            })
-            .collect::<Vec<_>>();
+            }
+            if s.samples.is_empty() {
+                continue;
+            }
+            let limit = limits.max_active_series;
+            if limit > 0 && !head.get(&s.labels).is_some_and(|m| m.is_active()) {
+                let tenant = head::tenant_of(&s.labels);
+                let extra = activated.entry(tenant.to_owned()).or_default();
+                if head.active_series(tenant) + *extra >= limit {
+                    let n = s.samples.len();
+                    refuse(&s.labels, n, Rejection::ActiveSeriesLimit { limit });
+                    continue;
+                }
+                *extra += 1;
+            }
+            let (m, created) = head.get_or_create(&s.labels, now);
+            new_series += usize::from(created);
+            resolved.push(ResolvedSeries {
+                series: m,
+                samples: s.samples,
+            });
+        }
         stats::add(&self.inner.stats.series_created, new_series);
+        stats::add(&self.inner.stats.samples_rejected, refused.rejected);
         let tx = self.sender()?;
         let (reply, rx) = oneshot::channel();
         tx.send(Command::Write {
@@ -283,10 +341,14 @@ impl Storage {
         })
         .await
         .map_err(|_| StorageError::Closed)?;
-        let (outcome, handle) = rx
+        let (mut outcome, handle) = rx
             .await
             .map_err(|_| StorageError::Closed)?
             .map_err(|e| self.inner.note_fenced(e))?;
+        outcome.rejected += refused.rejected;
+        if refused.first_rejection.is_some() {
+            outcome.first_rejection = refused.first_rejection;
+        }
         if durability == Durability::Durable {
             if let Some(h) = handle {
                 let started = std::time::Instant::now();

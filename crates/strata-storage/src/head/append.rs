@@ -15,6 +15,11 @@ pub enum Rejection {
     Conflicting { t: i64, value: f64, existing: f64 },
     /// Its bucket is already sealed (or being sealed).
     TooOld { t: i64, open_from_ms: i64 },
+    /// Further in the future than the limit allows.
+    TooFarInFuture { t: i64, max_t: i64 },
+    /// A new (or inactive) series while its tenant has this many active
+    /// series.
+    ActiveSeriesLimit { limit: usize },
 }
 
 impl fmt::Display for Rejection {
@@ -31,6 +36,14 @@ impl fmt::Display for Rejection {
             Self::TooOld { t, open_from_ms } => write!(
                 f,
                 "sample too old: timestamp {t} is in a sealed bucket (samples must be at or after {open_from_ms})"
+            ),
+            Self::TooFarInFuture { t, max_t } => write!(
+                f,
+                "sample too far in the future: timestamp {t} is after {max_t} (now plus limits.max_future)"
+            ),
+            Self::ActiveSeriesLimit { limit } => write!(
+                f,
+                "active series limit of {limit} reached (limits.max_active_series): new series are rejected; existing series keep ingesting"
             ),
         }
     }
@@ -96,6 +109,10 @@ impl MemSeries {
             let chunk = match st.chunks.last_mut() {
                 Some((b, c)) if *b == bucket => c,
                 _ => {
+                    if st.chunks.is_empty() {
+                        self.active
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     st.chunks.push((bucket, XorChunk::new()));
                     match st.chunks.last_mut() {
                         Some((_, c)) => c,

@@ -10,7 +10,7 @@ mod read;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -21,6 +21,20 @@ pub use append::{AppendOutcome, Rejection};
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
+
+/// The label that tells tenants apart. The server adds it to every series
+/// of a named tenant and selects on it for every query of that tenant; the
+/// default tenant's series do not have it. Clients may not send it.
+pub const TENANT_LABEL: &str = "__tenant__";
+
+/// The tenant a label set belongs to: its [`TENANT_LABEL`] value, or `""`
+/// (the default tenant) without one.
+pub fn tenant_of(labels: &(impl LabelPairs + ?Sized)) -> &str {
+    labels
+        .pairs()
+        .find(|(n, _)| *n == TENANT_LABEL)
+        .map_or("", |(_, v)| v)
+}
 
 /// One series held in the head.
 pub struct MemSeries {
@@ -34,6 +48,9 @@ pub struct MemSeries {
     /// refresh it before it expires.
     pub(crate) series_key_written_ms: AtomicI64,
     pub(crate) state: Mutex<SeriesState>,
+    /// Active series of this series' tenant: counted while the series has
+    /// an open chunk (samples in a bucket not yet sealed).
+    active: Arc<AtomicUsize>,
 }
 
 /// The mutable part of a series: its open chunks, oldest bucket first.
@@ -44,12 +61,19 @@ pub(crate) struct SeriesState {
 }
 
 impl MemSeries {
-    fn new(id: u64, labels: Box<[Label]>, logged: bool, written_ms: i64) -> Self {
+    fn new(
+        id: u64,
+        labels: Box<[Label]>,
+        logged: bool,
+        written_ms: i64,
+        active: Arc<AtomicUsize>,
+    ) -> Self {
         Self {
             id,
             labels,
             logged: AtomicBool::new(logged),
             series_key_written_ms: AtomicI64::new(written_ms),
+            active,
             state: Mutex::new(SeriesState {
                 chunks: Vec::new(),
                 last_t: i64::MIN,
@@ -67,9 +91,20 @@ impl MemSeries {
             .map(|(_, c)| c.bytes().to_vec())
     }
 
-    /// Frees the chunks of every bucket up to `bucket`.
+    /// Frees the chunks of every bucket up to `bucket`; the series stops
+    /// counting as active when none is left.
     pub(crate) fn drop_through(&self, bucket: i64) {
-        self.state.lock().chunks.retain(|(b, _)| *b > bucket);
+        let mut st = self.state.lock();
+        let had = !st.chunks.is_empty();
+        st.chunks.retain(|(b, _)| *b > bucket);
+        if had && st.chunks.is_empty() {
+            self.active.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the series has samples in a bucket not yet sealed.
+    pub fn is_active(&self) -> bool {
+        !self.state.lock().chunks.is_empty()
     }
 }
 
@@ -90,9 +125,20 @@ struct SeriesIndex {
     by_id: BTreeMap<u64, Arc<MemSeries>>,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, Vec<u64>>>,
+    /// tenant -> its active series.
+    active: FxHashMap<Box<str>, Arc<AtomicUsize>>,
 }
 
 impl SeriesIndex {
+    fn active_counter(&mut self, tenant: &str) -> Arc<AtomicUsize> {
+        if let Some(c) = self.active.get(tenant) {
+            return Arc::clone(c);
+        }
+        let c = Arc::new(AtomicUsize::new(0));
+        self.active.insert(tenant.into(), Arc::clone(&c));
+        c
+    }
+
     fn insert(&mut self, hash: u64, series: Arc<MemSeries>) {
         for l in series.labels.iter() {
             let ids = self
@@ -152,7 +198,14 @@ impl Head {
             return (s, false);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let series = Arc::new(MemSeries::new(id, labels.to_labels().into(), false, now_ms));
+        let active = idx.active_counter(tenant_of(labels));
+        let series = Arc::new(MemSeries::new(
+            id,
+            labels.to_labels().into(),
+            false,
+            now_ms,
+            active,
+        ));
         idx.insert(hash, Arc::clone(&series));
         (series, true)
     }
@@ -164,10 +217,26 @@ impl Head {
         if let Some(s) = idx.by_id.get(&id) {
             return Arc::clone(s);
         }
-        let series = Arc::new(MemSeries::new(id, labels.into(), true, written_ms));
+        let active = idx.active_counter(tenant_of(&labels));
+        let series = Arc::new(MemSeries::new(id, labels.into(), true, written_ms, active));
         idx.insert(hash, Arc::clone(&series));
         self.next_id.fetch_max(id + 1, Ordering::Relaxed);
         series
+    }
+
+    /// The series with these labels, if the head knows it.
+    pub fn get(&self, labels: &(impl LabelPairs + ?Sized)) -> Option<Arc<MemSeries>> {
+        find(&self.index.read(), labels_hash(labels), labels)
+    }
+
+    /// Series of `tenant` (`""`: the default tenant) with samples in a
+    /// bucket not yet sealed.
+    pub fn active_series(&self, tenant: &str) -> usize {
+        self.index
+            .read()
+            .active
+            .get(tenant)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
     pub fn series_by_id(&self, id: u64) -> Option<Arc<MemSeries>> {
@@ -257,8 +326,15 @@ mod tests {
     fn hash_collisions_are_told_apart() {
         // Force two label sets into one hash bucket.
         let head = Head::new(1, None);
-        let s1 = Arc::new(MemSeries::new(1, labels("a").into(), true, 0));
-        let s2 = Arc::new(MemSeries::new(2, labels("b").into(), true, 0));
+        let c = Arc::new(AtomicUsize::new(0));
+        let s1 = Arc::new(MemSeries::new(
+            1,
+            labels("a").into(),
+            true,
+            0,
+            Arc::clone(&c),
+        ));
+        let s2 = Arc::new(MemSeries::new(2, labels("b").into(), true, 0, c));
         {
             let mut idx = head.index.write();
             idx.insert(42, s1);
