@@ -36,6 +36,6 @@ pub mod value;
 pub use engine::{Engine, QueryLimits};
 pub use error::QueryError;
 pub use functions::format_go_float;
-pub use http::router;
+pub use http::{router, router_with, SourceResolver};
 pub use source::{MemSource, Queryable, Series, SourceError};
 pub use value::{QueryValue, STALE_NAN_BITS};

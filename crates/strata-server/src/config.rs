@@ -20,6 +20,9 @@ pub struct Config {
     pub storage: StorageSettings,
     pub reader: ReaderSettings,
     pub shards: ShardsConfig,
+    pub auth: AuthConfig,
+    pub tls: TlsConfig,
+    pub tenants: TenantsConfig,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, clap::ValueEnum)]
@@ -55,8 +58,82 @@ pub struct ServerConfig {
 pub struct LimitsConfig {
     pub max_body_bytes: usize,
     pub max_decoded_bytes: usize,
+    /// Most series in one remote-write request (413 above it).
+    pub max_series_per_request: usize,
+    /// Most samples in one remote-write request (413 above it).
+    pub max_samples_per_request: usize,
+    /// Longest label name, in bytes (the series is rejected above it).
+    pub max_label_name_length: usize,
+    /// Longest label value, in bytes.
+    pub max_label_value_length: usize,
+    /// Most labels on one series, `__name__` included.
+    pub max_labels_per_series: usize,
+    /// Samples later than now plus this are rejected.
+    #[serde(with = "humantime_serde")]
+    pub max_future: Duration,
+    /// Samples per second each tenant may write; 0 = no limit.
     pub ingest_rate_limit: u64,
     pub ingest_burst: u64,
+    /// Most active series per tenant; 0 = no limit.
+    pub max_active_series: usize,
+}
+
+/// Who may write and who may read. Each side is open until it has a
+/// credential; `token_file` gives both sides the same tokens.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// A file of bearer tokens, one per line, valid for writes and reads.
+    pub token_file: String,
+    pub write: CredentialsConfig,
+    pub read: CredentialsConfig,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialsConfig {
+    /// bcrypt hashes of accepted bearer tokens.
+    pub bearer_token_hashes: Vec<String>,
+    /// Accepted basic-auth users as `user:bcrypt-hash`.
+    pub basic_auth: Vec<String>,
+}
+
+/// HTTPS instead of HTTP when `cert_file` and `key_file` are set.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    pub cert_file: String,
+    pub key_file: String,
+    /// CA bundle; when set, clients must present a certificate it signed.
+    pub client_ca_file: String,
+}
+
+impl TlsConfig {
+    pub fn enabled(&self) -> bool {
+        !self.cert_file.is_empty() || !self.key_file.is_empty()
+    }
+}
+
+/// Tenants, chosen per request by the `X-Scope-OrgID` header.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantsConfig {
+    /// Refuse requests without the header (401) instead of giving them the
+    /// default tenant.
+    pub required: bool,
+    /// The tenant of requests without the header; the header may name it.
+    pub default_tenant: String,
+    /// Limits of particular tenants, over those of `[limits]`.
+    pub overrides: Vec<TenantOverride>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantOverride {
+    pub tenant: String,
+    pub ingest_rate_limit: Option<u64>,
+    pub ingest_burst: Option<u64>,
+    pub max_active_series: Option<usize>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -186,6 +263,7 @@ pub struct Overrides {
     pub shards: Option<u32>,
     pub shard_id: Option<ShardId>,
     pub writers: Option<Vec<String>>,
+    pub auth_token_file: Option<String>,
 }
 
 /// Sections an environment variable may address, longest first so
@@ -199,6 +277,11 @@ const ENV_SECTIONS: &[(&str, &[&str])] = &[
     ("STORAGE_", &["storage"]),
     ("READER_", &["reader"]),
     ("SHARDS_", &["shards"]),
+    ("AUTH_WRITE_", &["auth", "write"]),
+    ("AUTH_READ_", &["auth", "read"]),
+    ("AUTH_", &["auth"]),
+    ("TLS_", &["tls"]),
+    ("TENANTS_", &["tenants"]),
 ];
 
 fn merge(base: &mut toml::Table, over: toml::Table) {
@@ -291,6 +374,9 @@ impl Config {
                 .filter(|u| !u.is_empty())
                 .collect();
         }
+        if let Some(f) = &overrides.auth_token_file {
+            config.auth.token_file = f.clone();
+        }
         if config.shards.id == ShardId::FromHostname {
             let host = hostname().unwrap_or_default();
             let id = shard_from_hostname(&host).ok_or_else(|| {
@@ -326,6 +412,23 @@ impl Config {
         }
         if self.limits.max_body_bytes == 0 || self.limits.max_decoded_bytes == 0 {
             return Err("invalid configuration: limits.max_body_bytes and limits.max_decoded_bytes must be greater than 0".into());
+        }
+        if self.tls.enabled() && (self.tls.cert_file.is_empty() || self.tls.key_file.is_empty()) {
+            return Err(
+                "invalid configuration: tls: cert_file and key_file must be set together".into(),
+            );
+        }
+        if !self.tls.client_ca_file.is_empty() && !self.tls.enabled() {
+            return Err(
+                "invalid configuration: tls.client_ca_file needs tls.cert_file and tls.key_file"
+                    .into(),
+            );
+        }
+        crate::tenants::check_tenant_id(&self.tenants.default_tenant)
+            .map_err(|e| format!("invalid configuration: tenants.default_tenant: {e}"))?;
+        for o in &self.tenants.overrides {
+            crate::tenants::check_tenant_id(&o.tenant)
+                .map_err(|e| format!("invalid configuration: tenants.overrides: {e}"))?;
         }
         if self.query.timeout.is_zero() {
             return Err("invalid configuration: query.timeout: must be greater than 0".into());

@@ -1,6 +1,7 @@
 //! The `strata` server: configuration, the HTTP API and the process
 //! lifecycle (recovery, readiness, graceful shutdown).
 
+pub mod auth;
 pub mod config;
 pub mod distributor;
 pub mod http;
@@ -8,6 +9,8 @@ pub mod metrics;
 mod query_source;
 mod rate_limit;
 pub mod state;
+pub mod tenants;
+mod tls;
 
 use std::sync::Arc;
 
@@ -56,6 +59,7 @@ pub async fn run(
     tracing::info!(
         listen = %config.server.listen,
         object_store = %urls.join(","),
+        tls = config.tls.enabled(),
         role = ?config.server.role,
         shard = ?config.shard_id(),
         "strata starting"
@@ -64,7 +68,12 @@ pub async fn run(
     let storage_settings = config.storage.clone();
     let reader_settings = config.reader.clone();
     let s3_settings = config.object_store.s3.clone();
-    let state = Arc::new(AppState::new(config));
+    let tls = if config.tls.enabled() {
+        Some(tls::server_config(&config.tls)?)
+    } else {
+        None
+    };
+    let state = Arc::new(AppState::new(config).map_err(anyhow::Error::msg)?);
     state.shards_expected.store(
         urls.len() + other_shards.len(),
         std::sync::atomic::Ordering::Release,
@@ -74,11 +83,20 @@ pub async fn run(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut stop_for_server = stop_rx.clone();
     let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop_for_server.wait_for(|s| *s).await;
-            })
-            .await
+        let stopped = async move {
+            let _ = stop_for_server.wait_for(|s| *s).await;
+        };
+        match tls {
+            Some(tls) => {
+                tls::serve(listener, app, tls, stopped).await;
+                Ok(())
+            }
+            None => {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopped)
+                    .await
+            }
+        }
     });
     tokio::spawn(async move {
         shutdown.await;

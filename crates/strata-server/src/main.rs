@@ -51,6 +51,10 @@ enum Command {
         /// Distributor: the writers' base URLs, shard i at position i.
         #[arg(long, value_delimiter = ',')]
         writers: Option<Vec<String>>,
+        /// A file of bearer tokens, one per line, accepted for writes and
+        /// reads (auth.token_file).
+        #[arg(long)]
+        auth_token_file: Option<String>,
     },
 }
 
@@ -87,6 +91,7 @@ fn main() -> std::process::ExitCode {
         shard_id,
         shard_id_from_hostname,
         writers,
+        auth_token_file,
     } = cli.command;
     let overrides = Overrides {
         role,
@@ -100,6 +105,7 @@ fn main() -> std::process::ExitCode {
             shard_id
         },
         writers,
+        auth_token_file,
     };
     let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
         Ok(c) => c,

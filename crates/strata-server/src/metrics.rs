@@ -18,6 +18,7 @@ pub struct ServerMetrics {
     requests: Mutex<RequestHistograms>,
     pub samples_received: AtomicU64,
     pub rate_limited: AtomicU64,
+    pub auth_failures: AtomicU64,
 }
 
 impl ServerMetrics {
@@ -117,6 +118,12 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "strata_remote_write_rate_limited_total",
         "Remote-write requests refused by the ingest-rate limit.",
         m.rate_limited.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
+        "strata_http_unauthorized_total",
+        "Requests refused with 401 for missing or invalid credentials.",
+        m.auth_failures.load(Ordering::Relaxed),
     );
     gauge(
         &mut out,

@@ -6,9 +6,10 @@ use std::sync::{Arc, OnceLock};
 use strata_remote_write::DecodeLimits;
 use strata_storage::{Durability, Storage};
 
+use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::metrics::ServerMetrics;
-use crate::rate_limit::RateLimiter;
+use crate::tenants::Tenants;
 
 pub struct AppState {
     /// Set once recovery has finished; until then the server is not ready.
@@ -21,15 +22,18 @@ pub struct AppState {
     pub shards_expected: std::sync::atomic::AtomicUsize,
     pub decode_limits: DecodeLimits,
     pub default_durability: Durability,
-    pub rate_limiter: Option<RateLimiter>,
+    pub tenants: Tenants,
+    pub auth: Arc<Authenticator>,
     pub metrics: ServerMetrics,
     pub config: Config,
 }
 
 impl AppState {
-    pub fn new(config: Config) -> Self {
+    /// The state for `config`; fails when credentials or the token file
+    /// cannot be read.
+    pub fn new(config: Config) -> Result<Self, String> {
         let limits = &config.limits;
-        Self {
+        Ok(Self {
             storage: OnceLock::new(),
             shards: parking_lot::RwLock::new(Vec::new()),
             shards_expected: std::sync::atomic::AtomicUsize::new(1),
@@ -41,19 +45,11 @@ impl AppState {
                 crate::config::DurabilityConfig::Applied => Durability::Applied,
                 crate::config::DurabilityConfig::Durable => Durability::Durable,
             },
-            rate_limiter: (limits.ingest_rate_limit > 0).then(|| {
-                RateLimiter::new(
-                    limits.ingest_rate_limit,
-                    if limits.ingest_burst == 0 {
-                        limits.ingest_rate_limit
-                    } else {
-                        limits.ingest_burst
-                    },
-                )
-            }),
+            tenants: Tenants::new(&config.tenants, limits),
+            auth: Authenticator::new(&config.auth)?,
             metrics: ServerMetrics::default(),
             config,
-        }
+        })
     }
 
     pub fn storage(&self) -> Option<&Arc<Storage>> {

@@ -2,173 +2,13 @@
 //! server: status, message, and that data written before a bad request is
 //! still intact after it.
 
+mod common;
+
 use std::time::Duration;
 
+use common::inproc::{body, now_ms, post, raw, ts, Server};
 use strata_codec::Label;
-use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
-use strata_remote_write::{encode_v1, encode_v2, V2RequestBuilder};
-use strata_server::config::{Config, Overrides};
-
-struct Server {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Server {
-    async fn start(env: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let overrides = Overrides {
-            listen: Some(format!("127.0.0.1:{port}")),
-            object_store: Some(dir.path().join("data").display().to_string()),
-            ..Overrides::default()
-        };
-        let config = Config::load(
-            None,
-            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
-            &overrides,
-        )
-        .unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(strata_server::run(config, async {
-            let _ = stopped.await;
-        }));
-        let url = format!("http://127.0.0.1:{port}");
-        let client = reqwest::Client::new();
-        for _ in 0..200 {
-            if let Ok(r) = client.get(format!("{url}/-/ready")).send().await {
-                if r.status() == 200 {
-                    return Self {
-                        url,
-                        stop: Some(stop),
-                        task,
-                        _dir: dir,
-                    };
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("server did not become ready");
-    }
-
-    async fn stop(mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        self.task.await.unwrap().unwrap();
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn labels(pairs: &[(&str, &str)]) -> Vec<v1::Label> {
-    pairs
-        .iter()
-        .map(|(n, v)| v1::Label {
-            name: n.to_string(),
-            value: v.to_string(),
-        })
-        .collect()
-}
-
-fn ts(pairs: &[(&str, &str)], samples: &[(i64, f64)]) -> TimeSeries {
-    TimeSeries {
-        labels: labels(pairs),
-        samples: samples
-            .iter()
-            .map(|&(t, v)| v1::Sample {
-                value: v,
-                timestamp: t,
-            })
-            .collect(),
-        ..TimeSeries::default()
-    }
-}
-
-fn body(series: Vec<TimeSeries>) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode_v1(
-        &WriteRequest {
-            timeseries: series,
-            ..WriteRequest::default()
-        },
-        &mut out,
-    );
-    out
-}
-
-async fn post(
-    url: &str,
-    body: Vec<u8>,
-    headers: &[(&str, &str)],
-) -> (u16, String, reqwest::header::HeaderMap) {
-    let mut h = reqwest::header::HeaderMap::new();
-    let defaults = [
-        ("Content-Type", "application/x-protobuf"),
-        ("Content-Encoding", "snappy"),
-        ("X-Prometheus-Remote-Write-Version", "0.1.0"),
-    ];
-    for (k, v) in defaults.iter().chain(headers) {
-        h.insert(
-            reqwest::header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            v.parse().unwrap(),
-        );
-    }
-    let r = reqwest::Client::new()
-        .post(format!("{url}/api/v1/write"))
-        .headers(h)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let headers = r.headers().clone();
-    (status, r.text().await.unwrap(), headers)
-}
-
-/// Raw samples of `selector` over the last hour, as (labels, [(t, v)]).
-async fn raw(url: &str, selector: &str) -> Vec<(serde_json::Value, Vec<(f64, String)>)> {
-    let r: serde_json::Value = reqwest::Client::new()
-        .get(format!("{url}/api/v1/query"))
-        .query(&[
-            ("query", format!("{selector}[1h]")),
-            ("time", format!("{}", now_ms() as f64 / 1000.0 + 60.0)),
-        ])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(r["status"], "success", "{r}");
-    let mut out: Vec<_> = r["data"]["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            let vals = s["values"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| (p[0].as_f64().unwrap(), p[1].as_str().unwrap().to_string()))
-                .collect();
-            (s["metric"].clone(), vals)
-        })
-        .collect();
-    out.sort_by_key(|a| a.0.to_string());
-    out
-}
+use strata_remote_write::{encode_v2, V2RequestBuilder};
 
 /// A bad request: name, body, extra headers, expected status, a word the
 /// message must contain.
@@ -436,7 +276,7 @@ async fn fenced_writer_answers_503() {
     .await;
     assert_eq!(s, 204);
     // A newer writer opens the same path and fences this server.
-    let data = srv._dir.path().join("data");
+    let data = srv.dir.path().join("data");
     let loc = strata_storage::open_object_store(
         &format!("file://{}", data.display()),
         &Default::default(),

@@ -31,15 +31,30 @@ const MAX_BODY_BYTES: usize = 16 << 20;
 /// The version `status/buildinfo` reports.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Picks the data a request may read (e.g. its tenant's), from the
+/// request's headers and extensions; an error is answered as is.
+pub type SourceResolver =
+    Arc<dyn Fn(&Request) -> Result<Arc<dyn Queryable>, QueryError> + Send + Sync>;
+
 struct Api {
-    engine: Engine,
+    resolve: SourceResolver,
+    limits: QueryLimits,
+}
+
+impl Api {
+    fn engine(&self, req: &Request) -> Result<Engine, QueryError> {
+        Ok(Engine::new((self.resolve)(req)?, self.limits.clone()))
+    }
 }
 
 /// The API's routes over `source`, each answering GET and form POST.
 pub fn router(source: Arc<dyn Queryable>, limits: QueryLimits) -> Router {
-    let api = Arc::new(Api {
-        engine: Engine::new(source, limits),
-    });
+    router_with(Arc::new(move |_: &Request| Ok(Arc::clone(&source))), limits)
+}
+
+/// The API's routes, reading for each request what `resolve` picks.
+pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
+    let api = Arc::new(Api { resolve, limits });
     Router::new()
         .route("/api/v1/query", get(query).post(query))
         .route("/api/v1/query_range", get(query_range).post(query_range))
@@ -131,13 +146,14 @@ fn now_ms() -> i64 {
 async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
+            let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let t = parse_time_param(&p, "time", now_ms())?;
             let timeout = match p.get("timeout") {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            let v = api.engine.instant_query(p.get("query"), t, timeout).await?;
+            let v = engine.instant_query(p.get("query"), t, timeout).await?;
             let mut out = String::new();
             json::write_query_data(&mut out, &v);
             Ok(out)
@@ -149,6 +165,7 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
 async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
+            let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let start = parse_time(p.get("start")).map_err(|e| invalid_param("start", e))?;
             let end = parse_time(p.get("end")).map_err(|e| invalid_param("end", e))?;
@@ -166,7 +183,7 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                     "zero or negative query resolution step widths are not accepted. Try a positive integer",
                 ));
             }
-            let max_points = api.engine.limits().max_points_per_series;
+            let max_points = engine.limits().max_points_per_series;
             if end.saturating_sub(start) / step_ms > max_points as i64 {
                 return Err(QueryError::BadData(too_many_points_message(max_points)));
             }
@@ -174,8 +191,7 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            let v = api
-                .engine
+            let v = engine
                 .range_query(p.get("query"), start, end, step_ms, timeout)
                 .await?;
             let mut out = String::new();
@@ -227,6 +243,7 @@ fn time_range(p: &Params) -> Result<(i64, i64), QueryError> {
 async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
+            let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let matches = p.all("match[]");
             if matches.is_empty() {
@@ -236,7 +253,7 @@ async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
             let sets = parse_match_params(&matches)?;
             let mut all: BTreeSet<Vec<Label>> = BTreeSet::new();
             for set in &sets {
-                all.extend(api.engine.source().series(set, start, end).await?);
+                all.extend(engine.source().series(set, start, end).await?);
             }
             let mut out = String::from("[");
             for (i, labels) in all.iter().enumerate() {
@@ -255,15 +272,16 @@ async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
 async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
+            let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let (start, end) = time_range(&p)?;
             let sets = parse_match_params(&p.all("match[]"))?;
             let mut names: BTreeSet<String> = BTreeSet::new();
             if sets.is_empty() {
-                names.extend(api.engine.source().label_names(&[], start, end).await?);
+                names.extend(engine.source().label_names(&[], start, end).await?);
             }
             for set in &sets {
-                names.extend(api.engine.source().label_names(set, start, end).await?);
+                names.extend(engine.source().label_names(set, start, end).await?);
             }
             let mut out = String::new();
             json::write_str_list(&mut out, &names.into_iter().collect::<Vec<_>>());
@@ -283,25 +301,16 @@ async fn label_values(
             if name.is_empty() {
                 return Err(QueryError::BadData(format!("invalid label name: {name:?}")));
             }
+            let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let (start, end) = time_range(&p)?;
             let sets = parse_match_params(&p.all("match[]"))?;
             let mut values: BTreeSet<String> = BTreeSet::new();
             if sets.is_empty() {
-                values.extend(
-                    api.engine
-                        .source()
-                        .label_values(&name, &[], start, end)
-                        .await?,
-                );
+                values.extend(engine.source().label_values(&name, &[], start, end).await?);
             }
             for set in &sets {
-                values.extend(
-                    api.engine
-                        .source()
-                        .label_values(&name, set, start, end)
-                        .await?,
-                );
+                values.extend(engine.source().label_values(&name, set, start, end).await?);
             }
             let mut out = String::new();
             json::write_str_list(&mut out, &values.into_iter().collect::<Vec<_>>());

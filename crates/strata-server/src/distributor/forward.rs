@@ -54,17 +54,26 @@ pub async fn send_all(
     headers: &HeaderMap,
     parts: Vec<Part>,
 ) -> Vec<ShardAnswer> {
-    let durability = headers.get(DURABILITY_HEADER).cloned();
+    // What the writers act on as the client meant it: durability,
+    // credentials and tenant.
+    let passed: Vec<(&'static str, HeaderValue)> = [
+        DURABILITY_HEADER,
+        "authorization",
+        crate::tenants::TENANT_HEADER,
+    ]
+    .into_iter()
+    .filter_map(|name| headers.get(name).map(|v| (name, v.clone())))
+    .collect();
     let sends = parts
         .into_iter()
-        .map(|part| send_one(state, version, durability.clone(), part));
+        .map(|part| send_one(state, version, &passed, part));
     futures::future::join_all(sends).await
 }
 
 async fn send_one(
     state: &DistributorState,
     version: Version,
-    durability: Option<HeaderValue>,
+    passed: &[(&'static str, HeaderValue)],
     part: Part,
 ) -> ShardAnswer {
     let shard = part.shard;
@@ -86,8 +95,8 @@ async fn send_one(
             version.version_header(),
         )
         .body(part.body);
-    if let Some(d) = durability {
-        req = req.header(DURABILITY_HEADER, d);
+    for (name, value) in passed {
+        req = req.header(*name, value.clone());
     }
     let answer = match req.send().await {
         Ok(resp) => {

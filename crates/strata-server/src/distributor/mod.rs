@@ -38,6 +38,7 @@ pub struct DistributorState {
     forward_timeout: Duration,
     metrics: DistributorMetrics,
     server_metrics: ServerMetrics,
+    auth: Arc<crate::auth::Authenticator>,
 }
 
 impl DistributorState {
@@ -64,6 +65,7 @@ impl DistributorState {
             },
             forward_timeout: config.shards.forward_timeout,
             server_metrics: ServerMetrics::default(),
+            auth: crate::auth::Authenticator::new(&config.auth).map_err(anyhow::Error::msg)?,
         })
     }
 
@@ -148,6 +150,11 @@ async fn remote_write(
 }
 
 async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> Response {
+    // Checked here too, so refused requests cost no decoding; the writers
+    // check the forwarded credentials again.
+    if let Err(e) = state.auth.check(crate::auth::Access::Write, headers) {
+        return text(StatusCode::UNAUTHORIZED, e.to_string());
+    }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let version = match negotiate(header("content-type"), header("content-encoding")) {
         Ok(v) => v,

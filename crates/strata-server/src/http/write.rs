@@ -8,10 +8,15 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use strata_remote_write::{decode_raw, negotiate, Version};
-use strata_storage::{Durability, IngestSeries, StorageError};
+use axum::Extension;
+use strata_remote_write::{
+    decode_raw, negotiate, DecodedWrite, RawLabel, RawSeries, RejectedSeries, Version,
+};
+use strata_storage::{Durability, IngestSeries, StorageError, WriteLimits, TENANT_LABEL};
 
+use crate::config::LimitsConfig;
 use crate::state::AppState;
+use crate::tenants::Tenant;
 
 /// The header a client sets to choose durability per request.
 pub const DURABILITY_HEADER: &str = "x-strata-durability";
@@ -53,18 +58,84 @@ pub fn storage_error(e: &StorageError) -> Response {
 
 pub async fn remote_write(
     State(state): State<Arc<AppState>>,
+    tenant: Option<Extension<Tenant>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let resp = handle(&state, &headers, &body).await;
+    let resp = match tenant {
+        Some(Extension(tenant)) => handle(&state, &tenant, &headers, &body).await,
+        // The tenant layer always sets it; never fall back to a tenant.
+        None => text(StatusCode::INTERNAL_SERVER_ERROR, "request has no tenant"),
+    };
     state
         .metrics
         .observe("write", resp.status().as_u16(), started.elapsed());
     resp
 }
 
-async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response {
+/// Moves series over a label limit, or with the reserved tenant label, to
+/// the rejected list; with a named tenant, labels the others with it.
+fn check_series(decoded: &mut DecodedWrite<RawSeries>, limits: &LimitsConfig, tenant: &Tenant) {
+    let tenant_label = tenant.0.as_deref().and_then(|t| {
+        RawLabel::new(
+            Bytes::from_static(TENANT_LABEL.as_bytes()),
+            Bytes::from(t.to_owned()),
+        )
+    });
+    let mut kept = Vec::with_capacity(decoded.series.len());
+    for mut s in decoded.series.drain(..) {
+        let problem = if s.labels.0.len() > limits.max_labels_per_series {
+            Some(format!(
+                "{} labels, more than limits.max_labels_per_series ({})",
+                s.labels.0.len(),
+                limits.max_labels_per_series
+            ))
+        } else {
+            s.labels.0.iter().find_map(|l| {
+                if l.name().len() > limits.max_label_name_length {
+                    Some(format!(
+                        "label name {:?}… is {} bytes long, more than limits.max_label_name_length ({})",
+                        l.name().chars().take(64).collect::<String>(),
+                        l.name().len(),
+                        limits.max_label_name_length
+                    ))
+                } else if l.value().len() > limits.max_label_value_length {
+                    Some(format!(
+                        "value of label {:?} is {} bytes long, more than limits.max_label_value_length ({})",
+                        l.name(),
+                        l.value().len(),
+                        limits.max_label_value_length
+                    ))
+                } else if l.name() == TENANT_LABEL {
+                    Some(format!(
+                        "label name {TENANT_LABEL} is reserved; the X-Scope-OrgID header sets the tenant"
+                    ))
+                } else {
+                    None
+                }
+            })
+        };
+        if let Some(reason) = problem {
+            decoded.rejected.push(RejectedSeries {
+                labels: strata_storage::render_labels(&strata_codec::LabelPairs::to_labels(
+                    &s.labels,
+                )),
+                samples: s.samples.len(),
+                reason,
+            });
+            continue;
+        }
+        if let Some(t) = &tenant_label {
+            let at = s.labels.0.partition_point(|l| l.name() < TENANT_LABEL);
+            s.labels.0.insert(at, t.clone());
+        }
+        kept.push(s);
+    }
+    decoded.series = kept;
+}
+
+async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[u8]) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if state.config.server.role == crate::config::Role::Reader {
         return text(
@@ -94,28 +165,48 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
             "not ready: recovery is in progress",
         );
     };
-    let decoded = match decode_raw(version, body, &state.decode_limits) {
+    let mut decoded = match decode_raw(version, body, &state.decode_limits) {
         Ok(d) => d,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
+    let limits = &state.config.limits;
+    let series_count = decoded.series.len() + decoded.rejected.len();
+    if series_count > limits.max_series_per_request {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request has {series_count} series, more than limits.max_series_per_request ({}); send smaller batches",
+                limits.max_series_per_request
+            ),
+        );
+    }
     let n = decoded.sample_count();
+    if n > limits.max_samples_per_request {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request has {n} samples, more than limits.max_samples_per_request ({}); send smaller batches",
+                limits.max_samples_per_request
+            ),
+        );
+    }
     state
         .metrics
         .samples_received
         .fetch_add(n as u64, Ordering::Relaxed);
-    if let Some(limiter) = &state.rate_limiter {
-        if let Err(wait) = limiter.take(n) {
-            state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
-            return retry_after(
-                StatusCode::TOO_MANY_REQUESTS,
-                wait,
-                format!(
-                    "ingest rate limit of {} samples/s exceeded; retry later",
-                    state.config.limits.ingest_rate_limit
-                ),
-            );
-        }
+    if let Err((wait, rate)) = state.tenants.take(tenant, n) {
+        state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+        return retry_after(
+            StatusCode::TOO_MANY_REQUESTS,
+            wait,
+            format!(
+                "ingest rate limit of {rate} samples/s for tenant {:?} exceeded; retry later",
+                state.tenants.name(tenant)
+            ),
+        );
     }
+    check_series(&mut decoded, limits, tenant);
+    let n = decoded.sample_count();
     let rejection_msg = (!decoded.rejected.is_empty()).then(|| decoded.rejection_message());
     let rejected_invalid: usize = decoded.rejected.iter().map(|r| r.samples).sum();
     let series = decoded
@@ -126,7 +217,11 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Response 
             samples: s.samples,
         })
         .collect();
-    let outcome = match storage.write(series, durability).await {
+    let write_limits = WriteLimits {
+        max_active_series: state.tenants.limits(tenant).max_active_series,
+        max_future_ms: Some(i64::try_from(limits.max_future.as_millis()).unwrap_or(i64::MAX)),
+    };
+    let outcome = match storage.write_with(series, durability, write_limits).await {
         Ok(o) => o,
         Err(e) => return storage_error(&e),
     };

@@ -7,6 +7,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod http;
+pub mod inproc;
 mod processes;
 pub mod promql_compare;
 mod query;
