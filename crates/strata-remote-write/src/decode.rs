@@ -232,6 +232,16 @@ pub fn decompress(body: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, WriteEr
             limit: limits.max_body_bytes,
         });
     }
+    // The header is a varint; read it here too, so a length beyond what
+    // the snappy crate can represent (4 GiB and up) is still "too large".
+    if let Some(declared) = declared_len(body) {
+        if declared > limits.max_decoded_bytes as u64 {
+            return Err(WriteError::DecodedTooLarge {
+                declared: usize::try_from(declared).unwrap_or(usize::MAX),
+                limit: limits.max_decoded_bytes,
+            });
+        }
+    }
     let declared = snap::raw::decompress_len(body).map_err(WriteError::CorruptSnappy)?;
     if declared > limits.max_decoded_bytes {
         return Err(WriteError::DecodedTooLarge {
@@ -245,6 +255,18 @@ pub fn decompress(body: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, WriteEr
         .map_err(WriteError::CorruptSnappy)?;
     out.truncate(written);
     Ok(out)
+}
+
+/// The decoded length a snappy block declares in its varint header.
+fn declared_len(body: &[u8]) -> Option<u64> {
+    let mut len = 0u64;
+    for (i, &b) in body.iter().take(10).enumerate() {
+        len |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(len);
+        }
+    }
+    None
 }
 
 /// Decodes and validates an uncompressed protobuf body of `version`.

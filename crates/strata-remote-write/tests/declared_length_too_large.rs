@@ -47,3 +47,22 @@ fn declared_decoded_length_over_the_limit_is_413_without_allocating() {
     );
     assert!(largest < 1 << 20, "allocated {largest} bytes");
 }
+
+#[test]
+fn declared_length_of_4_gib_and_more_is_413_too() {
+    let limits = DecodeLimits {
+        max_body_bytes: 1 << 20,
+        max_decoded_bytes: 64 << 20,
+    };
+    // 4 GiB (past what the snappy crate accepts as a length), and the
+    // largest 10-byte varint.
+    for body in [
+        vec![0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0],
+        vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+    ] {
+        LARGEST.store(0, Ordering::Relaxed);
+        let err = decode(Version::V1, &body, &limits).unwrap_err();
+        assert_eq!(err.status(), 413, "{err}");
+        assert!(LARGEST.load(Ordering::Relaxed) < 1 << 20);
+    }
+}

@@ -186,15 +186,25 @@ impl TenantSource {
         Self { inner, tenant }
     }
 
-    /// `matchers` plus the one that keeps to this tenant's series.
-    fn scoped(&self, matchers: &[Matcher]) -> Result<Vec<Matcher>, SourceError> {
+    /// `matchers` plus the one that keeps to this tenant's series, or
+    /// `None` when nothing can match. In a tenant's view no series has the
+    /// tenant label, so a matcher on it is decided against the empty value.
+    fn scoped(&self, matchers: &[Matcher]) -> Result<Option<Vec<Matcher>>, SourceError> {
         let mut out = Vec::with_capacity(matchers.len() + 1);
-        out.extend(matchers.iter().cloned());
+        for m in matchers {
+            if m.name == TENANT_LABEL {
+                if !m.matches("") {
+                    return Ok(None);
+                }
+            } else {
+                out.push(m.clone());
+            }
+        }
         out.push(
             Matcher::new(MatchOp::Equal, TENANT_LABEL, self.tenant.label_value())
                 .map_err(|e| SourceError::Internal(format!("tenant matcher: {e}")))?,
         );
-        Ok(out)
+        Ok(Some(out))
     }
 }
 
@@ -210,10 +220,10 @@ impl Queryable for TenantSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Series>, SourceError> {
-        let mut series = self
-            .inner
-            .select(&self.scoped(matchers)?, mint, maxt)
-            .await?;
+        let Some(matchers) = self.scoped(matchers)? else {
+            return Ok(Vec::new());
+        };
+        let mut series = self.inner.select(&matchers, mint, maxt).await?;
         for s in &mut series {
             strip(&mut s.labels);
         }
@@ -226,10 +236,10 @@ impl Queryable for TenantSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Vec<Label>>, SourceError> {
-        let mut all = self
-            .inner
-            .series(&self.scoped(matchers)?, mint, maxt)
-            .await?;
+        let Some(matchers) = self.scoped(matchers)? else {
+            return Ok(Vec::new());
+        };
+        let mut all = self.inner.series(&matchers, mint, maxt).await?;
         for labels in &mut all {
             strip(labels);
         }
@@ -242,10 +252,10 @@ impl Queryable for TenantSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError> {
-        let mut names = self
-            .inner
-            .label_names(&self.scoped(matchers)?, mint, maxt)
-            .await?;
+        let Some(matchers) = self.scoped(matchers)? else {
+            return Ok(Vec::new());
+        };
+        let mut names = self.inner.label_names(&matchers, mint, maxt).await?;
         names.retain(|n| n != TENANT_LABEL);
         Ok(names)
     }
@@ -257,12 +267,10 @@ impl Queryable for TenantSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError> {
-        if name == TENANT_LABEL {
+        let Some(matchers) = self.scoped(matchers)?.filter(|_| name != TENANT_LABEL) else {
             return Ok(Vec::new());
-        }
-        self.inner
-            .label_values(name, &self.scoped(matchers)?, mint, maxt)
-            .await
+        };
+        self.inner.label_values(name, &matchers, mint, maxt).await
     }
 }
 

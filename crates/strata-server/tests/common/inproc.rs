@@ -22,6 +22,17 @@ impl Server {
 
     /// Starts a server on `dir` (its `data` folder is the object store).
     pub async fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Self {
+        Self::start_with(dir, env, reqwest::Client::new(), "http").await
+    }
+
+    /// Starts a server and waits until `client` finds it ready at
+    /// `scheme://127.0.0.1:<port>` (https with TLS settings in `env`).
+    pub async fn start_with(
+        dir: tempfile::TempDir,
+        env: &[(&str, &str)],
+        client: reqwest::Client,
+        scheme: &str,
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -42,8 +53,7 @@ impl Server {
         let task = tokio::spawn(strata_server::run(config, async {
             let _ = stopped.await;
         }));
-        let url = format!("http://127.0.0.1:{port}");
-        let client = reqwest::Client::new();
+        let url = format!("{scheme}://127.0.0.1:{port}");
         for _ in 0..200 {
             if let Ok(r) = client.get(format!("{url}/-/ready")).send().await {
                 if r.status() == 200 {

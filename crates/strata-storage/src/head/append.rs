@@ -80,13 +80,40 @@ impl MemSeries {
     ) -> AppendOutcome {
         let mut out = AppendOutcome::default();
         let mut st = self.state.lock();
+        // The head samples of one bucket, decoded once when a request
+        // re-sends older samples (a client retrying after an error).
+        let mut older: Option<(i64, Vec<(i64, u64)>)> = None;
         for &(t, v) in samples {
             if t <= st.last_t {
                 if t < st.last_t {
-                    out.reject(Rejection::OutOfOrder {
-                        t,
-                        last_t: st.last_t,
+                    let bucket = t.div_euclid(bucket_ms);
+                    if older.as_ref().is_none_or(|(b, _)| *b != bucket) {
+                        let decoded = st
+                            .chunks
+                            .iter()
+                            .find(|(b, _)| *b == bucket)
+                            .map(|(_, c)| c.iter().map(|(t, v)| (t, v.to_bits())).collect())
+                            .unwrap_or_default();
+                        older = Some((bucket, decoded));
+                    }
+                    let stored = older.as_ref().and_then(|(_, samples)| {
+                        samples
+                            .binary_search_by_key(&t, |&(st, _)| st)
+                            .ok()
+                            .and_then(|i| samples.get(i))
                     });
+                    match stored {
+                        Some(&(_, bits)) if bits == v.to_bits() => out.duplicates += 1,
+                        Some(&(_, bits)) => out.reject(Rejection::Conflicting {
+                            t,
+                            value: v,
+                            existing: f64::from_bits(bits),
+                        }),
+                        None => out.reject(Rejection::OutOfOrder {
+                            t,
+                            last_t: st.last_t,
+                        }),
+                    }
                 } else if v.to_bits() == st.last_v_bits {
                     out.duplicates += 1;
                 } else {
@@ -165,6 +192,25 @@ mod tests {
             })
         ));
         assert_eq!(logged, vec![1000, 2000, 3000]);
+        // A retried request: older samples already stored are duplicates;
+        // another value at a stored timestamp conflicts.
+        let out = s.append(
+            &[
+                (1000, 1.0),
+                (2000, 2.0),
+                (1000, 5.0),
+                (1500, 9.0),
+                (3000, f64::NAN),
+            ],
+            0,
+            3_600_000,
+            |_, _, _| panic!("nothing new"),
+        );
+        assert_eq!((out.duplicates, out.rejected), (3, 2), "{out:?}");
+        assert!(matches!(
+            out.first_rejection,
+            Some(Rejection::Conflicting { t: 1000, .. })
+        ));
         let out = s.append(&[(3000, f64::NAN)], 0, 3_600_000, |_, _, _| {});
         assert_eq!(out.duplicates, 1, "same NaN bits is a duplicate");
     }
