@@ -214,7 +214,7 @@ async fn under_put_fault(fault: Fault, store_takes_puts: bool) {
     let took = started.elapsed();
     let mut crash_copies = Vec::new();
     if store_takes_puts {
-        durable.unwrap();
+        durable.as_ref().unwrap();
         crash_copies.push((snapshot(&base).await, ledger.durable.clone()));
     } else {
         assert!(is_unavailable(&durable), "{fault:?}: {durable:?}");
@@ -243,9 +243,16 @@ async fn under_put_fault(fault: Fault, store_takes_puts: bool) {
     assert!(!db.is_fenced());
 
     faults.heal();
+    let healed = Instant::now();
     ledger
         .write_until_ok(&db, "d", t0 + 1000, Durability::Durable)
         .await;
+    eprintln!(
+        "{fault:?} on puts: Durable write answered in {took:?} ({}); \
+         Durable again {:?} after healing",
+        if durable.is_ok() { "ok" } else { "unavailable" },
+        healed.elapsed()
+    );
     crash_copies.push((snapshot(&base).await, ledger.durable.clone()));
     ledger
         .write(&db, "a", t0 + 4000, Durability::Applied)
