@@ -15,10 +15,15 @@ mod tls;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use object_store::ObjectStore;
 use strata_storage::{open_object_store, Storage, SystemClock};
 
 use crate::config::{Config, Role};
 use crate::state::AppState;
+
+/// Wraps each object store the server opens its storage on, e.g. to
+/// inject faults in tests.
+pub type StoreLayer = Arc<dyn Fn(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> + Send + Sync>;
 
 /// Runs the server until `shutdown` resolves: listen first (so `/-/ready`
 /// can say recovery is in progress), recover, serve, then stop accepting,
@@ -26,6 +31,15 @@ use crate::state::AppState;
 pub async fn run(
     config: Config,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    run_with_store_layer(config, shutdown, Arc::new(|store| store)).await
+}
+
+/// [`run`], with the storage opened on `layer(store)`.
+pub async fn run_with_store_layer(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    layer: StoreLayer,
 ) -> anyhow::Result<()> {
     if config.server.role == Role::Distributor {
         return distributor::run(config, shutdown).await;
@@ -51,7 +65,9 @@ pub async fn run(
     };
     let mut locations = Vec::with_capacity(urls.len());
     for url in &urls {
-        locations.push(open_object_store(url, &config.object_store.s3)?);
+        let mut location = open_object_store(url, &config.object_store.s3)?;
+        location.store = layer(location.store);
+        locations.push(location);
     }
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
         .await

@@ -13,6 +13,7 @@ mod backend;
 pub mod clock;
 mod coordinator;
 pub mod error;
+pub mod faults;
 pub mod head;
 pub mod instrumented;
 pub mod keys;
@@ -40,6 +41,7 @@ use tokio::task::JoinHandle;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use coordinator::{render_labels, ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
+pub use faults::{Fault, Faults, FaultyStore, Op, When};
 pub use head::{tenant_of, Rejection, TENANT_LABEL};
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
@@ -143,7 +145,8 @@ impl Storage {
             .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
             .await?;
-        let backend = backend::Backend::Writer(db.clone());
+        let backend =
+            backend::Backend::new(backend::Handle::Writer(db.clone()), settings.read_timeout);
         let recovered = recovery::recover(&backend, &settings).await?;
         let inner = Arc::new(Inner {
             backend,
@@ -220,7 +223,8 @@ impl Storage {
             .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
             .await?;
-        let backend = backend::Backend::Reader(Box::new(db));
+        let backend =
+            backend::Backend::new(backend::Handle::Reader(Box::new(db)), settings.read_timeout);
         let recovered = recovery::recover(&backend, &settings).await?;
         let inner = Arc::new(Inner {
             backend,
@@ -260,6 +264,12 @@ impl Storage {
     /// Writes series samples and answers at the requested durability. The
     /// outcome counts appended, duplicate and rejected samples; rejected
     /// samples do not fail the call.
+    ///
+    /// Waits at most `write_timeout`, then fails as unavailable: SlateDB
+    /// retries a failing object store without end, so a Durable write (or
+    /// any write SlateDB holds back) would otherwise wait for the store to
+    /// heal. Samples of a write that timed out may still be logged and
+    /// become durable; a retry finds them as duplicates.
     pub async fn write<L: LabelPairs + Send>(
         &self,
         series: Vec<IngestSeries<L>>,
@@ -271,8 +281,32 @@ impl Storage {
 
     /// [`Storage::write`] under `limits`: samples too far in the future and
     /// the samples of series past the tenant's active-series limit are
-    /// rejected (counted in the outcome), the rest written.
+    /// rejected (counted in the outcome), the rest written. Bounded by
+    /// `write_timeout` as [`Storage::write`] is.
     pub async fn write_with<L: LabelPairs + Send>(
+        &self,
+        series: Vec<IngestSeries<L>>,
+        durability: Durability,
+        limits: WriteLimits,
+    ) -> Result<WriteOutcome, StorageError> {
+        let limit = self.inner.settings.write_timeout;
+        match tokio::time::timeout(limit, self.write_unbounded(series, durability, limits)).await {
+            Ok(r) => r,
+            Err(_) => {
+                stats::add(&self.inner.stats.write_errors, 1);
+                Err(StorageError::Unavailable(format!(
+                    "write not {} within {limit:?}: the object store is failing or slow; \
+                     its samples may still become durable once it answers",
+                    match durability {
+                        Durability::Applied => "applied",
+                        Durability::Durable => "durable",
+                    }
+                )))
+            }
+        }
+    }
+
+    async fn write_unbounded<L: LabelPairs + Send>(
         &self,
         series: Vec<IngestSeries<L>>,
         durability: Durability,

@@ -36,6 +36,17 @@ pub struct StorageSettings {
     pub max_group_commit: usize,
     /// Capacity of the write coordinator's queue, in requests.
     pub queue_capacity: usize,
+    /// Longest a write waits for the storage: for its WAL to reach the
+    /// object store (Durable), or for room while SlateDB holds writes back.
+    /// Past it the write fails as unavailable (HTTP 503); its samples may
+    /// still become durable once the store answers again.
+    #[serde(with = "humantime_serde")]
+    pub write_timeout: Duration,
+    /// Longest one read from SlateDB may take (a point read, or one step of
+    /// a scan). SlateDB retries a failing object store without end; past
+    /// this the query fails as unavailable (HTTP 503).
+    #[serde(with = "humantime_serde")]
+    pub read_timeout: Duration,
 }
 
 impl Default for StorageSettings {
@@ -49,6 +60,8 @@ impl Default for StorageSettings {
             seal_check_interval: Duration::from_secs(10),
             max_group_commit: 64,
             queue_capacity: 1024,
+            write_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -77,6 +90,12 @@ impl StorageSettings {
         }
         if self.queue_capacity == 0 {
             return Err("queue_capacity: must be at least 1".into());
+        }
+        if self.write_timeout.is_zero() {
+            return Err("write_timeout: must be greater than 0".into());
+        }
+        if self.read_timeout.is_zero() {
+            return Err("read_timeout: must be greater than 0".into());
         }
         Ok(())
     }

@@ -159,7 +159,11 @@ fn read_acks(dir: &Path) -> AckLog {
         t0: 0,
         acks: STREAMS.iter().map(|_| BTreeMap::new()).collect(),
     };
-    for line in text.lines() {
+    // The kill can cut the last line short: only whole lines count.
+    for line in text.split_inclusive('\n') {
+        let Some(line) = line.strip_suffix('\n') else {
+            break;
+        };
         let f: Vec<&str> = line.split(' ').collect();
         match f.as_slice() {
             ["t0", t0] => log.t0 = t0.parse().unwrap(),
@@ -172,7 +176,6 @@ fn read_acks(dir: &Path) -> AckLog {
                     },
                 );
             }
-            // The kill can cut the last line short.
             _ => {}
         }
     }

@@ -1,0 +1,402 @@
+//! The server over a faulty object store, at the HTTP level: under upload
+//! faults a Durable remote write answers 503 with `Retry-After` (never a
+//! 2xx for data then lost), Applied writes answer 2xx or 503, the process
+//! stays up, and once the store heals writes answer 204 again without a
+//! restart; a restart then serves every acknowledged sample once. Queries
+//! of sealed data under read faults answer 503 with Prometheus' error
+//! envelope or the right data, and answer again after healing.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use strata_remote_write::encode_v1;
+use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
+use strata_server::config::{Config, Overrides};
+use strata_storage::{Fault, Faults, Op, When};
+
+const HOUR: i64 = 3_600_000;
+const SERIES: u32 = 10;
+
+struct Server {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    /// A server on `dir`'s object store, seen through `faults`.
+    async fn start(dir: &std::path::Path, faults: &Faults) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let overrides = Overrides {
+            listen: Some(format!("127.0.0.1:{port}")),
+            object_store: Some(dir.join("data").display().to_string()),
+            ..Overrides::default()
+        };
+        let env = [
+            ("STRATA_STORAGE_WRITE_TIMEOUT", "1s"),
+            ("STRATA_STORAGE_READ_TIMEOUT", "1s"),
+            ("STRATA_STORAGE_SEAL_CHECK_INTERVAL", "1s"),
+        ];
+        let config = Config::load(
+            None,
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            &overrides,
+        )
+        .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let faults = faults.clone();
+        let task = tokio::spawn(strata_server::run_with_store_layer(
+            config,
+            async {
+                let _ = stopped.await;
+            },
+            std::sync::Arc::new(move |store| faults.wrap(store)),
+        ));
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..400 {
+            if let Ok(r) = reqwest::get(format!("{url}/-/ready")).await {
+                if r.status() == 200 {
+                    return Self {
+                        url,
+                        stop: Some(stop),
+                        task,
+                    };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("server did not become ready");
+    }
+
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.task.await.unwrap().unwrap();
+    }
+
+    async fn healthy(&self) -> bool {
+        reqwest::get(format!("{}/-/healthy", self.url))
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn value(stream: &str, i: u32, t: i64) -> f64 {
+    (t / 1000 % 100_000) as f64 + f64::from(i) / 16.0 + if stream == "d" { 0.5 } else { 0.0 }
+}
+
+/// A remote-write body: `SERIES` series of `stream`, a sample at each of
+/// `times`.
+fn body(stream: &str, times: &[i64]) -> Vec<u8> {
+    let timeseries = (0..SERIES)
+        .map(|i| TimeSeries {
+            labels: [
+                ("__name__", "fault_test"),
+                ("i", &format!("{i:02}")),
+                ("stream", stream),
+            ]
+            .iter()
+            .map(|(n, v)| v1::Label {
+                name: n.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
+            samples: times
+                .iter()
+                .map(|&t| v1::Sample {
+                    value: value(stream, i, t),
+                    timestamp: t,
+                })
+                .collect(),
+            ..TimeSeries::default()
+        })
+        .collect();
+    let mut out = Vec::new();
+    encode_v1(
+        &WriteRequest {
+            timeseries,
+            ..WriteRequest::default()
+        },
+        &mut out,
+    );
+    out
+}
+
+/// Posts a remote write; the status and the `Retry-After` header.
+async fn post(url: &str, body: Vec<u8>, durability: &str) -> (u16, Option<String>) {
+    let r = reqwest::Client::new()
+        .post(format!("{url}/api/v1/write"))
+        .header("Content-Type", "application/x-protobuf")
+        .header("Content-Encoding", "snappy")
+        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+        .header("X-Strata-Durability", durability)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let retry_after = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (r.status().as_u16(), retry_after)
+}
+
+/// Points per (stream, i) of a matrix answer.
+type Found = BTreeMap<(String, String), Vec<(i64, f64)>>;
+
+/// A query answering a matrix: its points, or the error status and body.
+async fn matrix(
+    url: &str,
+    path: &str,
+    params: &[(&str, String)],
+) -> Result<Found, (u16, serde_json::Value)> {
+    let r = reqwest::Client::new()
+        .get(format!("{url}{path}"))
+        .query(params)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let json: serde_json::Value = r.json().await.unwrap();
+    if status != 200 {
+        return Err((status, json));
+    }
+    assert_eq!(json["status"], "success", "{json}");
+    let mut out = Found::new();
+    for s in json["data"]["result"].as_array().unwrap() {
+        let m = &s["metric"];
+        let key = (
+            m["stream"].as_str().unwrap().to_owned(),
+            m["i"].as_str().unwrap().to_owned(),
+        );
+        let points = s["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    (p[0].as_f64().unwrap() * 1000.0).round() as i64,
+                    p[1].as_str().unwrap().parse().unwrap(),
+                )
+            })
+            .collect();
+        out.insert(key, points);
+    }
+    Ok(out)
+}
+
+fn secs(ms: i64) -> String {
+    format!("{}", ms as f64 / 1000.0)
+}
+
+/// `fault_test` evaluated every `step_s` from `start` to `end` (ms).
+async fn query_range(
+    url: &str,
+    start: i64,
+    end: i64,
+    step_s: u32,
+) -> Result<Found, (u16, serde_json::Value)> {
+    let params = [
+        ("query", "fault_test".to_string()),
+        ("start", secs(start)),
+        ("end", secs(end)),
+        ("step", step_s.to_string()),
+    ];
+    matrix(url, "/api/v1/query_range", &params).await
+}
+
+/// The raw samples of `fault_test` in [start, end] (ms).
+async fn raw(url: &str, start: i64, end: i64) -> Result<Found, (u16, serde_json::Value)> {
+    let params = [
+        ("query", format!("fault_test[{}ms]", end - start + 1)),
+        ("time", secs(end)),
+    ];
+    matrix(url, "/api/v1/query", &params).await
+}
+
+/// Every sample of `must` is found; every point found has the value
+/// written at its time (raw samples, or steps that land on samples).
+fn check(found: &Found, must: &[(&str, i64)], what: &str) {
+    for ((stream, i), points) in found {
+        let n: u32 = i.parse().unwrap();
+        for w in points.windows(2) {
+            assert!(w[0].0 < w[1].0, "{what}: {stream}/{i}: {w:?}");
+        }
+        for &(t, v) in points {
+            assert_eq!(v, value(stream, n, t), "{what}: {stream}/{i}@{t}");
+        }
+    }
+    for &(stream, t) in must {
+        for i in 0..SERIES {
+            let has = found
+                .get(&(stream.to_owned(), format!("{i:02}")))
+                .is_some_and(|p| p.iter().any(|&(ft, _)| ft == t));
+            assert!(has, "{what}: acknowledged sample {stream}/{i}@{t} missing");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_under_upload_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let srv = Server::start(dir.path(), &faults).await;
+    let url = srv.url.clone();
+    // Whole seconds, so query_range steps land on the samples.
+    let t0 = now_ms() / 1000 * 1000 - 120_000;
+    let mut acked: Vec<(&str, i64)> = Vec::new();
+    assert_eq!(post(&url, body("d", &[t0]), "durable").await.0, 204);
+    acked.push(("d", t0));
+
+    let cases = [
+        Fault::Status(503),
+        Fault::Status(500),
+        Fault::Reset,
+        Fault::Stall,
+    ];
+    for (k, fault) in cases.into_iter().enumerate() {
+        let t = t0 + (k as i64 + 1) * 10_000;
+        faults.set_all(&Op::WRITES, fault, When::Always);
+        let before = faults.injected(Op::Put);
+        let asked = Instant::now();
+        let (status, retry_after) = post(&url, body("d", &[t]), "durable").await;
+        let answered_in = asked.elapsed();
+        assert_eq!(status, 503, "{fault:?}: a Durable write answered {status}");
+        assert!(retry_after.is_some(), "{fault:?}: 503 without Retry-After");
+        let (status, _) = post(&url, body("a", &[t]), "applied").await;
+        assert!(
+            status == 204 || status == 503,
+            "{fault:?}: an Applied write answered {status}"
+        );
+        if status == 204 {
+            acked.push(("a", t));
+        }
+        assert!(srv.healthy().await, "{fault:?}: not healthy");
+        assert!(faults.injected(Op::Put) > before, "{fault:?} never fired");
+
+        // Healed, the sender's retry of the same request is answered 204.
+        faults.heal();
+        let started = Instant::now();
+        loop {
+            let (status, _) = post(&url, body("d", &[t]), "durable").await;
+            if status == 204 {
+                break;
+            }
+            assert_eq!(status, 503, "{fault:?}: retry answered {status}");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{fault:?}: writes still fail {:?} after healing",
+                started.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        eprintln!(
+            "{fault:?} on uploads: Durable write answered 503 in {answered_in:?}; \
+             after healing, its retry answered 204 in {:?}",
+            started.elapsed()
+        );
+        acked.push(("d", t));
+        assert_eq!(post(&url, body("a", &[t + 1000]), "applied").await.0, 204);
+        acked.push(("a", t + 1000));
+    }
+    let found = raw(&url, t0, t0 + 60_000).await.unwrap();
+    check(&found, &acked, "before restart");
+    srv.stop().await;
+
+    let srv = Server::start(dir.path(), &Faults::new()).await;
+    let found = raw(&srv.url, t0, t0 + 60_000).await.unwrap();
+    check(&found, &acked, "after restart");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_under_read_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let srv = Server::start(dir.path(), &faults).await;
+    // One sample a minute through a bucket that ended over an hour ago: the
+    // writer seals it at its next check.
+    let start = (now_ms() / HOUR - 2) * HOUR;
+    let times: Vec<i64> = (0..60).map(|k| start + k * 60_000).collect();
+    let end = times[times.len() - 1];
+    assert_eq!(post(&srv.url, body("a", &times), "durable").await.0, 204);
+    let started = Instant::now();
+    loop {
+        let metrics = reqwest::get(format!("{}/metrics", srv.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains("strata_buckets_sealed_total 1") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "never sealed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let must: Vec<(&str, i64)> = times.iter().map(|&t| ("a", t)).collect();
+    srv.stop().await;
+
+    // Restarted, the sealed bucket is read from the store.
+    let srv = Server::start(dir.path(), &faults).await;
+    let fresh = now_ms() / 1000 * 1000 - 10_000;
+    assert_eq!(post(&srv.url, body("d", &[fresh]), "durable").await.0, 204);
+    let mut errors = 0;
+    for fault in [
+        Fault::Status(503),
+        Fault::Status(500),
+        Fault::Reset,
+        Fault::Stall,
+    ] {
+        faults.set_all(&[Op::Get, Op::Head], fault, When::Always);
+        let asked = Instant::now();
+        let answer = query_range(&srv.url, start, end, 60).await;
+        eprintln!(
+            "{fault:?} on reads: query_range over sealed data answered {} in {:?}",
+            answer.as_ref().map_or_else(|e| e.0, |_| 200),
+            asked.elapsed()
+        );
+        match answer {
+            Ok(found) => check(&found, &must, &format!("{fault:?}")),
+            Err((status, json)) => {
+                errors += 1;
+                assert_eq!(status, 503, "{fault:?}: {json}");
+                assert_eq!(json["status"], "error", "{json}");
+                assert_eq!(json["errorType"], "unavailable", "{json}");
+                assert!(json["error"].as_str().is_some(), "{json}");
+            }
+        }
+        // Head data is served from memory meanwhile.
+        let found = raw(&srv.url, fresh, fresh).await.unwrap();
+        check(&found, &[("d", fresh)], &format!("head under {fault:?}"));
+        assert!(srv.healthy().await);
+    }
+    assert!(errors > 0, "no query needed the faulty store");
+    assert!(faults.injected(Op::Get) + faults.injected(Op::Head) > 0);
+
+    faults.heal();
+    let started = Instant::now();
+    let found = loop {
+        match query_range(&srv.url, start, end, 60).await {
+            Ok(found) => break found,
+            Err(e) => assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "queries still fail after healing: {e:?}"
+            ),
+        }
+    };
+    check(&found, &must, "after healing");
+    srv.stop().await;
+}
