@@ -143,6 +143,14 @@ impl StrataProcess {
         terminate(&mut self.child, "strata")
     }
 
+    /// Kills the server with SIGKILL (a crash: nothing is flushed) and
+    /// reaps it. The value stays, so a test failing later still prints the
+    /// killed server's log.
+    pub fn kill9(&mut self) -> ExitStatus {
+        self.child.kill().expect("send SIGKILL to strata");
+        self.child.wait().expect("reap strata")
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
