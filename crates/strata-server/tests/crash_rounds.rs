@@ -11,8 +11,7 @@
 //! - what an earlier check found is still there;
 //! - the restarted server takes writes again and the series continue; a
 //!   request that failed at the kill is sent again unchanged and answers
-//!   2xx, or 400 "out of order" if it had been stored whole (Prometheus'
-//!   rules make only a repeat of a series' newest sample a duplicate).
+//!   2xx, also when the kill had kept it (its samples are then duplicates).
 //!
 //! `STRATA_CRASH_ROUNDS` sets the number of kills (3); `STRATA_CRASH_SEED`
 //! repeats a run's kill moments.
@@ -90,10 +89,6 @@ struct Batch {
     sends: u32,
     /// Moment of its 2xx answer.
     acked_at: Option<Instant>,
-    /// Sent again after a kill that had kept it, and answered 400: under
-    /// Prometheus' ordering rules only a repeat of a series' newest sample
-    /// is a duplicate, older repeats are out of order.
-    refused: bool,
     fate: Fate,
 }
 
@@ -174,7 +169,6 @@ impl Writer {
                     sent_round: round,
                     sends: 0,
                     acked_at: None,
-                    refused: false,
                     fate: Fate::Unchecked,
                 });
                 self.next_ts = first_ts + SAMPLES_PER_SERIES;
@@ -196,18 +190,6 @@ impl Writer {
         match http_request(port, "POST", "/api/v1/write", &headers, &body) {
             Ok(r) if (200..300).contains(&r.status) => {
                 self.batches[idx].acked_at = Some(Instant::now());
-                Ok(())
-            }
-            // Only a batch the last check found stored may be refused, and
-            // only as out of order; the client drops it, as Prometheus does
-            // on a 4xx.
-            Ok(r)
-                if r.status == 400
-                    && self.batches[idx].sends > 1
-                    && self.batches[idx].fate == Fate::Present
-                    && r.text().contains("out of order") =>
-            {
-                self.batches[idx].refused = true;
                 Ok(())
             }
             Ok(r) => panic!(
@@ -250,9 +232,8 @@ struct Figures {
     loss_span: Option<Duration>,
     in_flight: usize,
     in_flight_kept: usize,
-    /// Requests sent again after a kill, and those answered 400.
+    /// Requests sent again after a kill (each answered 2xx).
     resent: usize,
-    resent_refused: usize,
     /// Samples the query read back.
     read: usize,
 }
@@ -268,7 +249,6 @@ impl Figures {
         self.in_flight += o.in_flight;
         self.in_flight_kept += o.in_flight_kept;
         self.resent += o.resent;
-        self.resent_refused += o.resent_refused;
         self.read = o.read;
     }
 }
@@ -399,22 +379,13 @@ fn judge(
         let this_round = b.sent_round == round;
         if this_round {
             match (b.acked_at, w.durable) {
-                _ if b.refused => {}
                 (None, _) => figures.in_flight += 1,
                 (Some(_), true) => figures.durable_acked += SAMPLES_PER_BATCH,
                 (Some(_), false) => figures.applied_acked += SAMPLES_PER_BATCH,
             }
             if b.sends > 1 {
                 figures.resent += 1;
-                figures.resent_refused += usize::from(b.refused);
             }
-        }
-        if b.refused && n == 0 {
-            problems.push(format!(
-                "{} batch at {at}: sent again and refused as out of order, \
-                     yet not stored",
-                w.name
-            ));
         }
         if n > 0 {
             match b.fate {
@@ -430,7 +401,7 @@ fn judge(
                             w.name
                         ));
                     }
-                    if b.acked_at.is_none() && !b.refused {
+                    if b.acked_at.is_none() {
                         figures.in_flight_kept += 1;
                     }
                 }
@@ -544,7 +515,7 @@ fn kill9_rounds_keep_the_durability_promises() {
         eprintln!(
             "round {round}: kill after {} ms; Durable {} acked, {} lost; Applied {} acked, \
              {} lost ({} requests), earliest lost ack {} before the kill; {} requests in \
-             flight, {} of them kept; {} sent again, {} of them answered 400; restart {} ms; \
+             flight, {} of them kept; {} sent again, all answered 2xx; restart {} ms; \
              {} samples read back",
             delay.as_millis(),
             f.durable_acked,
@@ -556,7 +527,6 @@ fn kill9_rounds_keep_the_durability_promises() {
             f.in_flight,
             f.in_flight_kept,
             f.resent,
-            f.resent_refused,
             restart.as_millis(),
             f.read,
         );
@@ -585,7 +555,7 @@ fn kill9_rounds_keep_the_durability_promises() {
         "crash_rounds: {rounds} rounds (seed {seed}): Durable {} samples acked, {} lost; \
          Applied {} acked, {} lost in {} requests, longest span from a lost ack to the kill {}; \
          {} requests in flight at a kill, {} of them kept; {} sent again after a restart, \
-         {} of them answered 400 (stored already; out of order); slowest restart {} ms; \
+         all answered 2xx; slowest restart {} ms; \
          {} samples at the end, all as sent",
         total.durable_acked,
         total.durable_lost,
@@ -596,7 +566,6 @@ fn kill9_rounds_keep_the_durability_promises() {
         total.in_flight,
         total.in_flight_kept,
         total.resent + f.resent,
-        total.resent_refused + f.resent_refused,
         slowest_restart.as_millis(),
         f.read,
     );
