@@ -11,79 +11,28 @@ use std::time::{Duration, Instant};
 
 use strata_remote_write::encode_v1;
 use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
-use strata_server::config::{Config, Overrides};
 use strata_storage::{Fault, Faults, Op, When};
+
+mod common;
+
+use common::inproc::Server;
 
 const HOUR: i64 = 3_600_000;
 const SERIES: u32 = 10;
 
-struct Server {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Server {
-    /// A server on `dir`'s object store, seen through `faults`.
-    async fn start(dir: &std::path::Path, faults: &Faults) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let overrides = Overrides {
-            listen: Some(format!("127.0.0.1:{port}")),
-            object_store: Some(dir.join("data").display().to_string()),
-            ..Overrides::default()
-        };
-        let env = [
+/// A server on `dir`'s object store, seen through `faults`.
+async fn start_server(dir: tempfile::TempDir, faults: &Faults) -> Server {
+    let faults = faults.clone();
+    Server::start_layered(
+        dir,
+        &[
             ("STRATA_STORAGE_WRITE_TIMEOUT", "1s"),
             ("STRATA_STORAGE_READ_TIMEOUT", "1s"),
             ("STRATA_STORAGE_SEAL_CHECK_INTERVAL", "1s"),
-        ];
-        let config = Config::load(
-            None,
-            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
-            &overrides,
-        )
-        .unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let faults = faults.clone();
-        let task = tokio::spawn(strata_server::run_with_store_layer(
-            config,
-            async {
-                let _ = stopped.await;
-            },
-            std::sync::Arc::new(move |store| faults.wrap(store)),
-        ));
-        let url = format!("http://127.0.0.1:{port}");
-        for _ in 0..400 {
-            if let Ok(r) = reqwest::get(format!("{url}/-/ready")).await {
-                if r.status() == 200 {
-                    return Self {
-                        url,
-                        stop: Some(stop),
-                        task,
-                    };
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("server did not become ready");
-    }
-
-    async fn stop(mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        self.task.await.unwrap().unwrap();
-    }
-
-    async fn healthy(&self) -> bool {
-        reqwest::get(format!("{}/-/healthy", self.url))
-            .await
-            .is_ok_and(|r| r.status() == 200)
-    }
+        ],
+        std::sync::Arc::new(move |store| faults.wrap(store)),
+    )
+    .await
 }
 
 fn now_ms() -> i64 {
@@ -252,7 +201,7 @@ fn check(found: &Found, must: &[(&str, i64)], what: &str) {
 async fn writes_under_upload_faults() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let srv = Server::start(dir.path(), &faults).await;
+    let srv = start_server(dir, &faults).await;
     let url = srv.url.clone();
     // Whole seconds, so query_range steps land on the samples.
     let t0 = now_ms() / 1000 * 1000 - 120_000;
@@ -313,9 +262,9 @@ async fn writes_under_upload_faults() {
     }
     let found = raw(&url, t0, t0 + 60_000).await.unwrap();
     check(&found, &acked, "before restart");
-    srv.stop().await;
+    let dir = srv.stop().await;
 
-    let srv = Server::start(dir.path(), &Faults::new()).await;
+    let srv = start_server(dir, &Faults::new()).await;
     let found = raw(&srv.url, t0, t0 + 60_000).await.unwrap();
     check(&found, &acked, "after restart");
     srv.stop().await;
@@ -325,7 +274,7 @@ async fn writes_under_upload_faults() {
 async fn queries_under_read_faults() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let srv = Server::start(dir.path(), &faults).await;
+    let srv = start_server(dir, &faults).await;
     // One sample a minute through a bucket that ended over an hour ago: the
     // writer seals it at its next check.
     let start = (now_ms() / HOUR - 2) * HOUR;
@@ -347,10 +296,10 @@ async fn queries_under_read_faults() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let must: Vec<(&str, i64)> = times.iter().map(|&t| ("a", t)).collect();
-    srv.stop().await;
+    let dir = srv.stop().await;
 
     // Restarted, the sealed bucket is read from the store.
-    let srv = Server::start(dir.path(), &faults).await;
+    let srv = start_server(dir, &faults).await;
     let fresh = now_ms() / 1000 * 1000 - 10_000;
     assert_eq!(post(&srv.url, body("d", &[fresh]), "durable").await.0, 204);
     let mut errors = 0;

@@ -25,6 +25,16 @@ impl Server {
         Self::start_with(dir, env, reqwest::Client::new(), "http").await
     }
 
+    /// Starts a server on `dir` whose object store is seen through `layer`
+    /// (e.g. a fault-injecting store).
+    pub async fn start_layered(
+        dir: tempfile::TempDir,
+        env: &[(&str, &str)],
+        layer: strata_server::StoreLayer,
+    ) -> Self {
+        Self::launch(dir, env, reqwest::Client::new(), "http", Some(layer)).await
+    }
+
     /// Starts a server and waits until `client` finds it ready at
     /// `scheme://127.0.0.1:<port>` (https with TLS settings in `env`).
     pub async fn start_with(
@@ -32,6 +42,16 @@ impl Server {
         env: &[(&str, &str)],
         client: reqwest::Client,
         scheme: &str,
+    ) -> Self {
+        Self::launch(dir, env, client, scheme, None).await
+    }
+
+    async fn launch(
+        dir: tempfile::TempDir,
+        env: &[(&str, &str)],
+        client: reqwest::Client,
+        scheme: &str,
+        layer: Option<strata_server::StoreLayer>,
     ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -50,11 +70,17 @@ impl Server {
         )
         .unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(strata_server::run(config, async {
+        let stopped = async {
             let _ = stopped.await;
-        }));
+        };
+        let task = match layer {
+            Some(layer) => {
+                tokio::spawn(strata_server::run_with_store_layer(config, stopped, layer))
+            }
+            None => tokio::spawn(strata_server::run(config, stopped)),
+        };
         let url = format!("{scheme}://127.0.0.1:{port}");
-        for _ in 0..200 {
+        for _ in 0..400 {
             if let Ok(r) = client.get(format!("{url}/-/ready")).send().await {
                 if r.status() == 200 {
                     return Self {
@@ -70,6 +96,14 @@ impl Server {
         panic!("server did not become ready");
     }
 
+    /// Whether `/-/healthy` answers 200.
+    pub async fn healthy(&self) -> bool {
+        reqwest::get(format!("{}/-/healthy", self.url))
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    }
+
+    /// Stops the server gracefully and hands its folder back.
     pub async fn stop(mut self) -> tempfile::TempDir {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
