@@ -105,13 +105,19 @@ pub async fn run(
     );
     let state = Arc::new(DistributorState::new(&config)?);
     let app = router(state, config.limits.max_body_bytes);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down: finishing in-flight requests");
-        })
-        .await
-        .context("HTTP server")?;
+    let stopped = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing in-flight requests");
+    };
+    if config.tls.enabled() {
+        let tls = crate::tls::server_config(&config.tls)?;
+        crate::tls::serve(listener, app, tls, stopped).await;
+    } else {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stopped)
+            .await
+            .context("HTTP server")?;
+    }
     tracing::info!("bye");
     Ok(())
 }
