@@ -29,6 +29,17 @@ pub struct QueryLimits {
     pub max_samples: usize,
     /// Most points a range query may return per series.
     pub max_points_per_series: usize,
+    /// Longest pattern, in bytes, of a `=~` or `!~` matcher, in a query or
+    /// in a `match[]` selector. A longer one is refused (400 `bad_data`)
+    /// before it is compiled.
+    ///
+    /// The default, 64 KiB, is far above hand-written patterns and leaves
+    /// room for the alternations dashboards build from multi-value
+    /// variables (some two thousand host names). Compiling costs time and
+    /// memory in proportion to the pattern, so a pattern of megabytes would
+    /// be a cheap way to keep a server busy; whatever the length, the
+    /// compiled size is bounded by [`strata_codec::labels::REGEX_SIZE_LIMIT`].
+    pub max_regex_bytes: usize,
 }
 
 impl Default for QueryLimits {
@@ -37,6 +48,7 @@ impl Default for QueryLimits {
             timeout: Duration::from_secs(120),
             max_samples: 50_000_000,
             max_points_per_series: 11_000,
+            max_regex_bytes: 64 << 10,
         }
     }
 }
@@ -177,7 +189,13 @@ impl Engine {
         deadline: Instant,
     ) -> Result<crate::value::Matrix, QueryError> {
         check_supported(&expr)?;
-        let loads = plan_selectors(&expr, start, end, self.lookback_ms)?;
+        let loads = plan_selectors(
+            &expr,
+            start,
+            end,
+            self.lookback_ms,
+            self.limits.max_regex_bytes,
+        )?;
         let data = tokio::time::timeout_at(deadline.into(), self.load(loads))
             .await
             .map_err(|_| QueryError::timeout())??;
