@@ -113,6 +113,31 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
     }
 }
 
+/// The depth of an expression tree, a leaf being 1, found without
+/// recursion so that a tree of any depth can be measured.
+pub(crate) fn depth(expr: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(expr, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        let children: Vec<&Expr> = match e {
+            Expr::Aggregate(a) => a.param.iter().map(|p| &**p).chain([&*a.expr]).collect(),
+            Expr::Unary(u) => vec![&*u.expr],
+            Expr::Binary(b) => vec![&*b.lhs, &*b.rhs],
+            Expr::Paren(p) => vec![&*p.expr],
+            Expr::Subquery(s) => vec![&*s.expr],
+            Expr::Call(c) => c.args.args.iter().map(|a| &**a).collect(),
+            Expr::MatrixSelector(_)
+            | Expr::NumberLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::VectorSelector(_)
+            | Expr::Extension(_) => Vec::new(),
+        };
+        stack.extend(children.into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
 struct PlanContext {
     query_start: i64,
     query_end: i64,
