@@ -118,3 +118,26 @@ async fn many_operators_are_bad_data() {
         .await;
     assert!(r.is_ok(), "{r:?}");
 }
+
+#[tokio::test]
+async fn over_http_a_parser_panic_is_a_400() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    for uri in [
+        "/api/v1/query?query=up%5B1e30%5D&time=60",
+        "/api/v1/query_range?query=up%20offset%201e300&start=0&end=60&step=15",
+        "/api/v1/series?match%5B%5D=up%5BNaN%5D",
+    ] {
+        let app = strata_promql::router(Arc::new(MemSource::new()), QueryLimits::default());
+        let req = Request::get(uri).body(Body::empty()).expect("request");
+        let resp = app.oneshot(req).await.expect("response");
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{uri}");
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains(r#""errorType":"bad_data""#), "{uri}: {body}");
+    }
+}
