@@ -53,14 +53,28 @@ fn series() -> MemSource {
             source.append(&labels, minute * 60_000, value(minute));
         }
     };
-    add(&[("__name__", "up"), ("job", "api"), ("instance", "0")], &|_| 1.0);
-    add(&[("__name__", "up"), ("job", "db"), ("instance", "1")], &|m| (m % 2) as f64);
     add(
-        &[("__name__", "http_requests"), ("job", "api"), ("group", "canary")],
+        &[("__name__", "up"), ("job", "api"), ("instance", "0")],
+        &|_| 1.0,
+    );
+    add(
+        &[("__name__", "up"), ("job", "db"), ("instance", "1")],
+        &|m| (m % 2) as f64,
+    );
+    add(
+        &[
+            ("__name__", "http_requests"),
+            ("job", "api"),
+            ("group", "canary"),
+        ],
         &|m| (m * 10) as f64,
     );
     add(
-        &[("__name__", "http_requests"), ("job", "db"), ("group", "production")],
+        &[
+            ("__name__", "http_requests"),
+            ("job", "db"),
+            ("group", "production"),
+        ],
         &|m| ((m % 20) * 3) as f64,
     );
     add(&[("__name__", "gauge"), ("le", "x")], &|m| {
@@ -71,7 +85,9 @@ fn series() -> MemSource {
         }
     });
     for (le, f) in [("0.1", 1), ("1", 5), ("+Inf", 9)] {
-        add(&[("__name__", "latency_bucket"), ("le", le)], &move |m| (m * f) as f64);
+        add(&[("__name__", "latency_bucket"), ("le", le)], &move |m| {
+            (m * f) as f64
+        });
     }
     source
 }
