@@ -1,6 +1,6 @@
 //! Labels and label matchers: the vocabulary every other crate speaks.
 
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 
 /// The label that names a metric.
 pub const METRIC_NAME: &str = "__name__";
@@ -111,13 +111,68 @@ pub struct Matcher {
     regex: Option<Regex>,
 }
 
-/// A matcher whose regular expression does not compile.
+/// Most heap a matcher's compiled regular expression may take (the regex
+/// crate's `size_limit`). It is the crate's own default, stated here so that
+/// the bound is a promise of this crate: a 64 KiB alternation of host names
+/// fits, while a pattern that blows up when compiled (`(a{100}){100}{100}`,
+/// `\w{1000}`) fails to build in milliseconds instead of taking memory.
+pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+
+/// Most memory the lazy DFA of one matcher's regular expression may cache
+/// (the regex crate's `dfa_size_limit`, again its default). Past it matching
+/// falls back to slower engines, still in linear time.
+pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
+
+/// Most bytes of a pattern an error message quotes.
+const QUOTED_PATTERN_BYTES: usize = 128;
+
+/// A matcher whose regular expression does not compile, or compiles to more
+/// than [`REGEX_SIZE_LIMIT`].
 #[derive(Debug, thiserror::Error)]
-#[error("invalid regular expression {value:?} for label {name:?}: {reason}")]
+#[error(
+    "invalid regular expression {} for label {name:?}: {reason}",
+    quote_pattern(value)
+)]
 pub struct MatcherError {
     pub name: String,
     pub value: String,
     pub reason: String,
+}
+
+/// The pattern quoted, cut after [`QUOTED_PATTERN_BYTES`] so that an error
+/// about a huge pattern stays small.
+fn quote_pattern(value: &str) -> String {
+    if value.len() <= QUOTED_PATTERN_BYTES {
+        return format!("{value:?}");
+    }
+    let mut end = QUOTED_PATTERN_BYTES;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = value.get(..end).unwrap_or_default();
+    format!("{head:?}... ({} bytes)", value.len())
+}
+
+/// Compiles a matcher's pattern, anchored at both ends, within the size
+/// limits.
+fn compile(value: &str) -> Result<Regex, String> {
+    RegexBuilder::new(&format!("^(?s:{value})$"))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::CompiledTooBig(limit) => format!(
+                "the compiled expression would exceed the limit of {limit} bytes; simplify the pattern (fewer or smaller repetitions, fewer alternatives)"
+            ),
+            // The parser's message quotes the whole pattern; a long one is
+            // cut down to the line that says what is wrong.
+            regex::Error::Syntax(msg) if value.len() > QUOTED_PATTERN_BYTES => msg
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("error: "))
+                .map_or_else(|| "regex parse error".to_owned(), |e| format!("regex parse error: {e}")),
+            other => other.to_string(),
+        })
 }
 
 impl Matcher {
@@ -129,13 +184,13 @@ impl Matcher {
         let name = name.into();
         let value = value.into();
         let regex = match op {
-            MatchOp::RegexMatch | MatchOp::RegexNoMatch => Some(
-                Regex::new(&format!("^(?s:{value})$")).map_err(|e| MatcherError {
+            MatchOp::RegexMatch | MatchOp::RegexNoMatch => {
+                Some(compile(&value).map_err(|reason| MatcherError {
                     name: name.clone(),
                     value: value.clone(),
-                    reason: e.to_string(),
-                })?,
-            ),
+                    reason,
+                })?)
+            }
             MatchOp::Equal | MatchOp::NotEqual => None,
         };
         Ok(Self {
@@ -196,5 +251,32 @@ mod tests {
     fn bad_regex_names_label() {
         let err = Matcher::new(MatchOp::RegexMatch, "job", "(").unwrap_err();
         assert!(err.to_string().contains("job"));
+    }
+
+    #[test]
+    fn pattern_that_compiles_too_big_is_an_error() {
+        for pattern in ["((a{100}){100}){100}", "\\w{1000}", "(?:(?:.{50}){50}){50}"] {
+            let err = Matcher::new(MatchOp::RegexMatch, "job", pattern).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains(&REGEX_SIZE_LIMIT.to_string()), "{msg}");
+            assert!(msg.contains("job"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn long_alternation_compiles() {
+        let hosts: Vec<String> = (0..2000).map(|i| format!("host-{i:05}:9100")).collect();
+        let m = Matcher::new(MatchOp::RegexMatch, "instance", hosts.join("|")).unwrap();
+        assert!(m.matches("host-01999:9100"));
+        assert!(!m.matches("host-02000:9100"));
+    }
+
+    #[test]
+    fn error_quotes_a_long_pattern_cut() {
+        let pattern = format!("({}", "é".repeat(10_000));
+        let err = Matcher::new(MatchOp::RegexMatch, "job", pattern).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.len() < 512, "{msg}");
+        assert!(msg.contains("(20001 bytes)"), "{msg}");
     }
 }

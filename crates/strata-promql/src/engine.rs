@@ -29,6 +29,17 @@ pub struct QueryLimits {
     pub max_samples: usize,
     /// Most points a range query may return per series.
     pub max_points_per_series: usize,
+    /// Longest pattern, in bytes, of a `=~` or `!~` matcher, in a query or
+    /// in a `match[]` selector. A longer one is refused (400 `bad_data`)
+    /// before it is compiled.
+    ///
+    /// The default, 64 KiB, is far above hand-written patterns and leaves
+    /// room for the alternations dashboards build from multi-value
+    /// variables (some two thousand host names). Compiling costs time and
+    /// memory in proportion to the pattern, so a pattern of megabytes would
+    /// be a cheap way to keep a server busy; whatever the length, the
+    /// compiled size is bounded by [`strata_codec::labels::REGEX_SIZE_LIMIT`].
+    pub max_regex_bytes: usize,
 }
 
 impl Default for QueryLimits {
@@ -37,6 +48,7 @@ impl Default for QueryLimits {
             timeout: Duration::from_secs(120),
             max_samples: 50_000_000,
             max_points_per_series: 11_000,
+            max_regex_bytes: 64 << 10,
         }
     }
 }
@@ -49,10 +61,110 @@ pub struct Engine {
     lookback_ms: i64,
 }
 
-/// Parses a query, answering Prometheus' `bad_data` error when it does not.
+/// Deepest expression tree a query may have. Evaluation recurses once per
+/// level on a thread with tokio's 2 MiB stack, so a query of a few
+/// kilobytes nested deeper (`abs(abs(abs(...)))`) would overflow it and
+/// abort the process; hand-written queries nest a dozen levels, and long
+/// generated `a + b + c ...` chains stay well within this.
+pub const MAX_EXPR_DEPTH: usize = 250;
+
+/// Parses a query, answering Prometheus' `bad_data` error when it does not
+/// parse or nests deeper than [`MAX_EXPR_DEPTH`].
 pub fn parse_query(query: &str) -> Result<Expr, QueryError> {
-    parser::parse(query)
-        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+    // The parser itself recurses on deep trees: bound them from the text
+    // before handing it over.
+    let shape = text_shape(query);
+    if shape.bracket_depth > MAX_EXPR_DEPTH {
+        return Err(too_deep(shape.bracket_depth));
+    }
+    if shape.operators > MAX_OPERATORS {
+        return Err(QueryError::BadData(format!(
+            "invalid parameter \"query\": the query has {} operators, over the limit of {MAX_OPERATORS}",
+            shape.operators
+        )));
+    }
+    // The parser panics on a few inputs (a number of seconds too large or
+    // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
+    // reason to drop the connection.
+    let parsed = std::panic::catch_unwind(|| parser::parse(query)).map_err(|_| {
+        QueryError::BadData(
+            "invalid parameter \"query\": parse error: a duration is out of range".into(),
+        )
+    })?;
+    let expr =
+        parsed.map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
+    let depth = crate::plan::depth(&expr);
+    if depth > MAX_EXPR_DEPTH {
+        return Err(too_deep(depth));
+    }
+    Ok(expr)
+}
+
+fn too_deep(depth: usize) -> QueryError {
+    QueryError::BadData(format!(
+        "invalid parameter \"query\": the expression nests {depth} levels deep, over the limit of {MAX_EXPR_DEPTH}"
+    ))
+}
+
+/// Most operators a query may hold, counted as [`text_shape`] counts them
+/// (a two-character operator counts twice). A chain of unary or binary
+/// operators nests as deep as it is long without a single bracket.
+pub const MAX_OPERATORS: usize = 4 * MAX_EXPR_DEPTH;
+
+/// What the text of a query says about the depth of its tree, outside
+/// string literals and comments.
+struct TextShape {
+    /// Deepest nesting of `(`, `[` and `{`: every level of a call,
+    /// aggregation, subquery or parenthesis opens one.
+    bracket_depth: usize,
+    /// Operator characters and the keywords `and`, `or`, `unless`,
+    /// `atan2`: every unary or binary node has one.
+    operators: usize,
+}
+
+fn text_shape(query: &str) -> TextShape {
+    let mut shape = TextShape {
+        bracket_depth: 0,
+        operators: 0,
+    };
+    let mut depth = 0usize;
+    let mut word = String::new();
+    let mut chars = query.chars();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+            continue;
+        }
+        if matches!(word.as_str(), "and" | "or" | "unless" | "atan2") {
+            shape.operators += 1;
+        }
+        word.clear();
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                shape.bracket_depth = shape.bracket_depth.max(depth);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            '+' | '-' | '*' | '/' | '%' | '^' | '=' | '!' | '<' | '>' => shape.operators += 1,
+            '#' => {
+                chars.find(|&c| c == '\n');
+            }
+            '`' => {
+                chars.find(|&c| c == '`');
+            }
+            '"' | '\'' => {
+                while let Some(s) = chars.next() {
+                    if s == '\\' {
+                        chars.next();
+                    } else if s == c {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    shape
 }
 
 impl Engine {
@@ -177,7 +289,13 @@ impl Engine {
         deadline: Instant,
     ) -> Result<crate::value::Matrix, QueryError> {
         check_supported(&expr)?;
-        let loads = plan_selectors(&expr, start, end, self.lookback_ms)?;
+        let loads = plan_selectors(
+            &expr,
+            start,
+            end,
+            self.lookback_ms,
+            self.limits.max_regex_bytes,
+        )?;
         let data = tokio::time::timeout_at(deadline.into(), self.load(loads))
             .await
             .map_err(|_| QueryError::timeout())??;

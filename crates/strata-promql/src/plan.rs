@@ -113,10 +113,36 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
     }
 }
 
+/// The depth of an expression tree, a leaf being 1, found without
+/// recursion so that a tree of any depth can be measured.
+pub(crate) fn depth(expr: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(expr, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        let children: Vec<&Expr> = match e {
+            Expr::Aggregate(a) => a.param.iter().map(|p| &**p).chain([&*a.expr]).collect(),
+            Expr::Unary(u) => vec![&*u.expr],
+            Expr::Binary(b) => vec![&*b.lhs, &*b.rhs],
+            Expr::Paren(p) => vec![&*p.expr],
+            Expr::Subquery(s) => vec![&*s.expr],
+            Expr::Call(c) => c.args.args.iter().map(|a| &**a).collect(),
+            Expr::MatrixSelector(_)
+            | Expr::NumberLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::VectorSelector(_)
+            | Expr::Extension(_) => Vec::new(),
+        };
+        stack.extend(children.into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
 struct PlanContext {
     query_start: i64,
     query_end: i64,
     lookback: i64,
+    max_regex_bytes: usize,
 }
 
 impl PlanContext {
@@ -130,17 +156,20 @@ impl PlanContext {
 }
 
 /// Every selector of `expr` with the range it reads, for a query evaluated
-/// at steps in `[start, end]`.
+/// at steps in `[start, end]`; an error when a matcher's pattern is longer
+/// than `max_regex_bytes`.
 pub(crate) fn plan_selectors(
     expr: &Expr,
     start: i64,
     end: i64,
     lookback: i64,
+    max_regex_bytes: usize,
 ) -> Result<Vec<SelectorLoad>, QueryError> {
     let ctx = PlanContext {
         query_start: start,
         query_end: end,
         lookback,
+        max_regex_bytes,
     };
     let mut out = Vec::new();
     walk(expr, start, end, &ctx, &mut out)?;
@@ -213,7 +242,7 @@ fn load_for(
     };
     Ok(SelectorLoad {
         key: selector_key(vs),
-        matcher_sets: matcher_sets(vs)?,
+        matcher_sets: matcher_sets(vs, ctx.max_regex_bytes)?,
         mint: s
             .saturating_sub(offset)
             .saturating_sub(window)
@@ -222,8 +251,14 @@ fn load_for(
     })
 }
 
-/// The selector's matchers in Strata's vocabulary, one list per `or` branch.
-pub(crate) fn matcher_sets(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>, QueryError> {
+/// The selector's matchers in Strata's vocabulary, one list per `or` branch;
+/// a `bad_data` error when a pattern is longer than `max_regex_bytes` (see
+/// [`crate::QueryLimits::max_regex_bytes`]) or does not compile.
+pub(crate) fn matcher_sets(
+    vs: &VectorSelector,
+    max_regex_bytes: usize,
+) -> Result<Vec<Vec<Matcher>>, QueryError> {
+    check_regex_sizes(vs, max_regex_bytes)?;
     let convert = |ms: &[promql_parser::label::Matcher]| -> Result<Vec<Matcher>, QueryError> {
         let mut out = Vec::with_capacity(ms.len() + 1);
         if let Some(name) = &vs.name {
@@ -259,4 +294,25 @@ pub(crate) fn matcher_sets(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>, Que
             })
             .collect()
     }
+}
+
+/// Refuses a selector with a `=~` or `!~` pattern longer than
+/// `max_regex_bytes`, before anything compiles it again.
+fn check_regex_sizes(vs: &VectorSelector, max_regex_bytes: usize) -> Result<(), QueryError> {
+    let all = vs
+        .matchers
+        .matchers
+        .iter()
+        .chain(vs.matchers.or_matchers.iter().flatten());
+    for m in all {
+        let is_regex = matches!(m.op, ParserMatchOp::Re(_) | ParserMatchOp::NotRe(_));
+        if is_regex && m.value.len() > max_regex_bytes {
+            return Err(QueryError::BadData(format!(
+                "regular expression for label {:?} is {} bytes, over the limit of {max_regex_bytes} bytes (max_regex_bytes)",
+                m.name,
+                m.value.len()
+            )));
+        }
+    }
+    Ok(())
 }

@@ -203,8 +203,11 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
 }
 
 /// The `match[]` selectors of a request, one matcher list per selector
-/// (and per `or` branch).
-fn parse_match_params(values: &[&str]) -> Result<Vec<Vec<Matcher>>, QueryError> {
+/// (and per `or` branch), their patterns at most `max_regex_bytes` long.
+fn parse_match_params(
+    values: &[&str],
+    max_regex_bytes: usize,
+) -> Result<Vec<Vec<Matcher>>, QueryError> {
     let mut sets = Vec::new();
     for v in values {
         let expr = parse_query(v).map_err(|e| {
@@ -221,7 +224,9 @@ fn parse_match_params(values: &[&str]) -> Result<Vec<Vec<Matcher>>, QueryError> 
                 "invalid parameter \"match[]\": 1:1: parse error: expected a selector, got {v:?}"
             )));
         };
-        for set in matcher_sets(&vs)? {
+        let sets_of_selector = matcher_sets(&vs, max_regex_bytes)
+            .map_err(|e| QueryError::BadData(format!("invalid parameter \"match[]\": {e}")))?;
+        for set in sets_of_selector {
             if set.iter().all(Matcher::matches_empty) {
                 return Err(QueryError::BadData(
                     "match[] must contain at least one non-empty matcher".into(),
@@ -250,7 +255,7 @@ async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
                 return Err(QueryError::BadData("no match[] parameter provided".into()));
             }
             let (start, end) = time_range(&p)?;
-            let sets = parse_match_params(&matches)?;
+            let sets = parse_match_params(&matches, api.engine.limits().max_regex_bytes)?;
             let mut all: BTreeSet<Vec<Label>> = BTreeSet::new();
             for set in &sets {
                 all.extend(engine.source().series(set, start, end).await?);
@@ -275,7 +280,7 @@ async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let (start, end) = time_range(&p)?;
-            let sets = parse_match_params(&p.all("match[]"))?;
+            let sets = parse_match_params(&p.all("match[]"), api.engine.limits().max_regex_bytes)?;
             let mut names: BTreeSet<String> = BTreeSet::new();
             if sets.is_empty() {
                 names.extend(engine.source().label_names(&[], start, end).await?);
@@ -304,7 +309,7 @@ async fn label_values(
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let (start, end) = time_range(&p)?;
-            let sets = parse_match_params(&p.all("match[]"))?;
+            let sets = parse_match_params(&p.all("match[]"), api.engine.limits().max_regex_bytes)?;
             let mut values: BTreeSet<String> = BTreeSet::new();
             if sets.is_empty() {
                 values.extend(engine.source().label_values(&name, &[], start, end).await?);
