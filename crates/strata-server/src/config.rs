@@ -142,6 +142,8 @@ pub struct QueryConfig {
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
     pub max_samples: usize,
+    /// Longest regular expression in a matcher, in bytes.
+    pub max_regex_bytes: usize,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]

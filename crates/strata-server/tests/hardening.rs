@@ -618,7 +618,11 @@ async fn tls_with_client_certificates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn query_limits() {
-    let srv = Server::start(&[("STRATA_QUERY_MAX_SAMPLES", "100")]).await;
+    let srv = Server::start(&[
+        ("STRATA_QUERY_MAX_SAMPLES", "100"),
+        ("STRATA_QUERY_MAX_REGEX_BYTES", "1000"),
+    ])
+    .await;
     let url = srv.url.clone();
     let t = now_ms() - 600_000;
     let samples: Vec<(i64, f64)> = (0..500).map(|i| (t + i * 1000, i as f64)).collect();
@@ -684,6 +688,26 @@ async fn query_limits() {
         let msg = j["error"].as_str().unwrap_or_default().to_lowercase();
         assert!(msg.contains(needle), "{name}: {msg}");
     }
+    // A huge regular expression, in a query and in match[]; a long one
+    // under the limit still works.
+    let huge = format!("good_total{{job=~\"{}\"}}", "a|".repeat(600));
+    let (s, j) = get(vec![("query", huge.clone())], "/api/v1/query").await;
+    assert_eq!(s, 400, "{j}");
+    assert!(
+        j["error"].as_str().unwrap().contains("max_regex_bytes"),
+        "{j}"
+    );
+    let (s, j) = get(vec![("match[]", huge)], "/api/v1/series").await;
+    assert_eq!(s, 400, "{j}");
+    let fits = format!("good_total{{job=~\"test|{}\"}}", "b|".repeat(400));
+    let (s, j) = get(
+        vec![("query", fits), ("time", secs(t + 1000))],
+        "/api/v1/query",
+    )
+    .await;
+    assert_eq!(s, 200, "{j}");
+    assert_eq!(j["data"]["result"].as_array().unwrap().len(), 1, "{j}");
+
     // Under the sample budget the same data answers.
     let (s, _) = get(
         vec![

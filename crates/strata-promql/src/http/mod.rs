@@ -255,7 +255,7 @@ async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
                 return Err(QueryError::BadData("no match[] parameter provided".into()));
             }
             let (start, end) = time_range(&p)?;
-            let sets = parse_match_params(&matches, api.engine.limits().max_regex_bytes)?;
+            let sets = parse_match_params(&matches, api.limits.max_regex_bytes)?;
             let mut all: BTreeSet<Vec<Label>> = BTreeSet::new();
             for set in &sets {
                 all.extend(engine.source().series(set, start, end).await?);
@@ -280,7 +280,7 @@ async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let (start, end) = time_range(&p)?;
-            let sets = parse_match_params(&p.all("match[]"), api.engine.limits().max_regex_bytes)?;
+            let sets = parse_match_params(&p.all("match[]"), api.limits.max_regex_bytes)?;
             let mut names: BTreeSet<String> = BTreeSet::new();
             if sets.is_empty() {
                 names.extend(engine.source().label_names(&[], start, end).await?);
@@ -309,7 +309,7 @@ async fn label_values(
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let (start, end) = time_range(&p)?;
-            let sets = parse_match_params(&p.all("match[]"), api.engine.limits().max_regex_bytes)?;
+            let sets = parse_match_params(&p.all("match[]"), api.limits.max_regex_bytes)?;
             let mut values: BTreeSet<String> = BTreeSet::new();
             if sets.is_empty() {
                 values.extend(engine.source().label_values(&name, &[], start, end).await?);

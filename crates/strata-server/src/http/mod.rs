@@ -23,6 +23,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limits = strata_promql::QueryLimits {
         timeout: state.config.query.timeout,
         max_samples: state.config.query.max_samples,
+        max_regex_bytes: state.config.query.max_regex_bytes,
         ..strata_promql::QueryLimits::default()
     };
     let storage: Arc<dyn Queryable> = Arc::new(StorageSource::new(Arc::clone(&state)));
