@@ -69,11 +69,19 @@ pub struct Engine {
 pub const MAX_EXPR_DEPTH: usize = 250;
 
 /// Parses a query, answering Prometheus' `bad_data` error when it does not
-/// parse or nests deeper than [`MAX_EXPR_DEPTH`].
-pub fn parse_query(query: &str) -> Result<Expr, QueryError> {
+/// parse, nests deeper than [`MAX_EXPR_DEPTH`] or holds a string longer
+/// than `max_string_bytes` (the regex limit: the parser compiles every
+/// regular expression it meets, so a huge one is refused before that).
+pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryError> {
     // The parser itself recurses on deep trees: bound them from the text
     // before handing it over.
     let shape = text_shape(query);
+    if shape.longest_string > max_string_bytes {
+        return Err(QueryError::BadData(format!(
+            "invalid parameter \"query\": a quoted string is {} bytes, over the limit of {max_string_bytes} bytes (max_regex_bytes)",
+            shape.longest_string
+        )));
+    }
     if shape.bracket_depth > MAX_EXPR_DEPTH {
         return Err(too_deep(shape.bracket_depth));
     }
@@ -120,12 +128,15 @@ struct TextShape {
     /// Operator characters and the keywords `and`, `or`, `unless`,
     /// `atan2`: every unary or binary node has one.
     operators: usize,
+    /// Longest quoted string, in bytes.
+    longest_string: usize,
 }
 
 fn text_shape(query: &str) -> TextShape {
     let mut shape = TextShape {
         bracket_depth: 0,
         operators: 0,
+        longest_string: 0,
     };
     let mut depth = 0usize;
     let mut word = String::new();
@@ -153,13 +164,16 @@ fn text_shape(query: &str) -> TextShape {
                 chars.find(|&c| c == '`');
             }
             '"' | '\'' => {
+                let mut len = 0;
                 while let Some(s) = chars.next() {
                     if s == '\\' {
                         chars.next();
                     } else if s == c {
                         break;
                     }
+                    len += s.len_utf8();
                 }
+                shape.longest_string = shape.longest_string.max(len);
             }
             _ => {}
         }
@@ -191,7 +205,7 @@ impl Engine {
         time_ms: i64,
         timeout: Option<Duration>,
     ) -> Result<QueryValue, QueryError> {
-        let expr = Box::new(parse_query(query)?);
+        let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
         if expr.value_type() == ValueType::String {
             return Ok(QueryValue::String {
                 t: time_ms,
@@ -255,7 +269,7 @@ impl Engine {
                 self.limits.max_points_per_series,
             )));
         }
-        let expr = Box::new(parse_query(query)?);
+        let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
         match expr.value_type() {
             ValueType::Vector | ValueType::Scalar => {}
             t => {

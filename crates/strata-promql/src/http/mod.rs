@@ -210,8 +210,10 @@ fn parse_match_params(
 ) -> Result<Vec<Vec<Matcher>>, QueryError> {
     let mut sets = Vec::new();
     for v in values {
-        let expr = parse_query(v).map_err(|e| {
-            if e.to_string().contains("at least one non-empty matcher") {
+        let expr = parse_query(v, max_regex_bytes).map_err(|e| {
+            if e.to_string().contains("max_regex_bytes") {
+                QueryError::BadData(format!("invalid parameter \"match[]\": {e}"))
+            } else if e.to_string().contains("at least one non-empty matcher") {
                 QueryError::BadData("match[] must contain at least one non-empty matcher".into())
             } else {
                 QueryError::BadData(format!(
