@@ -21,9 +21,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{free_port, http_request, now_ms, query_matrix, StrataProcess};
-use strata_remote_write::encode_v1;
-use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
+use common::{free_port, http_request, inproc, now_ms, query_matrix, StrataProcess};
 
 const METRIC: &str = "crash_rounds";
 const FLUSH_INTERVAL: &str = "100ms";
@@ -118,42 +116,30 @@ impl Writer {
         }
     }
 
-    fn labels(&self, i: u32) -> Vec<v1::Label> {
-        [
-            ("__name__", METRIC.to_owned()),
-            ("i", format!("{i:02}")),
-            ("writer", self.name.to_owned()),
+    /// The labels of series `i`, sorted by name.
+    fn labels(&self, i: u32) -> Vec<(String, String)> {
+        vec![
+            ("__name__".into(), METRIC.into()),
+            ("i".into(), format!("{i:02}")),
+            ("writer".into(), self.name.into()),
         ]
-        .into_iter()
-        .map(|(name, value)| v1::Label {
-            name: name.to_owned(),
-            value,
-        })
-        .collect()
     }
 
     fn body(&self, b: &Batch) -> Vec<u8> {
-        let timeseries = (0..SERIES_PER_WRITER)
-            .map(|i| TimeSeries {
-                labels: self.labels(i),
-                samples: (0..SAMPLES_PER_SERIES)
-                    .map(|j| v1::Sample {
-                        value: value(b.first_seq + j as u64, i),
-                        timestamp: b.first_ts + j,
-                    })
-                    .collect(),
-                ..TimeSeries::default()
+        let series = (0..SERIES_PER_WRITER)
+            .map(|i| {
+                let samples: Vec<(i64, f64)> = (0..SAMPLES_PER_SERIES)
+                    .map(|j| (b.first_ts + j, value(b.first_seq + j as u64, i)))
+                    .collect();
+                let labels = self.labels(i);
+                let pairs: Vec<(&str, &str)> = labels
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                inproc::ts(&pairs, &samples)
             })
             .collect();
-        let mut out = Vec::new();
-        encode_v1(
-            &WriteRequest {
-                timeseries,
-                ..WriteRequest::default()
-            },
-            &mut out,
-        );
-        out
+        inproc::body(series)
     }
 
     /// Sends the failed batch again, or a new one near the real time (the
@@ -282,11 +268,7 @@ fn check(port: u16, writers: &mut [Writer], round: u32, kill_at: Option<Instant>
             problems.push(format!("series never sent: {labels:?}"));
             continue;
         };
-        let want: Vec<(String, String)> = writers[w]
-            .labels(i)
-            .into_iter()
-            .map(|l| (l.name, l.value))
-            .collect();
+        let want = writers[w].labels(i);
         if i >= SERIES_PER_WRITER || labels.clone().into_iter().ne(want) {
             problems.push(format!("series never sent: {labels:?}"));
             continue;

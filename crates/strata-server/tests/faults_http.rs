@@ -9,13 +9,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use strata_remote_write::encode_v1;
-use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
 use strata_storage::{Fault, Faults, Op, When};
 
 mod common;
 
-use common::inproc::Server;
+use common::inproc::{self, Server};
 
 const HOUR: i64 = 3_600_000;
 const SERIES: u32 = 10;
@@ -49,38 +47,18 @@ fn value(stream: &str, i: u32, t: i64) -> f64 {
 /// A remote-write body: `SERIES` series of `stream`, a sample at each of
 /// `times`.
 fn body(stream: &str, times: &[i64]) -> Vec<u8> {
-    let timeseries = (0..SERIES)
-        .map(|i| TimeSeries {
-            labels: [
-                ("__name__", "fault_test"),
-                ("i", &format!("{i:02}")),
-                ("stream", stream),
-            ]
-            .iter()
-            .map(|(n, v)| v1::Label {
-                name: n.to_string(),
-                value: v.to_string(),
-            })
-            .collect(),
-            samples: times
-                .iter()
-                .map(|&t| v1::Sample {
-                    value: value(stream, i, t),
-                    timestamp: t,
-                })
-                .collect(),
-            ..TimeSeries::default()
+    let series = (0..SERIES)
+        .map(|i| {
+            let samples: Vec<(i64, f64)> =
+                times.iter().map(|&t| (t, value(stream, i, t))).collect();
+            let i = format!("{i:02}");
+            inproc::ts(
+                &[("__name__", "fault_test"), ("i", &i), ("stream", stream)],
+                &samples,
+            )
         })
         .collect();
-    let mut out = Vec::new();
-    encode_v1(
-        &WriteRequest {
-            timeseries,
-            ..WriteRequest::default()
-        },
-        &mut out,
-    );
-    out
+    inproc::body(series)
 }
 
 /// Posts a remote write; the status and the `Retry-After` header.
