@@ -171,11 +171,22 @@ impl WindowCursor {
     /// Moves to the window `(mint, maxt]` of `t`, which must not start or end
     /// before the previous one; returns its index range.
     pub fn advance(&mut self, t: &[i64], mint: i64, maxt: i64) -> (usize, usize) {
-        let rest = |from: usize| t.get(from..).unwrap_or(&[]);
-        self.lo += rest(self.lo).partition_point(|&x| x <= mint);
-        self.hi = self.hi.max(self.lo);
-        self.hi += rest(self.hi).partition_point(|&x| x <= maxt);
+        self.lo = skip_to(t, self.lo, mint);
+        self.hi = skip_to(t, self.hi.max(self.lo), maxt);
         (self.lo, self.hi)
+    }
+}
+
+/// Samples a window end steps over one by one before searching: from one
+/// step to the next it usually moves by a few samples.
+const LINEAR_PROBES: usize = 8;
+
+/// The first index at or after `from` whose timestamp is past `bound`.
+fn skip_to(t: &[i64], from: usize, bound: i64) -> usize {
+    let rest = t.get(from..).unwrap_or(&[]);
+    match rest.iter().take(LINEAR_PROBES).position(|&x| x > bound) {
+        Some(i) => from + i,
+        None => from + rest.partition_point(|&x| x <= bound),
     }
 }
 
