@@ -14,7 +14,7 @@
 //! bytes, returning errors rather than panicking on any input.
 
 mod append;
-mod read;
+pub(crate) mod read;
 
 pub use append::XorChunk;
 pub use read::{decode_into, decode_range_into, ChunkIter};

@@ -137,6 +137,40 @@ pub fn decode_chunk_range_into(
     }
 }
 
+/// How many samples the chunk in `bytes` (sealed or an `XorChunk`'s) holds
+/// by its header, capped by what its length can encode; 0 if the header is
+/// unreadable. A size for the buffers a series' chunks are decoded into.
+///
+/// ```
+/// use strata_codec::{chunk_len_hint, encode_sealed, XorChunk};
+///
+/// let ts: Vec<i64> = (0..240).map(|i| i * 15_000).collect();
+/// let vs: Vec<f64> = (0..240).map(f64::from).collect();
+/// let mut sealed = Vec::new();
+/// encode_sealed(&ts, &vs, &mut sealed);
+/// assert_eq!(chunk_len_hint(&sealed), 240);
+///
+/// let mut head = XorChunk::new();
+/// for (&t, &v) in ts.iter().zip(&vs) {
+///     head.append(t, v);
+/// }
+/// assert_eq!(chunk_len_hint(head.bytes()), 240);
+/// assert_eq!(chunk_len_hint(&[]), 0);
+/// assert!(chunk_len_hint(&sealed[..4]) < 240);
+/// ```
+pub fn chunk_len_hint(bytes: &[u8]) -> usize {
+    if !is_sealed(bytes) {
+        return crate::chunk::read::len_hint(bytes);
+    }
+    let mut d = Decbuf::new(bytes.get(2..).unwrap_or(&[]));
+    let n = d.uvarint();
+    if d.check().is_err() {
+        return 0;
+    }
+    let cap = (d.remaining() as u64).saturating_mul(packed::BLOCK as u64) + 2;
+    usize::try_from(n.min(cap)).unwrap_or(0)
+}
+
 /// Whether `bytes` hold a sealed chunk rather than an `XorChunk`.
 pub fn is_sealed(bytes: &[u8]) -> bool {
     bytes.first() == Some(&MAGIC)

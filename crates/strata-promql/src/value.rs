@@ -131,3 +131,66 @@ pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
 pub fn is_stale_nan(v: f64) -> bool {
     v.to_bits() == STALE_NAN_BITS
 }
+
+/// The samples of one series in one window, timestamps and values side by
+/// side (as storage returns them, so a window borrows the loaded data
+/// rather than a copy of it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Samples<'a> {
+    pub t: &'a [i64],
+    pub v: &'a [f64],
+}
+
+impl<'a> Samples<'a> {
+    /// The pairs of equal-length slices `t` and `v` (the longer one is cut).
+    pub fn new(t: &'a [i64], v: &'a [f64]) -> Self {
+        let n = t.len().min(v.len());
+        Self {
+            t: t.get(..n).unwrap_or(&[]),
+            v: v.get(..n).unwrap_or(&[]),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+
+    pub fn first(&self) -> Option<Point> {
+        Some(Point {
+            t: *self.t.first()?,
+            v: *self.v.first()?,
+        })
+    }
+
+    pub fn last(&self) -> Option<Point> {
+        Some(Point {
+            t: *self.t.last()?,
+            v: *self.v.last()?,
+        })
+    }
+
+    /// The sample at `i`.
+    pub fn get(&self, i: usize) -> Option<Point> {
+        Some(Point {
+            t: *self.t.get(i)?,
+            v: *self.v.get(i)?,
+        })
+    }
+
+    /// The samples at indexes `lo..hi`.
+    pub fn slice(&self, lo: usize, hi: usize) -> Samples<'a> {
+        Samples {
+            t: self.t.get(lo..hi).unwrap_or(&[]),
+            v: self.v.get(lo..hi).unwrap_or(&[]),
+        }
+    }
+
+    /// The samples as points.
+    pub fn points(&self) -> impl Iterator<Item = Point> + 'a {
+        self.t.iter().zip(self.v).map(|(&t, &v)| Point { t, v })
+    }
+}

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
-use strata_codec::{decode_chunk_range_into, Label, Matcher};
+use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, Matcher};
 
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
@@ -224,6 +224,17 @@ impl Storage {
             .buffered(BUCKET_FETCH_CONCURRENCY)
             .try_collect()
             .await?;
+        // Each series' buffers are sized once for all its chunks, so
+        // decoding never moves samples already decoded.
+        let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
+        for (id, chunk) in fetched.iter().flatten() {
+            *sizes.entry(*id).or_default() += chunk_len_hint(chunk);
+        }
+        for (id, (ts, _)) in &head_parts {
+            if let Some(n) = sizes.get_mut(id) {
+                *n += ts.len();
+            }
+        }
         for chunks in fetched {
             for (id, chunk) in chunks {
                 let entry = match out.entry(id) {
@@ -232,9 +243,11 @@ impl Storage {
                         let Some(s) = self.labels_of(id).await? else {
                             continue;
                         };
+                        let n = sizes.get(&id).copied().unwrap_or(0);
                         e.insert(SeriesData {
                             labels: s.labels.to_vec(),
-                            ..SeriesData::default()
+                            timestamps: Vec::with_capacity(n),
+                            values: Vec::with_capacity(n),
                         })
                     }
                 };
@@ -251,20 +264,23 @@ impl Storage {
             if ts.is_empty() {
                 continue;
             }
-            let entry = match out.entry(id) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            match out.entry(id) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    let entry = e.into_mut();
+                    entry.timestamps.extend(ts);
+                    entry.values.extend(vs);
+                }
                 std::collections::btree_map::Entry::Vacant(e) => {
                     let Some(s) = head.series_by_id(id) else {
                         continue;
                     };
                     e.insert(SeriesData {
                         labels: s.labels.to_vec(),
-                        ..SeriesData::default()
-                    })
+                        timestamps: ts,
+                        values: vs,
+                    });
                 }
-            };
-            entry.timestamps.extend(ts);
-            entry.values.extend(vs);
+            }
         }
         let mut series: Vec<SeriesData> = out
             .into_values()

@@ -284,6 +284,12 @@ impl Iterator for ChunkIter<'_> {
     }
 }
 
+/// How many samples the chunk in `bytes` holds by its header, capped by its
+/// length; 0 without a header.
+pub(crate) fn len_hint(bytes: &[u8]) -> usize {
+    Decoder::new(bytes).map_or(0, |d| d.capacity_hint())
+}
+
 /// Appends every sample of the chunk in `bytes` to `ts` and `vs`: the fast
 /// path for queries, reusing the caller's buffers. On error nothing is
 /// appended.

@@ -343,11 +343,12 @@ fn next_value(ts: i64, points: &[Point], cursor: &mut usize) -> Option<f64> {
 }
 
 /// Keeps the `k` largest (`top`) or smallest values, NaN least preferred and
-/// earlier series winning ties, ordered best first.
+/// earlier series winning ties, ordered best first. Only the `k` kept are
+/// sorted: the others are split off first.
 fn select_k(c: &mut Vec<(f64, usize)>, k: usize, top: bool) {
-    c.sort_by(|a, b| {
+    let order = |a: &(f64, usize), b: &(f64, usize)| {
         use std::cmp::Ordering;
-        match (a.0.is_nan(), b.0.is_nan()) {
+        let by_value = match (a.0.is_nan(), b.0.is_nan()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,
             (false, true) => Ordering::Less,
@@ -359,7 +360,16 @@ fn select_k(c: &mut Vec<(f64, usize)>, k: usize, top: bool) {
                     o
                 }
             }
-        }
-    });
-    c.truncate(k);
+        };
+        by_value.then(a.1.cmp(&b.1))
+    };
+    if k == 0 {
+        c.clear();
+        return;
+    }
+    if k < c.len() {
+        c.select_nth_unstable_by(k - 1, order);
+        c.truncate(k);
+    }
+    c.sort_unstable_by(order);
 }

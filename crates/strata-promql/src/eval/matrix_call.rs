@@ -3,55 +3,47 @@
 
 use promql_parser::parser::Expr;
 
-use super::selector::{window, RangeInput};
+use super::range_steps::{eval_series_all, RangeFn, StepGrid, WindowFn};
+use super::selector::RangeInput;
 use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::labels::absent_labels;
 use crate::functions::{over_time, rate};
 use crate::value::{drop_metric_name, empty_labels, Matrix, MatrixSeries, Point};
 
-/// What a range-vector function sees at one step besides the samples.
-struct StepContext {
-    range_start: i64,
-    range_end: i64,
-    range: i64,
-    /// The timestamp predict_linear extrapolates from.
-    intercept: i64,
-    /// The scalar argument (quantile_over_time's q, predict_linear's t).
-    param: f64,
+/// A function of one window's values only.
+macro_rules! values_fn {
+    ($f:path) => {
+        RangeFn::Window(|w, _| Some($f(w.v)))
+    };
 }
-
-type RangeFn = fn(&[Point], &StepContext) -> Option<f64>;
 
 /// The range-vector function called `name`, if Strata implements it.
 fn range_function(name: &str) -> Option<RangeFn> {
+    let window = |f: WindowFn| RangeFn::Window(f);
     Some(match name {
-        "rate" => {
-            |p, c| rate::extrapolated_rate(p, c.range_start, c.range_end, c.range, true, true)
-        }
-        "increase" => {
-            |p, c| rate::extrapolated_rate(p, c.range_start, c.range_end, c.range, true, false)
-        }
-        "delta" => {
-            |p, c| rate::extrapolated_rate(p, c.range_start, c.range_end, c.range, false, false)
-        }
-        "irate" => |p, _| rate::instant_value(p, true),
-        "idelta" => |p, _| rate::instant_value(p, false),
-        "deriv" => |p, _| rate::deriv(p),
-        "predict_linear" => |p, c| rate::predict_linear(p, c.param, c.intercept),
-        "resets" => |p, _| rate::resets(p),
-        "changes" => |p, _| rate::changes(p),
-        "avg_over_time" => |p, _| Some(over_time::avg(p)),
-        "min_over_time" => |p, _| Some(over_time::min(p)),
-        "max_over_time" => |p, _| Some(over_time::max(p)),
-        "sum_over_time" => |p, _| Some(over_time::sum(p)),
-        "count_over_time" => |p, _| Some(over_time::count(p)),
-        "last_over_time" => |p, _| Some(over_time::last(p)),
-        "present_over_time" => |p, _| Some(over_time::present(p)),
-        "stddev_over_time" => |p, _| Some(over_time::stddev(p)),
-        "stdvar_over_time" => |p, _| Some(over_time::stdvar(p)),
-        "quantile_over_time" => |p, c| Some(over_time::quantile_over(c.param, p)),
-        "absent_over_time" => |_, _| Some(1.0),
+        "rate" => RangeFn::Increase { is_rate: true },
+        "increase" => RangeFn::Increase { is_rate: false },
+        "delta" => window(|w, c| {
+            rate::extrapolated_rate(w, c.range_start, c.range_end, c.range, false, false)
+        }),
+        "irate" => window(|w, _| rate::instant_value(w, true)),
+        "idelta" => window(|w, _| rate::instant_value(w, false)),
+        "deriv" => window(|w, _| rate::deriv(w)),
+        "predict_linear" => window(|w, c| rate::predict_linear(w, c.param, c.intercept)),
+        "resets" => window(|w, _| rate::resets(w)),
+        "changes" => window(|w, _| rate::changes(w)),
+        "avg_over_time" => values_fn!(over_time::avg),
+        "min_over_time" => values_fn!(over_time::min),
+        "max_over_time" => values_fn!(over_time::max),
+        "sum_over_time" => values_fn!(over_time::sum),
+        "count_over_time" => values_fn!(over_time::count),
+        "last_over_time" => values_fn!(over_time::last),
+        "present_over_time" => values_fn!(over_time::present),
+        "stddev_over_time" => values_fn!(over_time::stddev),
+        "stdvar_over_time" => values_fn!(over_time::stdvar),
+        "quantile_over_time" => window(|w, c| Some(over_time::quantile_over(c.param, w.v))),
+        "absent_over_time" => window(|_, _| Some(1.0)),
         _ => return None,
     })
 }
@@ -91,31 +83,23 @@ impl Evaluator<'_> {
         };
         let original = self.current_samples;
         let keep_name = name == "last_over_time";
+        let grid = StepGrid {
+            first,
+            interval,
+            steps: n,
+            range: input.range,
+            offset: input.offset,
+            at: input.at,
+            query_start: self.start,
+            param: &param,
+            deadline: self.deadline,
+            max_samples: self.max_samples,
+            held_samples: original,
+        };
+        let results = eval_series_all(&grid, f, &input.series);
         let mut out: Matrix = Vec::new();
-        for s in &input.series {
-            self.check_deadline()?;
-            let mut points = Vec::new();
-            for i in 0..n {
-                let ts = first + i as i64 * interval;
-                let r = input.at.unwrap_or(ts).saturating_sub(input.offset);
-                let w = window(&s.points, r.saturating_sub(input.range), r);
-                if w.is_empty() {
-                    continue;
-                }
-                if original + w.len() > self.max_samples {
-                    return Err(QueryError::too_many_samples());
-                }
-                let ctx = StepContext {
-                    range_start: r.saturating_sub(input.range),
-                    range_end: r,
-                    range: input.range,
-                    intercept: if input.at.is_some() { self.start } else { ts },
-                    param: param.get(i).copied().unwrap_or(f64::NAN),
-                };
-                if let Some(v) = f(w, &ctx) {
-                    points.push(Point { t: ts, v });
-                }
-            }
+        for (s, points) in input.series.iter().zip(results) {
+            let points = points?;
             if !points.is_empty() {
                 self.add_samples(points.len())?;
                 out.push(MatrixSeries {

@@ -11,6 +11,7 @@ pub(crate) mod aggregate;
 pub(crate) mod binary;
 pub(crate) mod call;
 pub(crate) mod matrix_call;
+pub(crate) mod range_steps;
 pub(crate) mod selector;
 pub(crate) mod subquery;
 
@@ -131,7 +132,7 @@ impl<'a> Evaluator<'a> {
             Expr::StringLiteral(_) => Ok(Value::String),
             Expr::VectorSelector(vs) => self.eval_vector_selector(vs).map(Value::Matrix),
             Expr::MatrixSelector(ms) => self.eval_matrix_selector(ms).map(Value::Matrix),
-            Expr::Subquery(sq) => self.eval_subquery(sq).map(|r| Value::Matrix(r.series)),
+            Expr::Subquery(sq) => self.subquery_series(sq).map(Value::Matrix),
             Expr::Unary(u) => {
                 let mut mat = self.eval_matrix(&u.expr)?;
                 for s in &mut mat {

@@ -5,18 +5,20 @@
 //! the offset; a stale marker as that newest sample means "no value". A
 //! range selector takes every non-stale sample in `(ref - range, ref]`.
 
+use std::borrow::Cow;
+
 use promql_parser::parser::{MatrixSelector, VectorSelector};
 
 use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
 use crate::error::QueryError;
 use crate::source::Series;
-use crate::value::{is_stale_nan, Labels, Matrix, MatrixSeries, Point};
+use crate::value::{is_stale_nan, Labels, Matrix, MatrixSeries, Point, Samples};
 
-impl Evaluator<'_> {
+impl<'a> Evaluator<'a> {
     /// The series loaded for `vs`.
-    pub fn selector_series(&self, vs: &VectorSelector) -> Result<&[Series]> {
-        self.data
-            .get(&selector_key(vs))
+    pub fn selector_series(&self, vs: &VectorSelector) -> Result<&'a [Series]> {
+        let data: &'a super::SelectorData = self.data;
+        data.get(&selector_key(vs))
             .map(Vec::as_slice)
             .ok_or_else(|| QueryError::Internal("selector data was not loaded".into()))
     }
@@ -87,12 +89,12 @@ impl Evaluator<'_> {
         let mut count = 0;
         let r = self.reference_time(self.start, input.at, input.offset);
         for s in &input.series {
-            let w = window(&s.points, r.saturating_sub(input.range), r);
+            let w = window(s.samples(), r.saturating_sub(input.range), r);
             if !w.is_empty() {
                 count += w.len();
                 out.push(MatrixSeries {
                     labels: s.labels.clone(),
-                    points: w.to_vec(),
+                    points: w.points().collect(),
                 });
             }
         }
@@ -100,22 +102,14 @@ impl Evaluator<'_> {
         Ok(out)
     }
 
-    /// The samples a range selector reads, stale markers removed.
-    pub fn range_input_from_selector(&mut self, ms: &MatrixSelector) -> Result<RangeInput> {
+    /// The samples a range selector reads, stale markers removed. Series
+    /// without stale markers are borrowed from the loaded data, not copied.
+    pub fn range_input_from_selector(&mut self, ms: &MatrixSelector) -> Result<RangeInput<'a>> {
         let vs = &ms.vs;
-        let series: Vec<MatrixSeries> = self
+        let series: Vec<RangeSeries<'a>> = self
             .selector_series(vs)?
             .iter()
-            .map(|s| MatrixSeries {
-                labels: Labels::from(s.labels.as_slice()),
-                points: s
-                    .timestamps
-                    .iter()
-                    .zip(&s.values)
-                    .filter(|(_, v)| !is_stale_nan(**v))
-                    .map(|(&t, &v)| Point { t, v })
-                    .collect(),
-            })
+            .map(RangeSeries::without_stale_markers)
             .collect();
         Ok(RangeInput {
             series,
@@ -127,10 +121,62 @@ impl Evaluator<'_> {
     }
 }
 
+/// One series of a range vector: its samples, borrowed from the loaded
+/// data when they can be used as they are.
+pub(crate) struct RangeSeries<'a> {
+    pub labels: Labels,
+    pub t: Cow<'a, [i64]>,
+    pub v: Cow<'a, [f64]>,
+}
+
+impl<'a> RangeSeries<'a> {
+    /// `s` with its stale markers left out (copied only if it has any).
+    pub fn without_stale_markers(s: &'a Series) -> Self {
+        let labels = Labels::from(s.labels.as_slice());
+        let n = s.timestamps.len().min(s.values.len());
+        let (t, v) = (
+            s.timestamps.get(..n).unwrap_or(&[]),
+            s.values.get(..n).unwrap_or(&[]),
+        );
+        if !v.iter().any(|&x| is_stale_nan(x)) {
+            return Self {
+                labels,
+                t: Cow::Borrowed(t),
+                v: Cow::Borrowed(v),
+            };
+        }
+        let (t, v): (Vec<i64>, Vec<f64>) = t
+            .iter()
+            .zip(v)
+            .filter(|(_, x)| !is_stale_nan(**x))
+            .map(|(&t, &x)| (t, x))
+            .unzip();
+        Self {
+            labels,
+            t: Cow::Owned(t),
+            v: Cow::Owned(v),
+        }
+    }
+
+    /// A series of evaluated points (a subquery's output).
+    pub fn from_points(s: MatrixSeries) -> RangeSeries<'static> {
+        let (t, v) = s.points.iter().map(|p| (p.t, p.v)).unzip();
+        RangeSeries {
+            labels: s.labels,
+            t: Cow::Owned(t),
+            v: Cow::Owned(v),
+        }
+    }
+
+    pub fn samples(&self) -> Samples<'_> {
+        Samples::new(&self.t, &self.v)
+    }
+}
+
 /// The input of a function over a range vector: series of samples, and the
 /// window each step looks at.
-pub(crate) struct RangeInput {
-    pub series: Matrix,
+pub(crate) struct RangeInput<'a> {
+    pub series: Vec<RangeSeries<'a>>,
     pub range: i64,
     pub offset: i64,
     pub at: Option<i64>,
@@ -139,9 +185,9 @@ pub(crate) struct RangeInput {
     pub selector: Option<VectorSelector>,
 }
 
-/// The points of `points` in `(mint, maxt]`.
-pub(crate) fn window(points: &[Point], mint: i64, maxt: i64) -> &[Point] {
-    let lo = points.partition_point(|p| p.t <= mint);
-    let hi = points.partition_point(|p| p.t <= maxt);
-    points.get(lo..hi).unwrap_or(&[])
+/// The samples of `s` in `(mint, maxt]`.
+pub(crate) fn window(s: Samples<'_>, mint: i64, maxt: i64) -> Samples<'_> {
+    let lo = s.t.partition_point(|&t| t <= mint);
+    let hi = s.t.partition_point(|&t| t <= maxt);
+    s.slice(lo, hi)
 }

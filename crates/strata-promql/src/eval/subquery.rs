@@ -3,7 +3,9 @@
 
 use promql_parser::parser::SubqueryExpr;
 
-use super::{duration_ms, offset_ms, selector::RangeInput, Evaluator, Result};
+use super::selector::{RangeInput, RangeSeries};
+use super::{duration_ms, offset_ms, Evaluator, Result};
+use crate::value::Matrix;
 
 impl Evaluator<'_> {
     /// The step range `[start, end]` and step of a subquery's evaluation,
@@ -37,18 +39,25 @@ impl Evaluator<'_> {
         (first, end.saturating_sub(offset), step)
     }
 
-    pub fn eval_subquery(&mut self, sq: &SubqueryExpr) -> Result<RangeInput> {
-        let (start, end, step) = self.subquery_range(sq);
-        let mut child = self.child(start, end, step);
-        let series = child.eval_matrix(&sq.expr)?;
-        // The child started from this evaluator's count and added its result.
-        self.current_samples = child.current_samples;
+    /// A subquery as the range vector a function reads.
+    pub fn eval_subquery(&mut self, sq: &SubqueryExpr) -> Result<RangeInput<'static>> {
+        let series = self.subquery_series(sq)?;
         Ok(RangeInput {
-            series,
+            series: series.into_iter().map(RangeSeries::from_points).collect(),
             range: duration_ms(&sq.range),
             offset: offset_ms(&sq.offset),
             at: self.at_ms(&sq.at),
             selector: None,
         })
+    }
+
+    /// The inner expression's series over the subquery's steps.
+    pub fn subquery_series(&mut self, sq: &SubqueryExpr) -> Result<Matrix> {
+        let (start, end, step) = self.subquery_range(sq);
+        let mut child = self.child(start, end, step);
+        let series = child.eval_matrix(&sq.expr)?;
+        // The child started from this evaluator's count and added its result.
+        self.current_samples = child.current_samples;
+        Ok(series)
     }
 }

@@ -3,33 +3,56 @@
 //! `predict_linear`, `resets`, `changes`.
 
 use super::kahan_inc;
-use crate::value::Point;
+use crate::value::Samples;
 
 /// `rate`, `increase` and `delta` over the window `(range_start, range_end]`
 /// (ms), extrapolated towards the window's ends exactly as Prometheus'
 /// `extrapolatedRate` does. `None` when fewer than two samples.
 pub(crate) fn extrapolated_rate(
-    points: &[Point],
+    w: Samples<'_>,
     range_start: i64,
     range_end: i64,
     range_ms: i64,
     is_counter: bool,
     is_rate: bool,
 ) -> Option<f64> {
-    if points.len() < 2 {
-        return None;
-    }
-    let first = points.first()?;
-    let last = points.last()?;
+    let (first, last) = (w.first()?, w.last()?);
     let mut result = last.v - first.v;
     if is_counter {
-        for w in points.windows(2) {
-            if w[1].v < w[0].v {
-                result += w[0].v;
+        for (prev, cur) in w.v.iter().zip(w.v.iter().skip(1)) {
+            if cur < prev {
+                result += prev;
             }
         }
     }
-    let num_minus_one = (points.len() - 1) as f64;
+    extrapolate(
+        w,
+        result,
+        range_start,
+        range_end,
+        range_ms,
+        is_counter,
+        is_rate,
+    )
+}
+
+/// The end of [`extrapolated_rate`]: `result` is the window's raw change
+/// (last minus first value, plus the value before each counter reset, in
+/// order), extrapolated to the window's ends.
+pub(crate) fn extrapolate(
+    w: Samples<'_>,
+    result: f64,
+    range_start: i64,
+    range_end: i64,
+    range_ms: i64,
+    is_counter: bool,
+    is_rate: bool,
+) -> Option<f64> {
+    if w.len() < 2 {
+        return None;
+    }
+    let (first, last) = (w.first()?, w.last()?);
+    let num_minus_one = (w.len() - 1) as f64;
     let mut duration_to_start = (first.t - range_start) as f64 / 1000.0;
     let mut duration_to_end = (range_end - last.t) as f64 / 1000.0;
     let sampled_interval = (last.t - first.t) as f64 / 1000.0;
@@ -61,12 +84,12 @@ pub(crate) fn extrapolated_rate(
 }
 
 /// `irate` (`is_rate`) and `idelta`: from the last two samples.
-pub(crate) fn instant_value(points: &[Point], is_rate: bool) -> Option<f64> {
-    if points.len() < 2 {
+pub(crate) fn instant_value(w: Samples<'_>, is_rate: bool) -> Option<f64> {
+    if w.len() < 2 {
         return None;
     }
-    let prev = points.get(points.len() - 2)?;
-    let last = points.last()?;
+    let prev = w.get(w.len() - 2)?;
+    let last = w.last()?;
     let interval = last.t - prev.t;
     if interval == 0 {
         return None;
@@ -85,12 +108,12 @@ pub(crate) fn instant_value(points: &[Point], is_rate: bool) -> Option<f64> {
 
 /// Least-squares slope and the intercept at `intercept_time`, as Prometheus'
 /// `linearRegression`.
-pub(crate) fn linear_regression(points: &[Point], intercept_time: i64) -> (f64, f64) {
+pub(crate) fn linear_regression(w: Samples<'_>, intercept_time: i64) -> (f64, f64) {
     let (mut n, mut sum_x, mut c_x, mut sum_y, mut c_y) = (0.0, 0.0, 0.0, 0.0, 0.0);
     let (mut sum_xy, mut c_xy, mut sum_x2, mut c_x2) = (0.0, 0.0, 0.0, 0.0);
-    let init_y = points.first().map_or(f64::NAN, |p| p.v);
+    let init_y = w.v.first().copied().unwrap_or(f64::NAN);
     let mut const_y = true;
-    for (i, p) in points.iter().enumerate() {
+    for (i, p) in w.points().enumerate() {
         if const_y && i > 0 && p.v != init_y {
             const_y = false;
         }
@@ -118,38 +141,39 @@ pub(crate) fn linear_regression(points: &[Point], intercept_time: i64) -> (f64, 
     (slope, intercept)
 }
 
-pub(crate) fn deriv(points: &[Point]) -> Option<f64> {
-    if points.len() < 2 {
+pub(crate) fn deriv(w: Samples<'_>) -> Option<f64> {
+    if w.len() < 2 {
         return None;
     }
-    let t0 = points.first()?.t;
-    Some(linear_regression(points, t0).0)
+    let t0 = w.first()?.t;
+    Some(linear_regression(w, t0).0)
 }
 
 /// `predict_linear`: the regression line's value `seconds` after `eval_ts`.
-pub(crate) fn predict_linear(points: &[Point], seconds: f64, eval_ts: i64) -> Option<f64> {
-    if points.len() < 2 {
+pub(crate) fn predict_linear(w: Samples<'_>, seconds: f64, eval_ts: i64) -> Option<f64> {
+    if w.len() < 2 {
         return None;
     }
-    let (slope, intercept) = linear_regression(points, eval_ts);
+    let (slope, intercept) = linear_regression(w, eval_ts);
     Some(slope * seconds + intercept)
 }
 
-pub(crate) fn resets(points: &[Point]) -> Option<f64> {
-    if points.is_empty() {
+pub(crate) fn resets(w: Samples<'_>) -> Option<f64> {
+    if w.is_empty() {
         return None;
     }
-    Some(points.windows(2).filter(|w| w[1].v < w[0].v).count() as f64)
+    let pairs = w.v.iter().zip(w.v.iter().skip(1));
+    Some(pairs.filter(|(prev, cur)| cur < prev).count() as f64)
 }
 
-pub(crate) fn changes(points: &[Point]) -> Option<f64> {
-    if points.is_empty() {
+pub(crate) fn changes(w: Samples<'_>) -> Option<f64> {
+    if w.is_empty() {
         return None;
     }
+    let pairs = w.v.iter().zip(w.v.iter().skip(1));
     Some(
-        points
-            .windows(2)
-            .filter(|w| w[1].v != w[0].v && !(w[1].v.is_nan() && w[0].v.is_nan()))
+        pairs
+            .filter(|(prev, cur)| cur != prev && !(cur.is_nan() && prev.is_nan()))
             .count() as f64,
     )
 }

@@ -62,11 +62,24 @@ impl MemSeries {
         vs: &mut Vec<f64>,
     ) -> bool {
         let st = self.state.lock();
-        let mut any = false;
-        for (b, chunk) in &st.chunks {
+        let in_range = |b: i64| {
             let start = b.saturating_mul(bucket_ms);
             let end = start.saturating_add(bucket_ms - 1);
-            if *b <= sealed_through || end < mint || start > maxt {
+            b > sealed_through && end >= mint && start <= maxt
+        };
+        // Sized once for every chunk read: growing chunk by chunk would move
+        // the samples already decoded each time.
+        let total: usize = st
+            .chunks
+            .iter()
+            .filter(|(b, _)| in_range(*b))
+            .map(|(_, c)| c.len() as usize)
+            .sum();
+        ts.reserve(total);
+        vs.reserve(total);
+        let mut any = false;
+        for (b, chunk) in &st.chunks {
+            if !in_range(*b) {
                 continue;
             }
             any = true;

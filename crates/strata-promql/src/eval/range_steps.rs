@@ -1,0 +1,234 @@
+//! Walking a range function's steps over each series: the window of each
+//! step is found from the previous one's (both ends only move forward), the
+//! counter resets of `rate` and `increase` are found once per series, and
+//! large inputs are split across threads by series.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use super::selector::RangeSeries;
+use super::Result;
+use crate::error::QueryError;
+use crate::functions::rate;
+use crate::value::{Point, Samples};
+
+/// What a range-vector function sees at one step besides the samples.
+pub(crate) struct StepContext {
+    pub range_start: i64,
+    pub range_end: i64,
+    pub range: i64,
+    /// The timestamp predict_linear extrapolates from.
+    pub intercept: i64,
+    /// The scalar argument (quantile_over_time's q, predict_linear's t).
+    pub param: f64,
+}
+
+/// A function of one step's window (never empty).
+pub(crate) type WindowFn = for<'w> fn(Samples<'w>, &StepContext) -> Option<f64>;
+
+/// How a range function is computed along a series.
+#[derive(Clone, Copy)]
+pub(crate) enum RangeFn {
+    /// From each window on its own.
+    Window(WindowFn),
+    /// `rate` (`is_rate`) or `increase`: the counter resets are located once
+    /// per series and each window sums only those inside it.
+    Increase { is_rate: bool },
+}
+
+/// The steps of one range-function call and the limits it runs under.
+pub(crate) struct StepGrid<'p> {
+    pub first: i64,
+    pub interval: i64,
+    pub steps: usize,
+    pub range: i64,
+    pub offset: i64,
+    pub at: Option<i64>,
+    /// The evaluation start, predict_linear's origin under `@`.
+    pub query_start: i64,
+    /// The scalar argument at each step (empty when there is none).
+    pub param: &'p [f64],
+    pub deadline: Option<Instant>,
+    pub max_samples: usize,
+    /// Samples already held when the call starts.
+    pub held_samples: usize,
+}
+
+/// Below this many sample and step visits a call runs on one thread: a
+/// thread costs tens of microseconds to start.
+const PARALLEL_MIN_WORK: usize = 200_000;
+
+fn available_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Evaluates `f` over every series, one result per series in order; large
+/// inputs are split into contiguous runs of series, one thread each.
+pub(crate) fn eval_series_all(
+    grid: &StepGrid<'_>,
+    f: RangeFn,
+    series: &[RangeSeries<'_>],
+) -> Vec<Result<Vec<Point>>> {
+    let work: usize = series
+        .iter()
+        .map(|s| s.t.len().saturating_add(grid.steps))
+        .fold(0, usize::saturating_add);
+    let threads = available_threads().min(series.len());
+    if threads < 2 || work < PARALLEL_MIN_WORK {
+        return series
+            .iter()
+            .map(|s| eval_series(grid, f, s.samples()))
+            .collect();
+    }
+    let per_thread = series.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = series
+            .chunks(per_thread)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|s| eval_series(grid, f, s.samples()))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    vec![Err(QueryError::Internal(
+                        "range function evaluation panicked".into(),
+                    ))]
+                })
+            })
+            .collect()
+    })
+}
+
+/// The points of `f` over one series at every step of `grid`.
+pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Result<Vec<Point>> {
+    if grid.deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(QueryError::timeout());
+    }
+    let mut points = Vec::new();
+    let mut window = WindowCursor::default();
+    let mut resets = match f {
+        RangeFn::Increase { .. } => CounterResets::new(s.v),
+        RangeFn::Window(_) => CounterResets::default(),
+    };
+    for i in 0..grid.steps {
+        let ts = grid.first + i as i64 * grid.interval;
+        let range_end = grid.at.unwrap_or(ts).saturating_sub(grid.offset);
+        let range_start = range_end.saturating_sub(grid.range);
+        let (lo, hi) = window.advance(s.t, range_start, range_end);
+        let w = s.slice(lo, hi);
+        if w.is_empty() {
+            continue;
+        }
+        if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
+            return Err(QueryError::too_many_samples());
+        }
+        let ctx = StepContext {
+            range_start,
+            range_end,
+            range: grid.range,
+            intercept: if grid.at.is_some() {
+                grid.query_start
+            } else {
+                ts
+            },
+            param: grid.param.get(i).copied().unwrap_or(f64::NAN),
+        };
+        let v = match f {
+            RangeFn::Window(f) => f(w, &ctx),
+            RangeFn::Increase { is_rate } => {
+                if w.len() < 2 {
+                    None
+                } else {
+                    let raw = resets.raw_increase(s.v, lo, hi);
+                    rate::extrapolate(w, raw, range_start, range_end, grid.range, true, is_rate)
+                }
+            }
+        };
+        if let Some(v) = v {
+            points.push(Point { t: ts, v });
+        }
+    }
+    Ok(points)
+}
+
+/// The window `(mint, maxt]` of the previous step as indexes `lo..hi` into
+/// a series' timestamps. Steps only move forward, so each search starts
+/// where the last one ended.
+#[derive(Default)]
+pub(crate) struct WindowCursor {
+    lo: usize,
+    hi: usize,
+}
+
+impl WindowCursor {
+    /// Moves to the window `(mint, maxt]` of `t`, which must not start or end
+    /// before the previous one; returns its index range.
+    pub fn advance(&mut self, t: &[i64], mint: i64, maxt: i64) -> (usize, usize) {
+        self.lo = skip_to(t, self.lo, mint);
+        self.hi = skip_to(t, self.hi.max(self.lo), maxt);
+        (self.lo, self.hi)
+    }
+}
+
+/// Samples a window end steps over one by one before searching: from one
+/// step to the next it usually moves by a few samples.
+const LINEAR_PROBES: usize = 8;
+
+/// The first index at or after `from` whose timestamp is past `bound`.
+fn skip_to(t: &[i64], from: usize, bound: i64) -> usize {
+    let rest = t.get(from..).unwrap_or(&[]);
+    match rest.iter().take(LINEAR_PROBES).position(|&x| x > bound) {
+        Some(i) => from + i,
+        None => from + rest.partition_point(|&x| x <= bound),
+    }
+}
+
+/// The counter resets of one series (indexes `j` where `v[j] < v[j - 1]`),
+/// and how far the windows have moved past them.
+#[derive(Default)]
+pub(crate) struct CounterResets {
+    at: Vec<usize>,
+    next: usize,
+}
+
+impl CounterResets {
+    pub fn new(v: &[f64]) -> Self {
+        let at = v
+            .iter()
+            .zip(v.iter().skip(1))
+            .enumerate()
+            .filter(|(_, (prev, cur))| cur < prev)
+            .map(|(i, _)| i + 1)
+            .collect();
+        Self { at, next: 0 }
+    }
+
+    /// The raw increase over `v[lo..hi]` (at least two samples): last minus
+    /// first, plus the value before each reset inside, added in order, the
+    /// same operations as [`rate::extrapolated_rate`] performs, so the
+    /// result is identical. `lo` must not go back between calls.
+    pub fn raw_increase(&mut self, v: &[f64], lo: usize, hi: usize) -> f64 {
+        let value = |i: usize| v.get(i).copied().unwrap_or(f64::NAN);
+        let mut result = value(hi.saturating_sub(1)) - value(lo);
+        while self.at.get(self.next).is_some_and(|&j| j <= lo) {
+            self.next += 1;
+        }
+        for &j in self.at.get(self.next..).unwrap_or(&[]) {
+            if j >= hi {
+                break;
+            }
+            result += value(j - 1);
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;
