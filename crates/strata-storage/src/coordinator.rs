@@ -8,7 +8,7 @@
 //! the SlateDB write handle (awaited by the caller for Durable).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use slatedb::config::{PutOptions, Ttl};
@@ -71,6 +71,11 @@ pub(crate) struct Coordinator {
     /// The seal under way: its task, bucket and the bucket's first log seq
     /// (to put the bucket back if the seal fails).
     pub(crate) sealing: Option<SealUnderWay>,
+    /// Log records from here on have not been deleted by a seal.
+    log_kept_from: u64,
+    /// Set to make a paced seal under way finish at full speed (shutdown,
+    /// explicit seals).
+    hurry: Arc<AtomicBool>,
     record: LogRecord,
     encoded: Vec<u8>,
     /// A batch already applied to the head whose write to SlateDB failed:
@@ -90,6 +95,7 @@ impl Coordinator {
         next_seq: u64,
         open_buckets: BTreeMap<i64, u64>,
         frozen_through: i64,
+        replay_from: u64,
     ) -> Self {
         Self {
             inner,
@@ -98,6 +104,8 @@ impl Coordinator {
             open_buckets,
             frozen_through,
             sealing: None,
+            log_kept_from: replay_from,
+            hurry: Arc::new(AtomicBool::new(false)),
             record: LogRecord::default(),
             encoded: Vec::new(),
             unlogged: None,
@@ -146,6 +154,7 @@ impl Coordinator {
             }
         }
         if let Some((job, _, _)) = self.sealing.take() {
+            self.hurry.store(true, Ordering::Relaxed);
             let _ = job.await;
         }
         if let Some(done) = shutdown {
@@ -281,6 +290,9 @@ impl Coordinator {
     /// Starts sealing the oldest due bucket, unless a seal is under way.
     /// With `wait`, seals every due bucket before returning.
     async fn seal_due(&mut self, wait: bool) -> Result<(), StorageError> {
+        if wait {
+            self.hurry.store(true, Ordering::Relaxed);
+        }
         loop {
             if let Some((job, _, _)) = &self.sealing {
                 if !job.is_finished() && !wait {
@@ -315,16 +327,21 @@ impl Coordinator {
             }
             self.open_buckets.remove(&bucket);
             self.frozen_through = self.frozen_through.max(bucket);
+            let replay_from = self
+                .open_buckets
+                .values()
+                .copied()
+                .min()
+                .unwrap_or(self.next_seq);
             let job = SealJob {
                 bucket,
-                replay_from: self
-                    .open_buckets
-                    .values()
-                    .copied()
-                    .min()
-                    .unwrap_or(self.next_seq),
+                replay_from,
                 next_log_seq: self.next_seq,
+                delete_log_from: self.log_kept_from,
+                hurry: Arc::clone(&self.hurry),
             };
+            self.hurry.store(wait, Ordering::Relaxed);
+            self.log_kept_from = self.log_kept_from.max(replay_from);
             let inner = Arc::clone(&self.inner);
             self.sealing = Some((
                 tokio::spawn(sealer::seal(inner, self.db.clone(), job)),

@@ -46,7 +46,7 @@ pub use head::{tenant_of, Rejection, TENANT_LABEL};
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
 pub use read::SeriesData;
-pub use settings::{ReaderSettings, StorageSettings};
+pub use settings::{Compression, ReaderSettings, StorageSettings};
 pub use stats::{Histogram, StorageStats};
 
 use coordinator::Command;
@@ -111,6 +111,42 @@ impl Inner {
     }
 }
 
+/// SlateDB's settings for a writer with these storage settings.
+fn slatedb_settings(settings: &StorageSettings) -> slatedb::Settings {
+    use slatedb::config::{
+        CompactionWorkerOptions, CompactorOptions, GarbageCollectorDirectoryOptions,
+        GarbageCollectorOptions,
+    };
+    let codec = settings.compression.codec();
+    // The embedded compaction worker must write tables as the writer does.
+    let compactor = CompactorOptions {
+        worker: Some(CompactionWorkerOptions {
+            compression_codec: codec,
+            ..CompactionWorkerOptions::default()
+        }),
+        ..CompactorOptions::default()
+    };
+    // Collect obsolete WAL files and compacted tables every minute rather
+    // than every ten, so disk use follows the data; files stay at least the
+    // default five minutes for reader nodes still using them.
+    let every_minute = Some(GarbageCollectorDirectoryOptions {
+        interval: Some(std::time::Duration::from_secs(60)),
+        ..GarbageCollectorDirectoryOptions::default()
+    });
+    let gc = GarbageCollectorOptions {
+        wal_options: every_minute,
+        compacted_options: every_minute,
+        ..GarbageCollectorOptions::default()
+    };
+    slatedb::Settings {
+        flush_interval: Some(settings.flush_interval),
+        compression_codec: codec,
+        compactor_options: Some(compactor),
+        garbage_collector_options: Some(gc),
+        ..slatedb::Settings::default()
+    }
+}
+
 /// An open Strata database on one object-store path: the writer, or a
 /// read-only reader node following the writer's log.
 pub struct Storage {
@@ -135,10 +171,7 @@ impl Storage {
         let counters = Arc::new(ObjectStoreCounters::default());
         let store: Arc<dyn object_store::ObjectStore> =
             Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
-        let slate = slatedb::Settings {
-            flush_interval: Some(settings.flush_interval),
-            ..slatedb::Settings::default()
-        };
+        let slate = slatedb_settings(&settings);
         let metrics = Arc::new(DefaultMetricsRecorder::new());
         let db = Db::builder(path.to_owned(), store)
             .with_settings(slate)
@@ -166,6 +199,7 @@ impl Storage {
             recovered.follower.next_seq,
             recovered.follower.open_buckets,
             recovered.frozen_through,
+            recovered.replay_from,
         );
         let handle = tokio::spawn(coordinator.run(rx));
         Ok(Self {

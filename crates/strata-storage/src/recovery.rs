@@ -20,6 +20,9 @@ pub(crate) struct Recovered {
     pub follower: LogFollower,
     pub frozen_through: i64,
     pub samples_replayed: usize,
+    /// The checkpoint's first log record to replay; older ones are due for
+    /// deletion.
+    pub replay_from: u64,
 }
 
 pub(crate) async fn read_checkpoint(db: &Backend) -> Result<values::Checkpoint, StorageError> {
@@ -249,5 +252,6 @@ pub(crate) async fn recover(
         follower,
         frozen_through: sealed_through,
         samples_replayed: replayed,
+        replay_from: cp.replay_from,
     })
 }

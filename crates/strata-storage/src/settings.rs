@@ -5,6 +5,27 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Block compression of SlateDB's tables.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Lz4,
+    #[default]
+    Zstd,
+}
+
+impl Compression {
+    pub(crate) fn codec(self) -> Option<slatedb::config::CompressionCodec> {
+        use slatedb::config::CompressionCodec;
+        match self {
+            Compression::None => None,
+            Compression::Lz4 => Some(CompressionCodec::Lz4),
+            Compression::Zstd => Some(CompressionCodec::Zstd),
+        }
+    }
+}
+
 /// How the storage engine lays out and keeps data.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -32,6 +53,14 @@ pub struct StorageSettings {
     /// How often the sealer looks for buckets that are due.
     #[serde(with = "humantime_serde")]
     pub seal_check_interval: Duration,
+    /// How long a seal spreads its writes over (at most half a bucket): a
+    /// bucket of a million series sealed at once would compete with ingest
+    /// for CPU and fill SlateDB's write buffer. Zero seals at full speed.
+    #[serde(with = "humantime_serde")]
+    pub seal_spread: Duration,
+    /// Compression of SlateDB's tables (WAL included): log records and
+    /// series labels shrink several times; sealed chunks are compact already.
+    pub compression: Compression,
     /// Most write requests merged into one log record.
     pub max_group_commit: usize,
     /// Capacity of the write coordinator's queue, in requests.
@@ -58,6 +87,8 @@ impl Default for StorageSettings {
             retention: Duration::from_secs(15 * 24 * 3600),
             log_retention: Duration::from_secs(24 * 3600),
             seal_check_interval: Duration::from_secs(10),
+            seal_spread: Duration::from_secs(600),
+            compression: Compression::Zstd,
             max_group_commit: 64,
             queue_capacity: 1024,
             write_timeout: Duration::from_secs(10),
@@ -106,6 +137,12 @@ impl StorageSettings {
 
     pub(crate) fn grace_ms(&self) -> i64 {
         i64::try_from(self.seal_grace.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The time a seal spreads its writes over: `seal_spread`, at most half
+    /// a bucket so a seal ends well before the next one is due.
+    pub(crate) fn effective_seal_spread(&self) -> Duration {
+        self.seal_spread.min(self.bucket_duration / 2)
     }
 
     pub(crate) fn retention_ms(&self) -> i64 {

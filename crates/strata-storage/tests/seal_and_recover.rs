@@ -79,6 +79,24 @@ async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
     .collect()
 }
 
+/// The sequence numbers of the log records in the database at `db`.
+async fn log_seqs(store: &Arc<dyn ObjectStore>) -> Vec<u64> {
+    let reader = slatedb::DbReader::builder("db", Arc::clone(store))
+        .build()
+        .await
+        .unwrap();
+    let mut it = reader
+        .scan(vec![strata_storage::keys::LOG]..vec![strata_storage::keys::LOG + 1])
+        .await
+        .unwrap();
+    let mut seqs = Vec::new();
+    while let Some(kv) = it.next().await.unwrap() {
+        seqs.push(strata_storage::keys::log_seq(&kv.key).unwrap());
+    }
+    reader.close().await.unwrap();
+    seqs
+}
+
 fn expected(data: &[IngestSeries]) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
     let mut e: Vec<_> = data
         .iter()
@@ -155,6 +173,11 @@ async fn seal_then_recover_round_trip() {
         .unwrap();
     assert_eq!(not_api.len(), 2);
     db.close().await.unwrap();
+
+    // Each request went to one log record (seqs 0 to 9, four per bucket).
+    // The seals deleted the records of the two sealed buckets: only those
+    // of the open bucket are left.
+    assert_eq!(log_seqs(&store).await, vec![8, 9]);
 
     let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
@@ -250,5 +273,66 @@ async fn sealed_scan_selects_exactly() {
     assert_eq!(all.len(), 100);
     let few = sel(vec![Matcher::new(MatchOp::RegexMatch, "i", "7|77").unwrap()]).await;
     assert_eq!(few.len(), 2);
+    db.close().await.unwrap();
+}
+
+/// Writes `dataset(t0)` and moves the clock past the end of its first two
+/// buckets plus grace, so the sealer finds both due.
+async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Storage, i64) {
+    use strata_storage::Clock;
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 3 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let settings = StorageSettings {
+        seal_check_interval: Duration::from_millis(20),
+        seal_spread: spread,
+        ..StorageSettings::default()
+    };
+    let db = Storage::open(Arc::clone(&store), "db", settings, clock.clone())
+        .await
+        .unwrap();
+    db.write(dataset(t0), Durability::Applied).await.unwrap();
+    clock.set(t0 + 2 * HOUR + 6 * 60_000);
+    (store, db, t0)
+}
+
+#[tokio::test]
+async fn automatic_seals_take_their_spread() {
+    let spread = Duration::from_millis(1500);
+    let (_store, db, t0) = two_buckets_due(spread).await;
+    let started = std::time::Instant::now();
+    while db.head().sealed_through() != Some(t0 / HOUR + 1) {
+        assert!(started.elapsed() < Duration::from_secs(60), "never sealed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Two seals, one after the other, each spread over 1.5 s.
+    assert!(started.elapsed() >= 2 * spread, "{:?}", started.elapsed());
+    assert_eq!(read_all(&db).await, expected(&dataset(t0)));
+    db.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn close_hurries_a_spread_seal() {
+    // A spread of 30 minutes (half an hour bucket): close must not wait it.
+    let (store, db, t0) = two_buckets_due(Duration::from_secs(1800)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(db.head().sealed_through(), None, "still spreading");
+    let started = std::time::Instant::now();
+    db.close().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // The seal under way finished; the other bucket is sealed on the next
+    // open's first check.
+    let db = Storage::open(
+        store,
+        "db",
+        settings(),
+        Arc::new(ManualClock::new(t0 + 2 * HOUR + 6 * 60_000)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
+    assert_eq!(read_all(&db).await, expected(&dataset(t0)));
     db.close().await.unwrap();
 }
