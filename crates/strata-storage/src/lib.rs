@@ -111,6 +111,32 @@ impl Inner {
     }
 }
 
+/// How often the head's chunk tails are looked at for freezing.
+const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Starts the background pass that freezes long head-chunk tails into the
+/// compact sealed format (see `head::HeadChunk`), on a thread of low
+/// priority, until the storage is dropped.
+fn start_freezer(inner: &Arc<Inner>) {
+    let weak = Arc::downgrade(inner);
+    let started = std::thread::Builder::new()
+        .name("strata-freezer".into())
+        .spawn(move || {
+            sealer::lower_priority();
+            loop {
+                std::thread::sleep(FREEZE_INTERVAL);
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
+                tracing::debug!(frozen, "froze head chunk tails");
+            }
+        });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start the head freezer; the head stays in Gorilla chunks");
+    }
+}
+
 /// SlateDB's settings for a writer with these storage settings.
 fn slatedb_settings(settings: &StorageSettings) -> slatedb::Settings {
     use slatedb::config::{
@@ -192,6 +218,7 @@ impl Storage {
             object_store: counters,
         });
         add_replayed(&inner, recovered.samples_replayed);
+        start_freezer(&inner);
         let (tx, rx) = mpsc::channel(inner.settings.queue_capacity);
         let coordinator = coordinator::Coordinator::new(
             Arc::clone(&inner),
@@ -271,6 +298,7 @@ impl Storage {
             object_store: counters,
         });
         add_replayed(&inner, recovered.samples_replayed);
+        start_freezer(&inner);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let handle = tokio::spawn(tailer::follow(
             Arc::clone(&inner),

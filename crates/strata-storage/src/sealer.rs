@@ -211,15 +211,14 @@ fn encode_bucket(
     };
     for s in series {
         series_done += 1;
-        let Some(head_chunk) = s.chunk_bytes(bucket) else {
-            continue;
-        };
-        // Sealed chunks are re-encoded in the compact sealed format; the
-        // head's Gorilla chunk only had to be appendable.
+        // One sealed chunk per series and bucket, from the head chunk's
+        // frozen parts and tail.
         ts.clear();
         vs.clear();
-        strata_codec::decode_into(&head_chunk, &mut ts, &mut vs)?;
-        let mut bytes = Vec::with_capacity(head_chunk.len());
+        if !s.bucket_samples(bucket, &mut ts, &mut vs)? {
+            continue;
+        }
+        let mut bytes = Vec::new();
         strata_codec::encode_sealed(&ts, &vs, &mut bytes);
         written.chunk_bytes += bytes.len();
         batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
@@ -267,7 +266,7 @@ fn encode_bucket(
 /// Lowers the calling thread's scheduling priority (Linux: a thread's nice
 /// value is its own). Best effort: sealing works at any priority.
 #[allow(unsafe_code)]
-fn lower_priority() {
+pub(crate) fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid and setpriority take no pointers and only affect the
     // calling thread's scheduling.

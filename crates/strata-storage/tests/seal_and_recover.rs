@@ -140,6 +140,24 @@ async fn seal_then_recover_round_trip() {
     }
     assert_eq!(read_all(&db).await, want, "head read");
 
+    // Freezing the head's chunk tails into the sealed format changes no
+    // sample, and a retried request still finds its samples as duplicates.
+    assert_eq!(
+        db.head().freeze_tails(100),
+        3 * 3,
+        "one per series and bucket"
+    );
+    assert_eq!(read_all(&db).await, want, "frozen head read");
+    let retry = data
+        .iter()
+        .map(|s| IngestSeries {
+            labels: s.labels.clone(),
+            samples: s.samples[100..160].to_vec(),
+        })
+        .collect();
+    let out = db.write(retry, Durability::Applied).await.unwrap();
+    assert_eq!((out.appended, out.duplicates, out.rejected), (0, 180, 0));
+
     // Two buckets are complete once the clock passes bucket end + grace.
     clock.set(t0 + 2 * HOUR + 6 * 60_000);
     db.seal_due_now().await.unwrap();

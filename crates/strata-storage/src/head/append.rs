@@ -2,9 +2,7 @@
 
 use std::fmt;
 
-use strata_codec::XorChunk;
-
-use super::MemSeries;
+use super::{HeadChunk, MemSeries};
 
 /// Why a sample was not stored.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +90,13 @@ impl MemSeries {
                             .chunks
                             .iter()
                             .find(|(b, _)| *b == bucket)
-                            .map(|(_, c)| c.iter().map(|(t, v)| (t, v.to_bits())).collect())
+                            .map(|(_, c)| {
+                                let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                                // Written here: an error would be a bug, and
+                                // the samples before it are still right.
+                                let _ = c.decode_into(&mut ts, &mut vs);
+                                ts.into_iter().zip(vs.iter().map(|v| v.to_bits())).collect()
+                            })
                             .unwrap_or_default();
                         older = Some((bucket, decoded));
                     }
@@ -140,7 +144,7 @@ impl MemSeries {
                         self.active
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
-                    st.chunks.push((bucket, XorChunk::new()));
+                    st.chunks.push((bucket, HeadChunk::default()));
                     match st.chunks.last_mut() {
                         Some((_, c)) => c,
                         None => continue,

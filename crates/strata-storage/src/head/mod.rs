@@ -6,6 +6,7 @@
 //! `read.rs` selects series and reads their samples.
 
 mod append;
+mod chunk;
 mod read;
 
 use std::collections::BTreeMap;
@@ -15,9 +16,10 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHasher};
-use strata_codec::{labels_eq, Label, LabelPairs, XorChunk};
+use strata_codec::{labels_eq, CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, Rejection};
+pub(crate) use chunk::{HeadChunk, FREEZE_MIN_SAMPLES};
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
@@ -55,7 +57,7 @@ pub struct MemSeries {
 
 /// The mutable part of a series: its open chunks, oldest bucket first.
 pub(crate) struct SeriesState {
-    pub(crate) chunks: Vec<(i64, XorChunk)>,
+    pub(crate) chunks: Vec<(i64, HeadChunk)>,
     pub(crate) last_t: i64,
     pub(crate) last_v_bits: u64,
 }
@@ -82,13 +84,30 @@ impl MemSeries {
         }
     }
 
-    /// The bytes of this series' chunk of `bucket`, if it has one.
-    pub(crate) fn chunk_bytes(&self, bucket: i64) -> Option<Vec<u8>> {
+    /// Appends this series' samples of `bucket` to `ts`/`vs`; false if it
+    /// has none.
+    pub(crate) fn bucket_samples(
+        &self,
+        bucket: i64,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<bool, CodecError> {
         let st = self.state.lock();
+        match st.chunks.iter().find(|(b, _)| *b == bucket) {
+            Some((_, c)) => c.decode_into(ts, vs).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Freezes the tails of this series' chunks holding at least
+    /// `min_samples` samples; returns how many it froze.
+    fn freeze(&self, min_samples: u32, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> usize {
+        let mut st = self.state.lock();
         st.chunks
-            .iter()
-            .find(|(b, _)| *b == bucket)
-            .map(|(_, c)| c.bytes().to_vec())
+            .iter_mut()
+            .filter(|(_, c)| c.len() >= min_samples)
+            .map(|(_, c)| usize::from(c.freeze(min_samples, ts, vs)))
+            .sum()
     }
 
     /// Frees the chunks of every bucket up to `bucket`; the series stops
@@ -272,6 +291,17 @@ impl Head {
         }
     }
 
+    /// Freezes every chunk tail of at least `min_samples` samples into the
+    /// compact sealed format (see [`HeadChunk`]); returns how many. Takes
+    /// each series' lock in turn, briefly.
+    pub fn freeze_tails(&self, min_samples: u32) -> usize {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        self.all_series()
+            .iter()
+            .map(|s| s.freeze(min_samples, &mut ts, &mut vs))
+            .sum()
+    }
+
     /// Bytes held by chunks and labels, an estimate for `/metrics`.
     pub fn memory_bytes(&self) -> usize {
         let idx = self.index.read();
@@ -284,7 +314,7 @@ impl Head {
                 .map(|l| l.name.capacity() + l.value.capacity() + std::mem::size_of::<Label>())
                 .sum::<usize>();
             let st = s.state.lock();
-            total += st.chunks.capacity() * std::mem::size_of::<(i64, XorChunk)>();
+            total += st.chunks.capacity() * std::mem::size_of::<(i64, HeadChunk)>();
             total += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
         }
         total

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use strata_codec::{decode_range_into, Matcher};
+use strata_codec::Matcher;
 
 use super::{Head, MemSeries};
 use crate::postings::{combine, union, MatcherSet};
@@ -85,7 +85,7 @@ impl MemSeries {
             any = true;
             // A head chunk is only ever written by us; a decode error here
             // would be a bug, and the samples before it are still right.
-            let _ = decode_range_into(chunk.bytes(), mint, maxt, ts, vs);
+            let _ = chunk.decode_range_into(mint, maxt, ts, vs);
         }
         any
     }

@@ -1,0 +1,195 @@
+//! One series' samples of one bucket in the head: the older ones frozen in
+//! the compact sealed format, the newest in an appendable Gorilla chunk.
+//!
+//! Gorilla only has to be appendable; on node_exporter-like data it takes
+//! three to four times the bytes of the sealed format. A bucket is an hour
+//! by default, so the head would otherwise grow by Gorilla's size for the
+//! whole hour. [`HeadChunk::freeze`] (run by a background pass at low
+//! priority) moves a long enough tail into a frozen part, and the head
+//! grows by the sealed format's size instead.
+
+use strata_codec::sealed::decode_sealed_range_into;
+use strata_codec::{decode_range_into, encode_sealed, CodecError, XorChunk};
+
+/// Samples a tail needs before it is frozen: Prometheus' chunk size, so
+/// each part is long enough for the sealed format's header to be small.
+pub(crate) const FREEZE_MIN_SAMPLES: u32 = 120;
+
+/// Samples frozen in the sealed format, with their time range.
+struct FrozenPart {
+    first_t: i64,
+    last_t: i64,
+    bytes: Box<[u8]>,
+}
+
+#[derive(Default)]
+pub(crate) struct HeadChunk {
+    /// Older samples, oldest part first, each after the one before.
+    frozen: Vec<FrozenPart>,
+    frozen_len: u32,
+    /// The newest samples, after every frozen one.
+    tail: XorChunk,
+}
+
+impl HeadChunk {
+    /// Appends a sample later than every sample held.
+    pub(crate) fn append(&mut self, t: i64, v: f64) {
+        self.tail.append(t, v);
+    }
+
+    pub(crate) fn len(&self) -> u32 {
+        self.frozen_len + self.tail.len()
+    }
+
+    pub(crate) fn first_t(&self) -> Option<i64> {
+        match self.frozen.first() {
+            Some(p) => Some(p.first_t),
+            None => self.tail.first_t(),
+        }
+    }
+
+    pub(crate) fn last_t(&self) -> Option<i64> {
+        self.tail
+            .last_t()
+            .or_else(|| self.frozen.last().map(|p| p.last_t))
+    }
+
+    /// Appends the samples in `[mint, maxt]`, in time order, to `ts`/`vs`.
+    pub(crate) fn decode_range_into(
+        &self,
+        mint: i64,
+        maxt: i64,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), CodecError> {
+        for p in &self.frozen {
+            if p.last_t >= mint && p.first_t <= maxt {
+                decode_sealed_range_into(&p.bytes, mint, maxt, ts, vs)?;
+            }
+        }
+        if self.tail.last_t().is_some_and(|l| l >= mint) {
+            decode_range_into(self.tail.bytes(), mint, maxt, ts, vs)?;
+        }
+        Ok(())
+    }
+
+    /// Appends every sample to `ts`/`vs`.
+    pub(crate) fn decode_into(
+        &self,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), CodecError> {
+        self.decode_range_into(i64::MIN, i64::MAX, ts, vs)
+    }
+
+    /// Moves the tail into a frozen part if it holds at least `min_samples`
+    /// samples; returns whether it did. `ts`/`vs` are scratch buffers.
+    pub(crate) fn freeze(
+        &mut self,
+        min_samples: u32,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> bool {
+        if self.tail.len() < min_samples.max(1) {
+            return false;
+        }
+        let (Some(first_t), Some(last_t)) = (self.tail.first_t(), self.tail.last_t()) else {
+            return false;
+        };
+        ts.clear();
+        vs.clear();
+        // The tail was written here; a decode error would be a bug, and
+        // keeping the tail as it is loses nothing.
+        if decode_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
+            return false;
+        }
+        let mut bytes = Vec::new();
+        encode_sealed(ts, vs, &mut bytes);
+        self.frozen.push(FrozenPart {
+            first_t,
+            last_t,
+            bytes: bytes.into_boxed_slice(),
+        });
+        self.frozen_len += self.tail.len();
+        self.tail = XorChunk::new();
+        true
+    }
+
+    /// Heap bytes held, for head-memory accounting.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.frozen.capacity() * std::mem::size_of::<FrozenPart>()
+            + self.frozen.iter().map(|p| p.bytes.len()).sum::<usize>()
+            + self.tail.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(n: i64) -> Vec<(i64, f64)> {
+        (0..n)
+            .map(|i| (1_000 + i * 15_000 + i % 3, (i as f64 * 0.37).sin() * 100.0))
+            .collect()
+    }
+
+    fn all(c: &HeadChunk, mint: i64, maxt: i64) -> Vec<(i64, u64)> {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        c.decode_range_into(mint, maxt, &mut ts, &mut vs).unwrap();
+        ts.into_iter().zip(vs.iter().map(|v| v.to_bits())).collect()
+    }
+
+    #[test]
+    fn frozen_parts_read_like_the_tail() {
+        let data = samples(1000);
+        let mut plain = HeadChunk::default();
+        let mut frozen = HeadChunk::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        for (i, &(t, v)) in data.iter().enumerate() {
+            plain.append(t, v);
+            frozen.append(t, v);
+            if i % 97 == 0 {
+                frozen.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
+            }
+        }
+        assert!(frozen.frozen.len() >= 4, "{}", frozen.frozen.len());
+        assert_eq!(frozen.len(), 1000);
+        assert_eq!(frozen.first_t(), plain.first_t());
+        assert_eq!(frozen.last_t(), plain.last_t());
+        assert!(frozen.heap_bytes() < plain.heap_bytes());
+        for (mint, maxt) in [
+            (i64::MIN, i64::MAX),
+            (0, 0),
+            (1_000, 1_000),
+            (2_000_000, 9_000_000),
+            (14_985_000, 15_000_000),
+        ] {
+            assert_eq!(
+                all(&frozen, mint, maxt),
+                all(&plain, mint, maxt),
+                "{mint}..{maxt}"
+            );
+        }
+        // Everything frozen, tail empty: still readable, still appendable.
+        assert!(frozen.freeze(1, &mut ts, &mut vs));
+        assert_eq!(frozen.last_t(), plain.last_t());
+        frozen.append(20_000_000, 1.0);
+        plain.append(20_000_000, 1.0);
+        assert_eq!(
+            all(&frozen, i64::MIN, i64::MAX),
+            all(&plain, i64::MIN, i64::MAX)
+        );
+    }
+
+    #[test]
+    fn short_tails_stay() {
+        let mut c = HeadChunk::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        assert!(!c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+        for (t, v) in samples(119) {
+            c.append(t, v);
+        }
+        assert!(!c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+        assert_eq!(c.len(), 119);
+    }
+}
