@@ -188,6 +188,7 @@ class Cluster:
             "STRATA_OBJECT_STORE_S3_ALLOW_HTTP": "true",
             "STRATA_SERVER_LOG_LEVEL": "warn",
             "STRATA_STORAGE_SEAL_CHECK_INTERVAL": "1s",
+            "STRATA_STORAGE_SEAL_SPREAD": "0s",
         })
         self.env.pop("RUST_LOG", None)
         self.writer_port = free_port()

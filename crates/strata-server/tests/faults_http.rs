@@ -27,6 +27,7 @@ async fn start_server(dir: tempfile::TempDir, faults: &Faults) -> Server {
             ("STRATA_STORAGE_WRITE_TIMEOUT", "1s"),
             ("STRATA_STORAGE_READ_TIMEOUT", "1s"),
             ("STRATA_STORAGE_SEAL_CHECK_INTERVAL", "1s"),
+            ("STRATA_STORAGE_SEAL_SPREAD", "0s"),
         ],
         std::sync::Arc::new(move |store| faults.wrap(store)),
     )
@@ -259,6 +260,13 @@ async fn queries_under_read_faults() {
     let times: Vec<i64> = (0..60).map(|k| start + k * 60_000).collect();
     let end = times[times.len() - 1];
     assert_eq!(post(&srv.url, body("a", &times), "durable").await.0, 204);
+    // Later series, so the bucket's chunks fill many blocks and those of
+    // stream "a" are not in the blocks recovery's log scan reads (and
+    // caches) after the restart.
+    for p in 0..50 {
+        let pad = body(&format!("pad{p:02}"), &times);
+        assert_eq!(post(&srv.url, pad, "applied").await.0, 204);
+    }
     let started = Instant::now();
     loop {
         let metrics = reqwest::get(format!("{}/metrics", srv.url))

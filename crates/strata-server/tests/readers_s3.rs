@@ -72,8 +72,10 @@ impl Cluster {
 fn writer_env() -> Vec<(String, String)> {
     vec![
         ("STRATA_SERVER_ROLE".into(), "writer".into()),
-        // Seal the historical buckets soon after they are written.
+        // Seal the historical buckets soon after they are written, without
+        // spreading the seal's writes.
         ("STRATA_STORAGE_SEAL_CHECK_INTERVAL".into(), "1s".into()),
+        ("STRATA_STORAGE_SEAL_SPREAD".into(), "0s".into()),
     ]
 }
 
