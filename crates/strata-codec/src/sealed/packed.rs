@@ -38,143 +38,286 @@ struct Shape {
     zigzag: bool,
 }
 
+/// Reusable buffers for [`encode`], so that sealing a chunk does not
+/// allocate per stream.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// First differences of the stream (order 1, and the input of order 2).
+    deltas: Vec<i64>,
+    /// The residual source of order 2 or [`LINEAR`].
+    diffs: Vec<i64>,
+    /// A sorted copy for finding the most frequent value of a wide stream.
+    sorted: Vec<i64>,
+    /// Occurrences per residual for finding the most frequent value of a
+    /// narrow stream.
+    counts: Vec<u32>,
+    /// A candidate's header bytes, written to be measured.
+    head: Vec<u8>,
+    /// The smallest and largest integer of each block of a residual source.
+    ranges: Vec<(i64, i64)>,
+}
+
 /// Appends `xs` as a packed stream. The decoder needs `xs.len()` from
 /// elsewhere.
-pub fn encode(xs: &[i64], out: &mut Vec<u8>) {
-    // Shapes are compared by their exact size; only the winner is packed.
-    let mut best: Option<(usize, Vec<u8>, Vec<u64>)> = None;
-    let deltas = difference(xs, 1);
-    let slope = most_frequent(&deltas);
+///
+/// Every shape is sized exactly, in a pass over its integers that packs
+/// nothing; only the smallest (the first among equals) is packed.
+pub fn encode(xs: &[i64], scratch: &mut Scratch, out: &mut Vec<u8>) {
+    let Scratch {
+        deltas,
+        diffs,
+        sorted,
+        counts,
+        head,
+        ranges,
+    } = scratch;
+    difference_into(xs, deltas);
+    // The slope is the most frequent delta: found with order 1, before the
+    // linear shape needs it (there are no deltas if `xs` is empty).
+    let mut slope = 0;
+    let mut best: Option<(usize, Shape, i64)> = None;
     for order in 0..=LINEAR {
         if order != LINEAR && usize::from(order) > xs.len() {
             continue;
         }
-        let diffs = match order {
-            LINEAR => (0i64..)
-                .zip(xs)
-                .map(|(i, &x)| x.wrapping_sub(i.wrapping_mul(slope)))
-                .collect(),
-            1 => deltas.clone(),
-            _ => difference(xs, order),
-        };
-        let min = diffs.iter().copied().min().unwrap_or(0);
-        let mode = if order == 1 {
-            slope
-        } else {
-            most_frequent(&diffs)
-        };
-        for (zigzag, base) in [(false, min), (true, mode)] {
+        let ys = source(xs, order, slope, deltas, diffs);
+        let spread = Spread::of(ys, ranges);
+        let mode = spread.most_frequent(ys, sorted, counts);
+        if order == 1 {
+            slope = mode;
+        }
+        for (zigzag, base) in [(false, spread.min), (true, mode)] {
             let shape = Shape { order, zigzag };
-            let (head, residuals) = plan(xs, &diffs, shape, base, slope);
-            let size = head.len() + blocks_len(&residuals);
-            if best.as_ref().is_none_or(|b| size < b.0) {
-                best = Some((size, head, residuals));
+            head.clear();
+            write_head(xs, shape, base, slope, spread.shift, head);
+            let size = head.len() + blocks_len(ys, ranges, zigzag, base, spread.shift);
+            if best.is_none_or(|(s, _, _)| size < s) {
+                best = Some((size, shape, base));
             }
         }
     }
-    if let Some((_, head, residuals)) = best {
-        out.extend_from_slice(&head);
-        pack_blocks(&residuals, out);
+    if let Some((_, shape, base)) = best {
+        let ys = source(xs, shape.order, slope, deltas, diffs);
+        let shift = Spread::of(ys, ranges).shift;
+        write_head(xs, shape, base, slope, shift, out);
+        pack_blocks(ys, shape, base, shift, out);
     }
 }
 
-/// The `order`-th wrapping difference of `xs`, without its first `order`
-/// elements (which the stream stores whole).
-fn difference(xs: &[i64], order: u8) -> Vec<i64> {
-    let mut d = xs.to_vec();
-    for _ in 0..order {
-        d = d
-            .iter()
-            .zip(d.iter().skip(1))
-            .map(|(a, b)| b.wrapping_sub(*a))
-            .collect();
+/// The integers a shape of `order` turns into residuals: `xs` itself, its
+/// differences (without the first `order` elements, which the stream
+/// stores whole), or `x_i - i * slope`. Orders 1 and 2 expect `deltas` to
+/// hold the first differences.
+fn source<'a>(
+    xs: &'a [i64],
+    order: u8,
+    slope: i64,
+    deltas: &'a [i64],
+    buf: &'a mut Vec<i64>,
+) -> &'a [i64] {
+    match order {
+        0 => xs,
+        1 => deltas,
+        2 => {
+            difference_into(deltas, buf);
+            buf
+        }
+        _ => {
+            buf.clear();
+            buf.extend(
+                (0i64..)
+                    .zip(xs)
+                    .map(|(i, &x)| x.wrapping_sub(i.wrapping_mul(slope))),
+            );
+            buf
+        }
     }
-    d
 }
 
-/// A stream's header bytes and residuals for one shape: `base` is the
-/// minimum of `diffs` (no zig-zag) or their most frequent value.
-fn plan(xs: &[i64], diffs: &[i64], shape: Shape, base: i64, slope: i64) -> (Vec<u8>, Vec<u64>) {
-    // Offsets from the minimum are taken as unsigned, so they are exact over
-    // the whole i64 range.
-    let offsets: Vec<u64> = diffs
-        .iter()
-        .map(|&y| (y as u64).wrapping_sub(base as u64))
-        .collect();
-    let shift = offsets
-        .iter()
-        .fold(0u64, |acc, &o| acc | o)
-        .trailing_zeros()
-        .min(63);
-    let residuals: Vec<u64> = offsets
-        .iter()
-        .map(|&o| {
-            if shape.zigzag {
-                zigzag((o as i64) >> shift)
-            } else {
-                o >> shift
+/// Replaces `out` with the wrapping first differences of `xs`.
+fn difference_into(xs: &[i64], out: &mut Vec<i64>) {
+    out.clear();
+    out.extend(
+        xs.iter()
+            .zip(xs.iter().skip(1))
+            .map(|(a, b)| b.wrapping_sub(*a)),
+    );
+}
+
+/// Where a residual source's integers lie.
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    min: i64,
+    max: i64,
+    /// The trailing zero bits all offsets from the base share (63 if all
+    /// are zero).
+    ///
+    /// Any base that is one of the integers gives the same shift: every
+    /// offset is a difference of two integers, and every such difference is
+    /// a difference of two offsets. So it is taken from the first integer,
+    /// once per order, for both the minimum and the most frequent value.
+    shift: u32,
+}
+
+impl Spread {
+    /// The spread of `ys`, in one pass that also leaves each block's
+    /// smallest and largest integer in `ranges`.
+    fn of(ys: &[i64], ranges: &mut Vec<(i64, i64)>) -> Self {
+        ranges.clear();
+        let first = ys.first().copied().unwrap_or(0) as u64;
+        let mut or = 0u64;
+        for block in ys.chunks(BLOCK) {
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            for &y in block {
+                lo = lo.min(y);
+                hi = hi.max(y);
+                or |= (y as u64).wrapping_sub(first);
             }
-        })
-        .collect();
-    let mut head = vec![
-        shape.order | if shape.zigzag { ZIGZAG } else { 0 },
-        shift as u8,
-    ];
-    put_uvarint(&mut head, zigzag(base));
+            ranges.push((lo, hi));
+        }
+        let min = ranges.iter().map(|r| r.0).min().unwrap_or(0);
+        let max = ranges.iter().map(|r| r.1).max().unwrap_or(0);
+        let shift = or.trailing_zeros().min(63);
+        Self { min, max, shift }
+    }
+
+    /// How many distinct residuals the integers could have.
+    fn span(&self) -> u64 {
+        ((self.max as u64).wrapping_sub(self.min as u64) >> self.shift).saturating_add(1)
+    }
+
+    /// The value of `ys` (of this spread) that occurs most often, the
+    /// smallest among ties, 0 if none.
+    ///
+    /// Narrow streams (intervals, deltas of most gauges and counters) are
+    /// counted in a table indexed by residual, which keeps the order of
+    /// values; only wide ones are sorted, in `sorted`.
+    fn most_frequent(&self, ys: &[i64], sorted: &mut Vec<i64>, counts: &mut Vec<u32>) -> i64 {
+        if ys.is_empty() {
+            return 0;
+        }
+        let span = self.span();
+        if span == 1 {
+            return self.min;
+        }
+        if span > COUNTED_SPAN {
+            sorted.clear();
+            sorted.extend_from_slice(ys);
+            sorted.sort_unstable();
+            return mode_of_sorted(sorted);
+        }
+        counts.clear();
+        counts.resize(span as usize, 0);
+        let slot = |y: i64| ((y as u64).wrapping_sub(self.min as u64) >> self.shift) as usize;
+        for &y in ys {
+            if let Some(c) = counts.get_mut(slot(y)) {
+                *c += 1;
+            }
+        }
+        let top = counts.iter().copied().max().unwrap_or(0);
+        let at = counts.iter().position(|&c| c == top).unwrap_or(0) as u64;
+        (self.min as u64).wrapping_add(at << self.shift) as i64
+    }
+}
+
+/// Widest residual range whose values are counted in a table rather than
+/// sorted to find the most frequent.
+const COUNTED_SPAN: u64 = 4096;
+
+/// The residual of `y` around `base`: offsets from the minimum are taken as
+/// unsigned, so they are exact over the whole i64 range.
+#[inline(always)]
+fn residual<const ZIGZAG: bool>(y: i64, base: i64, shift: u32) -> u64 {
+    let o = (y as u64).wrapping_sub(base as u64);
+    if ZIGZAG {
+        zigzag((o as i64) >> shift)
+    } else {
+        o >> shift
+    }
+}
+
+/// Appends a stream's header bytes for one shape: `base` is the minimum of
+/// its residual source (no zig-zag) or their most frequent value.
+fn write_head(xs: &[i64], shape: Shape, base: i64, slope: i64, shift: u32, out: &mut Vec<u8>) {
+    out.push(shape.order | if shape.zigzag { ZIGZAG } else { 0 });
+    out.push(shift as u8);
+    put_uvarint(out, zigzag(base));
     if shape.order == LINEAR {
-        put_uvarint(&mut head, zigzag(slope));
-        return (head, residuals);
+        put_uvarint(out, zigzag(slope));
+        return;
     }
     let mut prev = 0i64;
     for (i, &x) in xs.iter().take(usize::from(shape.order)).enumerate() {
         // The second stored value of a twice-differenced stream is its
         // first delta.
         let stored = if i == 0 { x } else { x.wrapping_sub(prev) };
-        put_uvarint(&mut head, zigzag(stored));
+        put_uvarint(out, zigzag(stored));
         prev = x;
     }
-    (head, residuals)
 }
 
-/// Bytes [`pack_blocks`] would write.
-fn blocks_len(residuals: &[u64]) -> usize {
-    residuals
-        .chunks(BLOCK)
-        .map(|b| {
-            let (dense, sparse, _) = block_sizes(b);
+/// Bytes [`pack_blocks`] would write for residuals around `base`, from each
+/// block's range (see [`Spread::of`]) rather than from every residual.
+///
+/// Residuals grow with the distance from `base` (zig-zagged: on either
+/// side), so a block's width is that of its smallest or largest integer's
+/// residual; only the integers equal to `base` are zero, and only blocks
+/// whose range holds `base` need counting. A block whose distances from
+/// `base` overflow an `i64` is measured residual by residual.
+fn blocks_len(ys: &[i64], ranges: &[(i64, i64)], zigzagged: bool, base: i64, shift: u32) -> usize {
+    ys.chunks(BLOCK)
+        .zip(ranges)
+        .map(|(block, &(lo, hi))| {
+            let or = match (zigzagged, lo.checked_sub(base), hi.checked_sub(base)) {
+                (false, _, _) => residual::<false>(hi, base, shift),
+                (true, Some(a), Some(b)) => zigzag(a >> shift).max(zigzag(b >> shift)),
+                (true, _, _) => block
+                    .iter()
+                    .fold(0, |or, &y| or | residual::<true>(y, base, shift)),
+            };
+            let zeros = if (lo..=hi).contains(&base) {
+                block.iter().filter(|&&y| y == base).count()
+            } else {
+                0
+            };
+            let (dense, sparse, _) = block_sizes(block.len(), or, block.len() - zeros);
             1 + dense.min(sparse)
         })
         .sum()
 }
 
 /// A block's body size (after its header byte) dense and sparse, and its
-/// width; sparse is `usize::MAX` when the block is all zero.
-fn block_sizes(block: &[u64]) -> (usize, usize, u32) {
-    let (or, nonzero) = block.iter().fold((0u64, 0usize), |(o, n), &r| {
-        (o | r, n + usize::from(r != 0))
-    });
+/// width, from its length, the OR of its residuals and how many are not
+/// zero; sparse is `usize::MAX` when the block is all zero.
+fn block_sizes(len: usize, or: u64, nonzero: usize) -> (usize, usize, u32) {
     let w = width(or);
-    let dense = bytes_for(block.len(), w);
+    let dense = bytes_for(len, w);
     let sparse = if w == 0 {
         usize::MAX
     } else {
-        block.len().div_ceil(8) + bytes_for(nonzero, w)
+        len.div_ceil(8) + bytes_for(nonzero, w)
     };
     (dense, sparse, w)
 }
 
-fn pack_blocks(residuals: &[u64], out: &mut Vec<u8>) {
-    for block in residuals.chunks(BLOCK) {
-        write_block(block, out);
+fn pack_blocks(ys: &[i64], shape: Shape, base: i64, shift: u32, out: &mut Vec<u8>) {
+    let mut res = [0u64; BLOCK];
+    for block in ys.chunks(BLOCK) {
+        for (r, &y) in res.iter_mut().zip(block) {
+            *r = if shape.zigzag {
+                residual::<true>(y, base, shift)
+            } else {
+                residual::<false>(y, base, shift)
+            };
+        }
+        write_block(res.get(..block.len()).unwrap_or(&[]), out);
     }
 }
 
-/// The value that occurs most often (the smallest among ties), 0 if none.
-fn most_frequent(ys: &[i64]) -> i64 {
-    let mut sorted = ys.to_vec();
-    sorted.sort_unstable();
+/// The longest run of equal values in sorted `ys` (the first among ties).
+fn mode_of_sorted(ys: &[i64]) -> i64 {
     let mut best = (0usize, 0i64);
-    for run in sorted.chunk_by(|a, b| a == b) {
+    for run in ys.chunk_by(|a, b| a == b) {
         if let Some(&v) = run.first() {
             if run.len() > best.0 {
                 best = (run.len(), v);
@@ -190,7 +333,10 @@ fn width(v: u64) -> u32 {
 }
 
 fn write_block(block: &[u64], out: &mut Vec<u8>) {
-    let (dense, sparse, w) = block_sizes(block);
+    let (or, nonzero) = block.iter().fold((0u64, 0usize), |(o, n), &r| {
+        (o | r, n + usize::from(r != 0))
+    });
+    let (dense, sparse, w) = block_sizes(block.len(), or, nonzero);
     if sparse < dense {
         out.push(w as u8 | SPARSE);
         let bitmap = block
@@ -503,7 +649,7 @@ mod tests {
 
     fn round_trip(xs: &[i64]) -> usize {
         let mut out = Vec::new();
-        encode(xs, &mut out);
+        encode(xs, &mut Scratch::default(), &mut out);
         let mut got = vec![0i64; xs.len()];
         let mut d = Decbuf::new(&out);
         decode(&mut d, xs.len(), |at, vals| {
