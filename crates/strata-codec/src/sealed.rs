@@ -18,6 +18,8 @@
 mod decimal;
 mod packed;
 
+use std::cell::RefCell;
+
 use crate::varint::{put_uvarint, Decbuf};
 use crate::CodecError;
 use decimal::{mantissa, sampled_exponent, shared_exponent, MAX_EXP, POW10};
@@ -57,7 +59,15 @@ const EXCEPTION_MIN_LEN: usize = 1 + 8;
 /// # Ok::<(), strata_codec::CodecError>(())
 /// ```
 pub fn encode_sealed(ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
-    encode_sealed_with(&mut SealScratch::default(), ts, vs, out);
+    thread_local! {
+        /// Sealing runs over many series in a row: buffers are kept per
+        /// thread, sized by the largest chunk sealed on it.
+        static SCRATCH: RefCell<SealScratch> = RefCell::default();
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => encode_sealed_with(&mut scratch, ts, vs, out),
+        Err(_) => encode_sealed_with(&mut SealScratch::default(), ts, vs, out),
+    });
 }
 
 /// Buffers [`encode_sealed_with`] reuses from chunk to chunk; one per

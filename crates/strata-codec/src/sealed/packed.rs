@@ -46,11 +46,8 @@ pub struct Scratch {
     deltas: Vec<i64>,
     /// The residual source of order 2 or [`LINEAR`].
     diffs: Vec<i64>,
-    /// A sorted copy for finding the most frequent value of a wide stream.
-    sorted: Vec<i64>,
-    /// Occurrences per residual for finding the most frequent value of a
-    /// narrow stream.
-    counts: Vec<u32>,
+    /// Counts for finding the most frequent value.
+    tally: Tally,
     /// A candidate's header bytes, written to be measured.
     head: Vec<u8>,
     /// The smallest and largest integer of each block of a residual source.
@@ -66,8 +63,7 @@ pub fn encode(xs: &[i64], scratch: &mut Scratch, out: &mut Vec<u8>) {
     let Scratch {
         deltas,
         diffs,
-        sorted,
-        counts,
+        tally,
         head,
         ranges,
     } = scratch;
@@ -82,7 +78,7 @@ pub fn encode(xs: &[i64], scratch: &mut Scratch, out: &mut Vec<u8>) {
         }
         let ys = source(xs, order, slope, deltas, diffs);
         let spread = Spread::of(ys, ranges);
-        let mode = spread.most_frequent(ys, sorted, counts);
+        let mode = spread.most_frequent(ys, tally);
         if order == 1 {
             slope = mode;
         }
@@ -190,38 +186,98 @@ impl Spread {
     /// smallest among ties, 0 if none.
     ///
     /// Narrow streams (intervals, deltas of most gauges and counters) are
-    /// counted in a table indexed by residual, which keeps the order of
-    /// values; only wide ones are sorted, in `sorted`.
-    fn most_frequent(&self, ys: &[i64], sorted: &mut Vec<i64>, counts: &mut Vec<u32>) -> i64 {
-        if ys.is_empty() {
-            return 0;
+    /// counted in a table indexed by residual, wide ones by coarser bucket.
+    fn most_frequent(&self, ys: &[i64], tally: &mut Tally) -> i64 {
+        match self.span() {
+            _ if ys.is_empty() => 0,
+            1 => self.min,
+            span if span <= COUNTED_SPAN => tally.most_frequent_narrow(ys, self.min, self.shift),
+            span => tally.most_frequent_wide(ys, self.min, self.shift, span),
         }
-        let span = self.span();
-        if span == 1 {
-            return self.min;
-        }
-        if span > COUNTED_SPAN {
-            sorted.clear();
-            sorted.extend_from_slice(ys);
-            sorted.sort_unstable();
-            return mode_of_sorted(sorted);
-        }
-        counts.clear();
-        counts.resize(span as usize, 0);
-        let slot = |y: i64| ((y as u64).wrapping_sub(self.min as u64) >> self.shift) as usize;
+    }
+}
+
+/// Tables for counting how often each integer of a stream occurs.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Occurrences per residual of a narrow stream; all zero between uses.
+    narrow: Vec<u32>,
+    /// The values of a wide stream that share a bucket, sorted.
+    sorted: Vec<i64>,
+}
+
+impl Tally {
+    /// Counts residuals `(y - min) >> shift` below [`COUNTED_SPAN`].
+    fn most_frequent_narrow(&mut self, ys: &[i64], min: i64, shift: u32) -> i64 {
+        let counts = &mut self.narrow;
+        counts.resize(COUNTED_SPAN as usize, 0);
+        let slot = |y: i64| ((y as u64).wrapping_sub(min as u64) >> shift) as usize;
         for &y in ys {
             if let Some(c) = counts.get_mut(slot(y)) {
                 *c += 1;
             }
         }
-        let top = counts.iter().copied().max().unwrap_or(0);
-        let at = counts.iter().position(|&c| c == top).unwrap_or(0) as u64;
-        (self.min as u64).wrapping_add(at << self.shift) as i64
+        // Reading each count back also resets it, so later copies of a
+        // value read 0; the table is clean for the next stream.
+        // Ranked by count, then by the lower slot, in one integer: the
+        // comparison needs no branch.
+        let mut best = 0u64;
+        for &y in ys {
+            let at = slot(y);
+            if let Some(c) = counts.get_mut(at) {
+                best = best.max((u64::from(*c) << 32) | (COUNTED_SPAN - at as u64));
+                *c = 0;
+            }
+        }
+        let at = COUNTED_SPAN - (best & 0xFFFF_FFFF);
+        (min as u64).wrapping_add(at << shift) as i64
+    }
+
+    /// Counts residuals by bucket, `span` of them spread over
+    /// [`COUNTED_SPAN`] buckets. A value that occurs twice lies in a bucket
+    /// counted twice, so only those buckets' values (few, in a wide stream)
+    /// are sorted to find the most frequent; if no value repeats, it is the
+    /// smallest.
+    fn most_frequent_wide(&mut self, ys: &[i64], min: i64, shift: u32, span: u64) -> i64 {
+        let counts = &mut self.narrow;
+        counts.resize(COUNTED_SPAN as usize, 0);
+        let coarse = shift + (64 - ((span - 1) / COUNTED_SPAN).leading_zeros());
+        let bucket = |y: i64| {
+            let off = (y as u64).wrapping_sub(min as u64);
+            off.checked_shr(coarse).unwrap_or(0) as usize
+        };
+        for &y in ys {
+            if let Some(c) = counts.get_mut(bucket(y)) {
+                *c += 1;
+            }
+        }
+        let shared = &mut self.sorted;
+        shared.clear();
+        shared.extend(
+            ys.iter()
+                .copied()
+                .filter(|&y| counts.get(bucket(y)).is_some_and(|&c| c > 1)),
+        );
+        for &y in ys {
+            if let Some(c) = counts.get_mut(bucket(y)) {
+                *c = 0;
+            }
+        }
+        shared.sort_unstable();
+        let mut best = (1usize, min);
+        for run in shared.chunk_by(|a, b| a == b) {
+            if let Some(&v) = run.first() {
+                if run.len() > best.0 {
+                    best = (run.len(), v);
+                }
+            }
+        }
+        best.1
     }
 }
 
-/// Widest residual range whose values are counted in a table rather than
-/// sorted to find the most frequent.
+/// Entries of the counting table: the widest residual range counted
+/// exactly, and the number of buckets of a wider one.
 const COUNTED_SPAN: u64 = 4096;
 
 /// The residual of `y` around `base`: offsets from the minimum are taken as
@@ -314,19 +370,6 @@ fn pack_blocks(ys: &[i64], shape: Shape, base: i64, shift: u32, out: &mut Vec<u8
     }
 }
 
-/// The longest run of equal values in sorted `ys` (the first among ties).
-fn mode_of_sorted(ys: &[i64]) -> i64 {
-    let mut best = (0usize, 0i64);
-    for run in ys.chunk_by(|a, b| a == b) {
-        if let Some(&v) = run.first() {
-            if run.len() > best.0 {
-                best = (run.len(), v);
-            }
-        }
-    }
-    best.1
-}
-
 /// Bits needed for `v`.
 fn width(v: u64) -> u32 {
     64 - v.leading_zeros()
@@ -366,20 +409,20 @@ fn pack(values: impl Iterator<Item = u64>, w: u32, out: &mut Vec<u8>) {
     if w == 0 {
         return;
     }
+    // Whole words are flushed at once; fewer than 64 bits stay pending.
     let mut acc: u128 = 0;
     let mut bits = 0u32;
     for v in values {
         acc |= u128::from(v) << bits;
         bits += w;
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+        if bits >= 64 {
+            out.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            bits -= 64;
         }
     }
-    if bits > 0 {
-        out.push(acc as u8);
-    }
+    let tail = acc.to_le_bytes();
+    out.extend_from_slice(tail.get(..bits.div_ceil(8) as usize).unwrap_or(&[]));
 }
 
 /// Decodes a stream of `n` integers from the front of `d`, handing them to
