@@ -137,7 +137,7 @@ fn encode_decimal(scratch: &mut SealScratch, vs: &[f64], out: &mut Vec<u8>) -> O
     let SealScratch {
         ints,
         exceptions,
-        packed,
+        packed: streams,
         ..
     } = scratch;
     let guess = sampled_exponent(vs);
@@ -156,7 +156,7 @@ fn encode_decimal(scratch: &mut SealScratch, vs: &[f64], out: &mut Vec<u8>) -> O
         out.extend_from_slice(&bits.to_le_bytes());
         next = i + 1;
     }
-    packed::encode(ints, packed, out);
+    packed::encode(ints, streams, out);
     Some(exceptions.len())
 }
 

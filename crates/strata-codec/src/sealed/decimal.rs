@@ -27,7 +27,7 @@ pub fn mantissa(v: f64, e: u8) -> Option<i64> {
     let x = v * scale;
     // Also refuses NaNs. Below 2^53, rounding cannot reach 2^53: such `x`
     // are already integers.
-    if !(x.abs() < MAX_MANTISSA) {
+    if x.is_nan() || x.abs() >= MAX_MANTISSA {
         return None;
     }
     let m = round_half_away(x);

@@ -57,8 +57,8 @@ pub struct Scratch {
 /// Appends `xs` as a packed stream. The decoder needs `xs.len()` from
 /// elsewhere.
 ///
-/// Every shape is sized exactly, in a pass over its integers that packs
-/// nothing; only the smallest (the first among equals) is packed.
+/// Every shape is sized exactly without being packed (see [`blocks_len`]);
+/// only the smallest (the first among equals) is packed.
 pub fn encode(xs: &[i64], scratch: &mut Scratch, out: &mut Vec<u8>) {
     let Scratch {
         deltas,
@@ -83,6 +83,9 @@ pub fn encode(xs: &[i64], scratch: &mut Scratch, out: &mut Vec<u8>) {
             slope = mode;
         }
         for (zigzag, base) in [(false, spread.min), (true, mode)] {
+            if zigzag && spread.zigzag_is_wider(mode) {
+                continue;
+            }
             let shape = Shape { order, zigzag };
             head.clear();
             write_head(xs, shape, base, slope, spread.shift, head);
@@ -177,6 +180,13 @@ impl Spread {
         Self { min, max, shift }
     }
 
+    /// Whether zig-zagging around `mode` is sure to be no smaller than
+    /// offsets from the minimum: when it is the minimum and no offset
+    /// overflows an `i64`, every residual merely doubles.
+    fn zigzag_is_wider(&self, mode: i64) -> bool {
+        mode == self.min && self.max.checked_sub(self.min).is_some()
+    }
+
     /// How many distinct residuals the integers could have.
     fn span(&self) -> u64 {
         ((self.max as u64).wrapping_sub(self.min as u64) >> self.shift).saturating_add(1)
@@ -217,10 +227,9 @@ impl Tally {
                 *c += 1;
             }
         }
-        // Reading each count back also resets it, so later copies of a
-        // value read 0; the table is clean for the next stream.
-        // Ranked by count, then by the lower slot, in one integer: the
-        // comparison needs no branch.
+        // Reading each count back also resets it (later copies of a value
+        // read 0), leaving the table clean for the next stream. Counts are
+        // ranked, then lower slots, in one integer, so no branch is taken.
         let mut best = 0u64;
         for &y in ys {
             let at = slot(y);
