@@ -20,4 +20,6 @@ pub use chunk::{decode_into, decode_range_into, ChunkIter, XorChunk};
 pub use error::CodecError;
 pub use labels::{labels_eq, Label, LabelPairs, MatchOp, Matcher, MatcherError};
 pub use log_record::{LogRecord, LogSample, NewSeries};
-pub use sealed::{chunk_len_hint, decode_chunk_range_into, encode_sealed};
+pub use sealed::{
+    chunk_len_hint, decode_chunk_range_into, encode_sealed, encode_sealed_with, SealScratch,
+};

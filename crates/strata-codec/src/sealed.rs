@@ -18,9 +18,11 @@
 mod decimal;
 mod packed;
 
+use std::cell::RefCell;
+
 use crate::varint::{put_uvarint, Decbuf};
 use crate::CodecError;
-use decimal::{mantissa, min_exponent, MAX_EXP, POW10};
+use decimal::{mantissa, sampled_exponent, shared_exponent, MAX_EXP, POW10};
 
 /// First byte of every sealed chunk.
 pub const MAGIC: u8 = 0xFF;
@@ -57,6 +59,33 @@ const EXCEPTION_MIN_LEN: usize = 1 + 8;
 /// # Ok::<(), strata_codec::CodecError>(())
 /// ```
 pub fn encode_sealed(ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
+    thread_local! {
+        /// Sealing runs over many series in a row: buffers are kept per
+        /// thread, sized by the largest chunk sealed on it.
+        static SCRATCH: RefCell<SealScratch> = RefCell::default();
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => encode_sealed_with(&mut scratch, ts, vs, out),
+        Err(_) => encode_sealed_with(&mut SealScratch::default(), ts, vs, out),
+    });
+}
+
+/// Buffers [`encode_sealed_with`] reuses from chunk to chunk; one per
+/// thread that seals many chunks.
+#[derive(Debug, Default)]
+pub struct SealScratch {
+    /// Mantissas or raw value bits, the value stream's integers.
+    ints: Vec<i64>,
+    /// Values without a mantissa: their index and bits.
+    exceptions: Vec<(usize, u64)>,
+    /// The raw encoding, when it competes with a decimal one.
+    raw: Vec<u8>,
+    packed: packed::Scratch,
+}
+
+/// [`encode_sealed`] with buffers kept in `scratch`: the same bytes,
+/// without allocating once the buffers have grown to the chunk size.
+pub fn encode_sealed_with(scratch: &mut SealScratch, ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
     let n = ts.len().min(vs.len());
     let (ts, vs) = (ts.get(..n).unwrap_or(&[]), vs.get(..n).unwrap_or(&[]));
     debug_assert!(increasing(None, ts), "timestamps must increase");
@@ -66,59 +95,91 @@ pub fn encode_sealed(ts: &[i64], vs: &[f64], out: &mut Vec<u8>) {
     if n == 0 {
         return;
     }
-    packed::encode(ts, out);
+    packed::encode(ts, &mut scratch.packed, out);
     // Exact decimals are kept without trying raw bits: a mantissa never
     // needs more bits than the value's raw pattern does in practice, and
     // sealing is faster for it.
-    match encode_decimal(vs) {
-        Some((dec, 0)) => out.extend_from_slice(&dec),
-        Some((dec, _)) => {
-            let raw = encode_raw(vs);
-            out.extend_from_slice(if dec.len() <= raw.len() { &dec } else { &raw });
+    let start = out.len();
+    match encode_decimal(scratch, vs, out) {
+        Some(0) => {}
+        Some(_) => {
+            let mut raw = std::mem::take(&mut scratch.raw);
+            raw.clear();
+            encode_raw(scratch, vs, &mut raw);
+            if raw.len() < out.len() - start {
+                out.truncate(start);
+                out.extend_from_slice(&raw);
+            }
+            scratch.raw = raw;
         }
-        None => out.extend_from_slice(&encode_raw(vs)),
+        None => encode_raw(scratch, vs, out),
     }
 }
 
-fn encode_raw(vs: &[f64]) -> Vec<u8> {
-    let bits: Vec<i64> = vs.iter().map(|v| v.to_bits() as i64).collect();
-    let mut out = vec![VALUES_RAW];
-    packed::encode(&bits, &mut out);
-    out
+fn encode_raw(scratch: &mut SealScratch, vs: &[f64], out: &mut Vec<u8>) {
+    let bits = &mut scratch.ints;
+    bits.clear();
+    bits.extend(vs.iter().map(|v| v.to_bits() as i64));
+    out.push(VALUES_RAW);
+    packed::encode(bits, &mut scratch.packed, out);
 }
 
-/// The decimal encoding of `vs` and its number of exceptions, unless too
-/// few values are decimals.
-fn encode_decimal(vs: &[f64]) -> Option<(Vec<u8>, usize)> {
-    let exps: Vec<Option<u8>> = vs.iter().map(|&v| min_exponent(v)).collect();
-    let decimals = exps.iter().flatten().count();
-    if decimals * 2 < vs.len() {
-        return None;
+/// Appends the decimal encoding of `vs` and returns its number of
+/// exceptions, unless too few values are decimals (then nothing is
+/// appended).
+///
+/// The exponent is the largest of the values' smallest exponents. Rather
+/// than searching all exponents for every value, mantissas are taken at a
+/// guess from a few samples, and only the values without one there are
+/// searched; a second pass is needed only if one of them needs a larger
+/// exponent.
+fn encode_decimal(scratch: &mut SealScratch, vs: &[f64], out: &mut Vec<u8>) -> Option<usize> {
+    let SealScratch {
+        ints,
+        exceptions,
+        packed: streams,
+        ..
+    } = scratch;
+    let guess = sampled_exponent(vs);
+    mantissas_into(vs, guess, ints, exceptions);
+    let misses = exceptions.iter().map(|&(_, bits)| f64::from_bits(bits));
+    let e = shared_exponent(vs.len(), guess, misses)?;
+    if e != guess {
+        mantissas_into(vs, e, ints, exceptions);
     }
-    let e = exps.iter().flatten().copied().max().unwrap_or(0);
-    // Exceptions keep the previous mantissa, so they cost nothing in the
-    // stream when it is differenced.
-    let mut mantissas = Vec::with_capacity(vs.len());
-    let mut exceptions = Vec::new();
-    let mut prev = vs.iter().find_map(|&v| mantissa(v, e)).unwrap_or(0);
-    for (i, &v) in vs.iter().enumerate() {
-        match mantissa(v, e) {
-            Some(m) => prev = m,
-            None => exceptions.push((i, v.to_bits())),
-        }
-        mantissas.push(prev);
-    }
-    let mut out = vec![VALUES_DECIMAL, e];
-    let count = exceptions.len();
-    put_uvarint(&mut out, count as u64);
+    out.push(VALUES_DECIMAL);
+    out.push(e);
+    put_uvarint(out, exceptions.len() as u64);
     let mut next = 0;
-    for (i, bits) in exceptions {
-        put_uvarint(&mut out, (i - next) as u64);
+    for &(i, bits) in exceptions.iter() {
+        put_uvarint(out, (i - next) as u64);
         out.extend_from_slice(&bits.to_le_bytes());
         next = i + 1;
     }
-    packed::encode(&mantissas, &mut out);
-    Some((out, count))
+    packed::encode(ints, streams, out);
+    Some(exceptions.len())
+}
+
+/// Replaces `ints` with the mantissas of `vs` at exponent `e` and
+/// `exceptions` with the values that have none. Exceptions keep the
+/// previous mantissa (leading ones the first), so they cost nothing in the
+/// stream when it is differenced.
+fn mantissas_into(vs: &[f64], e: u8, ints: &mut Vec<i64>, exceptions: &mut Vec<(usize, u64)>) {
+    ints.clear();
+    exceptions.clear();
+    let mut prev = None;
+    for (i, &v) in vs.iter().enumerate() {
+        match mantissa(v, e) {
+            Some(m) => {
+                if prev.is_none() {
+                    ints.fill(m);
+                }
+                prev = Some(m);
+            }
+            None => exceptions.push((i, v.to_bits())),
+        }
+        ints.push(prev.unwrap_or(0));
+    }
 }
 
 /// Appends the samples with timestamps in `[mint, maxt]` of the chunk in

@@ -38,150 +38,345 @@ struct Shape {
     zigzag: bool,
 }
 
+/// Reusable buffers for [`encode`], so that sealing a chunk does not
+/// allocate per stream.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// First differences of the stream (order 1, and the input of order 2).
+    deltas: Vec<i64>,
+    /// The residual source of order 2 or [`LINEAR`].
+    diffs: Vec<i64>,
+    /// Counts for finding the most frequent value.
+    tally: Tally,
+    /// A candidate's header bytes, written to be measured.
+    head: Vec<u8>,
+    /// The smallest and largest integer of each block of a residual source.
+    ranges: Vec<(i64, i64)>,
+}
+
 /// Appends `xs` as a packed stream. The decoder needs `xs.len()` from
 /// elsewhere.
-pub fn encode(xs: &[i64], out: &mut Vec<u8>) {
-    // Shapes are compared by their exact size; only the winner is packed.
-    let mut best: Option<(usize, Vec<u8>, Vec<u64>)> = None;
-    let deltas = difference(xs, 1);
-    let slope = most_frequent(&deltas);
+///
+/// Every shape is sized exactly without being packed (see [`blocks_len`]);
+/// only the smallest (the first among equals) is packed.
+pub fn encode(xs: &[i64], scratch: &mut Scratch, out: &mut Vec<u8>) {
+    let Scratch {
+        deltas,
+        diffs,
+        tally,
+        head,
+        ranges,
+    } = scratch;
+    difference_into(xs, deltas);
+    // The slope is the most frequent delta: found with order 1, before the
+    // linear shape needs it (there are no deltas if `xs` is empty).
+    let mut slope = 0;
+    let mut best: Option<(usize, Shape, i64)> = None;
     for order in 0..=LINEAR {
         if order != LINEAR && usize::from(order) > xs.len() {
             continue;
         }
-        let diffs = match order {
-            LINEAR => (0i64..)
-                .zip(xs)
-                .map(|(i, &x)| x.wrapping_sub(i.wrapping_mul(slope)))
-                .collect(),
-            1 => deltas.clone(),
-            _ => difference(xs, order),
-        };
-        let min = diffs.iter().copied().min().unwrap_or(0);
-        let mode = if order == 1 {
-            slope
-        } else {
-            most_frequent(&diffs)
-        };
-        for (zigzag, base) in [(false, min), (true, mode)] {
+        let ys = source(xs, order, slope, deltas, diffs);
+        let spread = Spread::of(ys, ranges);
+        let mode = spread.most_frequent(ys, tally);
+        if order == 1 {
+            slope = mode;
+        }
+        for (zigzag, base) in [(false, spread.min), (true, mode)] {
+            if zigzag && spread.zigzag_is_wider(mode) {
+                continue;
+            }
             let shape = Shape { order, zigzag };
-            let (head, residuals) = plan(xs, &diffs, shape, base, slope);
-            let size = head.len() + blocks_len(&residuals);
-            if best.as_ref().is_none_or(|b| size < b.0) {
-                best = Some((size, head, residuals));
+            head.clear();
+            write_head(xs, shape, base, slope, spread.shift, head);
+            let size = head.len() + blocks_len(ys, ranges, zigzag, base, spread.shift);
+            if best.is_none_or(|(s, _, _)| size < s) {
+                best = Some((size, shape, base));
             }
         }
     }
-    if let Some((_, head, residuals)) = best {
-        out.extend_from_slice(&head);
-        pack_blocks(&residuals, out);
+    if let Some((_, shape, base)) = best {
+        let ys = source(xs, shape.order, slope, deltas, diffs);
+        let shift = Spread::of(ys, ranges).shift;
+        write_head(xs, shape, base, slope, shift, out);
+        pack_blocks(ys, shape, base, shift, out);
     }
 }
 
-/// The `order`-th wrapping difference of `xs`, without its first `order`
-/// elements (which the stream stores whole).
-fn difference(xs: &[i64], order: u8) -> Vec<i64> {
-    let mut d = xs.to_vec();
-    for _ in 0..order {
-        d = d
-            .iter()
-            .zip(d.iter().skip(1))
-            .map(|(a, b)| b.wrapping_sub(*a))
-            .collect();
+/// The integers a shape of `order` turns into residuals: `xs` itself, its
+/// differences (without the first `order` elements, which the stream
+/// stores whole), or `x_i - i * slope`. Orders 1 and 2 expect `deltas` to
+/// hold the first differences.
+fn source<'a>(
+    xs: &'a [i64],
+    order: u8,
+    slope: i64,
+    deltas: &'a [i64],
+    buf: &'a mut Vec<i64>,
+) -> &'a [i64] {
+    match order {
+        0 => xs,
+        1 => deltas,
+        2 => {
+            difference_into(deltas, buf);
+            buf
+        }
+        _ => {
+            buf.clear();
+            buf.extend(
+                (0i64..)
+                    .zip(xs)
+                    .map(|(i, &x)| x.wrapping_sub(i.wrapping_mul(slope))),
+            );
+            buf
+        }
     }
-    d
 }
 
-/// A stream's header bytes and residuals for one shape: `base` is the
-/// minimum of `diffs` (no zig-zag) or their most frequent value.
-fn plan(xs: &[i64], diffs: &[i64], shape: Shape, base: i64, slope: i64) -> (Vec<u8>, Vec<u64>) {
-    // Offsets from the minimum are taken as unsigned, so they are exact over
-    // the whole i64 range.
-    let offsets: Vec<u64> = diffs
-        .iter()
-        .map(|&y| (y as u64).wrapping_sub(base as u64))
-        .collect();
-    let shift = offsets
-        .iter()
-        .fold(0u64, |acc, &o| acc | o)
-        .trailing_zeros()
-        .min(63);
-    let residuals: Vec<u64> = offsets
-        .iter()
-        .map(|&o| {
-            if shape.zigzag {
-                zigzag((o as i64) >> shift)
-            } else {
-                o >> shift
+/// Replaces `out` with the wrapping first differences of `xs`.
+fn difference_into(xs: &[i64], out: &mut Vec<i64>) {
+    out.clear();
+    out.extend(
+        xs.iter()
+            .zip(xs.iter().skip(1))
+            .map(|(a, b)| b.wrapping_sub(*a)),
+    );
+}
+
+/// Where a residual source's integers lie.
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    min: i64,
+    max: i64,
+    /// The trailing zero bits all offsets from the base share (63 if all
+    /// are zero).
+    ///
+    /// Any base that is one of the integers gives the same shift: every
+    /// offset is a difference of two integers, and every such difference is
+    /// a difference of two offsets. So it is taken from the first integer,
+    /// once per order, for both the minimum and the most frequent value.
+    shift: u32,
+}
+
+impl Spread {
+    /// The spread of `ys`, in one pass that also leaves each block's
+    /// smallest and largest integer in `ranges`.
+    fn of(ys: &[i64], ranges: &mut Vec<(i64, i64)>) -> Self {
+        ranges.clear();
+        let first = ys.first().copied().unwrap_or(0) as u64;
+        let mut or = 0u64;
+        for block in ys.chunks(BLOCK) {
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            for &y in block {
+                lo = lo.min(y);
+                hi = hi.max(y);
+                or |= (y as u64).wrapping_sub(first);
             }
-        })
-        .collect();
-    let mut head = vec![
-        shape.order | if shape.zigzag { ZIGZAG } else { 0 },
-        shift as u8,
-    ];
-    put_uvarint(&mut head, zigzag(base));
+            ranges.push((lo, hi));
+        }
+        let min = ranges.iter().map(|r| r.0).min().unwrap_or(0);
+        let max = ranges.iter().map(|r| r.1).max().unwrap_or(0);
+        let shift = or.trailing_zeros().min(63);
+        Self { min, max, shift }
+    }
+
+    /// Whether zig-zagging around `mode` is sure to be no smaller than
+    /// offsets from the minimum: when it is the minimum and no offset
+    /// overflows an `i64`, every residual merely doubles.
+    fn zigzag_is_wider(&self, mode: i64) -> bool {
+        mode == self.min && self.max.checked_sub(self.min).is_some()
+    }
+
+    /// How many distinct residuals the integers could have.
+    fn span(&self) -> u64 {
+        ((self.max as u64).wrapping_sub(self.min as u64) >> self.shift).saturating_add(1)
+    }
+
+    /// The value of `ys` (of this spread) that occurs most often, the
+    /// smallest among ties, 0 if none.
+    ///
+    /// Narrow streams (intervals, deltas of most gauges and counters) are
+    /// counted in a table indexed by residual, wide ones by coarser bucket.
+    fn most_frequent(&self, ys: &[i64], tally: &mut Tally) -> i64 {
+        match self.span() {
+            _ if ys.is_empty() => 0,
+            1 => self.min,
+            span if span <= COUNTED_SPAN => tally.most_frequent_narrow(ys, self.min, self.shift),
+            span => tally.most_frequent_wide(ys, self.min, self.shift, span),
+        }
+    }
+}
+
+/// Tables for counting how often each integer of a stream occurs.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Occurrences per residual of a narrow stream; all zero between uses.
+    narrow: Vec<u32>,
+    /// The values of a wide stream that share a bucket, sorted.
+    sorted: Vec<i64>,
+}
+
+impl Tally {
+    /// Counts residuals `(y - min) >> shift` below [`COUNTED_SPAN`].
+    fn most_frequent_narrow(&mut self, ys: &[i64], min: i64, shift: u32) -> i64 {
+        let counts = &mut self.narrow;
+        counts.resize(COUNTED_SPAN as usize, 0);
+        let slot = |y: i64| ((y as u64).wrapping_sub(min as u64) >> shift) as usize;
+        for &y in ys {
+            if let Some(c) = counts.get_mut(slot(y)) {
+                *c += 1;
+            }
+        }
+        // Reading each count back also resets it (later copies of a value
+        // read 0), leaving the table clean for the next stream. Counts are
+        // ranked, then lower slots, in one integer, so no branch is taken.
+        let mut best = 0u64;
+        for &y in ys {
+            let at = slot(y);
+            if let Some(c) = counts.get_mut(at) {
+                best = best.max((u64::from(*c) << 32) | (COUNTED_SPAN - at as u64));
+                *c = 0;
+            }
+        }
+        let at = COUNTED_SPAN - (best & 0xFFFF_FFFF);
+        (min as u64).wrapping_add(at << shift) as i64
+    }
+
+    /// Counts residuals by bucket, `span` of them spread over
+    /// [`COUNTED_SPAN`] buckets. A value that occurs twice lies in a bucket
+    /// counted twice, so only those buckets' values (few, in a wide stream)
+    /// are sorted to find the most frequent; if no value repeats, it is the
+    /// smallest.
+    fn most_frequent_wide(&mut self, ys: &[i64], min: i64, shift: u32, span: u64) -> i64 {
+        let counts = &mut self.narrow;
+        counts.resize(COUNTED_SPAN as usize, 0);
+        let coarse = shift + (64 - ((span - 1) / COUNTED_SPAN).leading_zeros());
+        let bucket = |y: i64| {
+            let off = (y as u64).wrapping_sub(min as u64);
+            off.checked_shr(coarse).unwrap_or(0) as usize
+        };
+        for &y in ys {
+            if let Some(c) = counts.get_mut(bucket(y)) {
+                *c += 1;
+            }
+        }
+        let shared = &mut self.sorted;
+        shared.clear();
+        shared.extend(
+            ys.iter()
+                .copied()
+                .filter(|&y| counts.get(bucket(y)).is_some_and(|&c| c > 1)),
+        );
+        for &y in ys {
+            if let Some(c) = counts.get_mut(bucket(y)) {
+                *c = 0;
+            }
+        }
+        shared.sort_unstable();
+        let mut best = (1usize, min);
+        for run in shared.chunk_by(|a, b| a == b) {
+            if let Some(&v) = run.first() {
+                if run.len() > best.0 {
+                    best = (run.len(), v);
+                }
+            }
+        }
+        best.1
+    }
+}
+
+/// Entries of the counting table: the widest residual range counted
+/// exactly, and the number of buckets of a wider one.
+const COUNTED_SPAN: u64 = 4096;
+
+/// The residual of `y` around `base`: offsets from the minimum are taken as
+/// unsigned, so they are exact over the whole i64 range.
+#[inline(always)]
+fn residual<const ZIGZAG: bool>(y: i64, base: i64, shift: u32) -> u64 {
+    let o = (y as u64).wrapping_sub(base as u64);
+    if ZIGZAG {
+        zigzag((o as i64) >> shift)
+    } else {
+        o >> shift
+    }
+}
+
+/// Appends a stream's header bytes for one shape: `base` is the minimum of
+/// its residual source (no zig-zag) or their most frequent value.
+fn write_head(xs: &[i64], shape: Shape, base: i64, slope: i64, shift: u32, out: &mut Vec<u8>) {
+    out.push(shape.order | if shape.zigzag { ZIGZAG } else { 0 });
+    out.push(shift as u8);
+    put_uvarint(out, zigzag(base));
     if shape.order == LINEAR {
-        put_uvarint(&mut head, zigzag(slope));
-        return (head, residuals);
+        put_uvarint(out, zigzag(slope));
+        return;
     }
     let mut prev = 0i64;
     for (i, &x) in xs.iter().take(usize::from(shape.order)).enumerate() {
         // The second stored value of a twice-differenced stream is its
         // first delta.
         let stored = if i == 0 { x } else { x.wrapping_sub(prev) };
-        put_uvarint(&mut head, zigzag(stored));
+        put_uvarint(out, zigzag(stored));
         prev = x;
     }
-    (head, residuals)
 }
 
-/// Bytes [`pack_blocks`] would write.
-fn blocks_len(residuals: &[u64]) -> usize {
-    residuals
-        .chunks(BLOCK)
-        .map(|b| {
-            let (dense, sparse, _) = block_sizes(b);
+/// Bytes [`pack_blocks`] would write for residuals around `base`, from each
+/// block's range (see [`Spread::of`]) rather than from every residual.
+///
+/// Residuals grow with the distance from `base` (zig-zagged: on either
+/// side), so a block's width is that of its smallest or largest integer's
+/// residual; only the integers equal to `base` are zero, and only blocks
+/// whose range holds `base` need counting. A block whose distances from
+/// `base` overflow an `i64` is measured residual by residual.
+fn blocks_len(ys: &[i64], ranges: &[(i64, i64)], zigzagged: bool, base: i64, shift: u32) -> usize {
+    ys.chunks(BLOCK)
+        .zip(ranges)
+        .map(|(block, &(lo, hi))| {
+            let or = match (zigzagged, lo.checked_sub(base), hi.checked_sub(base)) {
+                (false, _, _) => residual::<false>(hi, base, shift),
+                (true, Some(a), Some(b)) => zigzag(a >> shift).max(zigzag(b >> shift)),
+                (true, _, _) => block
+                    .iter()
+                    .fold(0, |or, &y| or | residual::<true>(y, base, shift)),
+            };
+            let zeros = if (lo..=hi).contains(&base) {
+                block.iter().filter(|&&y| y == base).count()
+            } else {
+                0
+            };
+            let (dense, sparse, _) = block_sizes(block.len(), or, block.len() - zeros);
             1 + dense.min(sparse)
         })
         .sum()
 }
 
 /// A block's body size (after its header byte) dense and sparse, and its
-/// width; sparse is `usize::MAX` when the block is all zero.
-fn block_sizes(block: &[u64]) -> (usize, usize, u32) {
-    let (or, nonzero) = block.iter().fold((0u64, 0usize), |(o, n), &r| {
-        (o | r, n + usize::from(r != 0))
-    });
+/// width, from its length, the OR of its residuals and how many are not
+/// zero; sparse is `usize::MAX` when the block is all zero.
+fn block_sizes(len: usize, or: u64, nonzero: usize) -> (usize, usize, u32) {
     let w = width(or);
-    let dense = bytes_for(block.len(), w);
+    let dense = bytes_for(len, w);
     let sparse = if w == 0 {
         usize::MAX
     } else {
-        block.len().div_ceil(8) + bytes_for(nonzero, w)
+        len.div_ceil(8) + bytes_for(nonzero, w)
     };
     (dense, sparse, w)
 }
 
-fn pack_blocks(residuals: &[u64], out: &mut Vec<u8>) {
-    for block in residuals.chunks(BLOCK) {
-        write_block(block, out);
-    }
-}
-
-/// The value that occurs most often (the smallest among ties), 0 if none.
-fn most_frequent(ys: &[i64]) -> i64 {
-    let mut sorted = ys.to_vec();
-    sorted.sort_unstable();
-    let mut best = (0usize, 0i64);
-    for run in sorted.chunk_by(|a, b| a == b) {
-        if let Some(&v) = run.first() {
-            if run.len() > best.0 {
-                best = (run.len(), v);
-            }
+fn pack_blocks(ys: &[i64], shape: Shape, base: i64, shift: u32, out: &mut Vec<u8>) {
+    let mut res = [0u64; BLOCK];
+    for block in ys.chunks(BLOCK) {
+        for (r, &y) in res.iter_mut().zip(block) {
+            *r = if shape.zigzag {
+                residual::<true>(y, base, shift)
+            } else {
+                residual::<false>(y, base, shift)
+            };
         }
+        write_block(res.get(..block.len()).unwrap_or(&[]), out);
     }
-    best.1
 }
 
 /// Bits needed for `v`.
@@ -190,7 +385,10 @@ fn width(v: u64) -> u32 {
 }
 
 fn write_block(block: &[u64], out: &mut Vec<u8>) {
-    let (dense, sparse, w) = block_sizes(block);
+    let (or, nonzero) = block.iter().fold((0u64, 0usize), |(o, n), &r| {
+        (o | r, n + usize::from(r != 0))
+    });
+    let (dense, sparse, w) = block_sizes(block.len(), or, nonzero);
     if sparse < dense {
         out.push(w as u8 | SPARSE);
         let bitmap = block
@@ -220,20 +418,20 @@ fn pack(values: impl Iterator<Item = u64>, w: u32, out: &mut Vec<u8>) {
     if w == 0 {
         return;
     }
+    // Whole words are flushed at once; fewer than 64 bits stay pending.
     let mut acc: u128 = 0;
     let mut bits = 0u32;
     for v in values {
         acc |= u128::from(v) << bits;
         bits += w;
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+        if bits >= 64 {
+            out.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            bits -= 64;
         }
     }
-    if bits > 0 {
-        out.push(acc as u8);
-    }
+    let tail = acc.to_le_bytes();
+    out.extend_from_slice(tail.get(..bits.div_ceil(8) as usize).unwrap_or(&[]));
 }
 
 /// Decodes a stream of `n` integers from the front of `d`, handing them to
@@ -503,7 +701,7 @@ mod tests {
 
     fn round_trip(xs: &[i64]) -> usize {
         let mut out = Vec::new();
-        encode(xs, &mut out);
+        encode(xs, &mut Scratch::default(), &mut out);
         let mut got = vec![0i64; xs.len()];
         let mut d = Decbuf::new(&out);
         decode(&mut d, xs.len(), |at, vals| {
