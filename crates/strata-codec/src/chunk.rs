@@ -17,7 +17,7 @@ mod append;
 pub(crate) mod read;
 
 pub use append::XorChunk;
-pub use read::{decode_into, decode_range_into, ChunkIter};
+pub use read::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter};
 
 /// Bytes of the sample-count header.
 pub const HEADER_LEN: usize = 4;

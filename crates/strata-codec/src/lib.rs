@@ -16,7 +16,7 @@ pub mod log_record;
 pub mod sealed;
 mod varint;
 
-pub use chunk::{decode_into, decode_range_into, ChunkIter, XorChunk};
+pub use chunk::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter, XorChunk};
 pub use error::CodecError;
 pub use labels::{labels_eq, Label, LabelPairs, MatchOp, Matcher, MatcherError};
 pub use log_record::{LogRecord, LogSample, NewSeries};

@@ -189,15 +189,11 @@ impl Storage {
 
         // Head part first, then anything sealed meanwhile from the store.
         let mut out: BTreeMap<u64, SeriesData> = BTreeMap::new();
-        let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
-        for s in head.series_for(&head.select_ids(matchers)) {
-            let (mut ts, mut vs) = (Vec::new(), Vec::new());
-            if s.read_range(sealed_before, bucket_ms, mint, maxt, &mut ts, &mut vs)
-                && !ts.is_empty()
-            {
-                head_parts.insert(s.id, (ts, vs));
-            }
-        }
+        let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = head
+            .read_ranges(matchers, sealed_before, bucket_ms, mint, maxt)
+            .into_iter()
+            .map(|(id, ts, vs)| (id, (ts, vs)))
+            .collect();
         let sealed_after = head.sealed_through().unwrap_or(NONE_SEALED);
         if sealed_after != sealed_before {
             // Head data of buckets sealed meanwhile may be partial; drop it

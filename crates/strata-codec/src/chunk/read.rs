@@ -325,6 +325,22 @@ pub fn decode_range_into(
     written.map(|_| ())
 }
 
+/// Writes the samples of the chunk in `bytes` whose timestamps lie in
+/// `[mint, maxt]` to the front of `t_out` and `v_out`, returning how many:
+/// for callers that decode several chunks into one buffer sized in advance,
+/// each chunk into its own part of it (possibly from several threads).
+/// Errors if the chunk is corrupt or holds more such samples than the
+/// slices have room for.
+pub fn decode_range_to_slices(
+    bytes: &[u8],
+    mint: i64,
+    maxt: i64,
+    t_out: &mut [i64],
+    v_out: &mut [f64],
+) -> Result<usize, CodecError> {
+    decode_slices(Decoder::new(bytes)?, mint, maxt, t_out, v_out)
+}
+
 /// Decodes into `t_out`/`v_out`, which hold room for every sample the input
 /// can encode; returns how many were written.
 #[inline(always)]

@@ -15,6 +15,14 @@ use crate::error::QueryError;
 use crate::functions::{format_go_float, kahan_inc, quantile};
 use crate::value::{set_label, Labels, Matrix, MatrixSeries, Point, Sample};
 
+/// Most group-and-step states [`Evaluator::aggregate_by_series`] holds at
+/// once (about 20 MB); beyond it the step-by-step loop is used, which
+/// holds one state per group.
+const SERIES_MAJOR_MAX_CELLS: usize = 1 << 18;
+
+/// How many series are aggregated between deadline checks.
+const DEADLINE_CHECK_SERIES: usize = 1024;
+
 /// Grouping of an aggregation: `by (labels)` or `without (labels)`.
 struct Grouping {
     labels: Vec<String>,
@@ -87,6 +95,7 @@ impl Group {
         g
     }
 
+    #[inline]
     fn add(&mut self, op: u16, f: f64) {
         match op {
             T_SUM => (self.value, self.kahan_c) = kahan_inc(f, self.value, self.kahan_c),
@@ -219,6 +228,12 @@ impl Evaluator<'_> {
         }
 
         let topk = matches!(op, T_TOPK | T_BOTTOMK);
+        if !topk && group_labels.len().saturating_mul(steps) <= SERIES_MAJOR_MAX_CELLS {
+            let out = self.aggregate_by_series(op, &input, &series_group, group_labels, &params)?;
+            self.current_samples = original;
+            self.add_samples(total_points(&out))?;
+            return Ok(out);
+        }
         let mut out: Matrix = if topk {
             Vec::new()
         } else {
@@ -290,6 +305,74 @@ impl Evaluator<'_> {
         self.current_samples = original;
         self.add_samples(total_points(&out))?;
         Ok(out)
+    }
+
+    /// Aggregates `input` one series at a time into a state per group and
+    /// step. Each state still takes its group's values in input order, as
+    /// Prometheus' step-by-step loop adds them, so results are identical;
+    /// but each series' points are read once, front to back, instead of
+    /// every series being revisited at every step.
+    fn aggregate_by_series(
+        &self,
+        op: u16,
+        input: &Matrix,
+        series_group: &[usize],
+        group_labels: Vec<Labels>,
+        params: &[f64],
+    ) -> Result<Matrix> {
+        let steps = self.num_steps();
+        let mut cells: Vec<Group> = vec![Group::default(); group_labels.len() * steps];
+        for (i, (s, &g)) in input.iter().zip(series_group).enumerate() {
+            if i % DEADLINE_CHECK_SERIES == 0 {
+                self.check_deadline()?;
+            }
+            let row = cells
+                .get_mut(g * steps..(g + 1) * steps)
+                .unwrap_or_default();
+            self.fold_series(op, &s.points, row);
+        }
+        let (first, interval) = (self.start, self.interval.max(1));
+        let mut out: Matrix = Vec::new();
+        for (labels, row) in group_labels.into_iter().zip(cells.chunks_mut(steps.max(1))) {
+            let points: Vec<Point> = row
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, g)| g.seen)
+                .map(|(step, g)| Point {
+                    t: first + step as i64 * interval,
+                    v: g.finish(op, params.get(step).copied().unwrap_or(0.0)),
+                })
+                .collect();
+            if !points.is_empty() {
+                out.push(MatrixSeries { labels, points });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds one series' points to its group's states, one per step (`row`);
+    /// points off the step grid are not any step's value.
+    fn fold_series(&self, op: u16, points: &[Point], row: &mut [Group]) {
+        let (first, interval) = (self.start, self.interval.max(1));
+        let mut next = 0;
+        for p in points {
+            let offset = p.t - first;
+            if offset < 0 || offset % interval != 0 {
+                continue;
+            }
+            let Ok(step) = usize::try_from(offset / interval) else {
+                continue;
+            };
+            let Some(g) = row.get_mut(step).filter(|_| step >= next) else {
+                continue;
+            };
+            next = step + 1;
+            if g.seen {
+                g.add(op, p.v);
+            } else {
+                *g = Group::start(op, p.v);
+            }
+        }
     }
 
     fn eval_count_values(&mut self, a: &AggregateExpr, grouping: Grouping) -> Result<Matrix> {

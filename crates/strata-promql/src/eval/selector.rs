@@ -138,7 +138,9 @@ impl<'a> RangeSeries<'a> {
             s.timestamps.get(..n).unwrap_or(&[]),
             s.values.get(..n).unwrap_or(&[]),
         );
-        if !v.iter().any(|&x| is_stale_nan(x)) {
+        // A fold rather than `any`: without the early exit the scan is
+        // vectorized, and a series usually has no stale marker.
+        if !v.iter().fold(false, |found, &x| found | is_stale_nan(x)) {
             return Self {
                 labels,
                 t: Cow::Borrowed(t),

@@ -1,10 +1,10 @@
 //! Selecting series in the head and reading their samples.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use strata_codec::Matcher;
 
-use super::{Head, MemSeries};
+use super::{Head, HeadChunk, MemSeries};
 use crate::postings::{combine, union, MatcherSet};
 
 impl Head {
@@ -49,45 +49,103 @@ impl Head {
     }
 }
 
-impl MemSeries {
-    /// Appends this series' head samples in [mint, maxt] from buckets after
-    /// `sealed_through` to `ts`/`vs`. Returns whether any bucket overlapped.
-    pub fn read_range(
+/// The bucket window and range one head read covers.
+#[derive(Clone, Copy)]
+struct HeadRange {
+    /// Buckets up to this one are sealed: their samples are read from the
+    /// store.
+    sealed_through: i64,
+    bucket_ms: i64,
+    mint: i64,
+    maxt: i64,
+}
+
+/// Below this many series a head read decodes them on the calling thread:
+/// a thread costs tens of microseconds to start, about what a few hundred
+/// short series take to decode.
+const PARALLEL_SERIES_MIN: usize = 512;
+
+/// Below this many samples a series' chunks are decoded on one thread.
+const PARALLEL_SAMPLES_MIN: usize = 100_000;
+
+fn available_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+impl Head {
+    /// The head samples in [mint, maxt], from the buckets after
+    /// `sealed_through`, of every series matching all matchers that has any,
+    /// as `(id, timestamps, values)`.
+    pub fn read_ranges(
         &self,
+        matchers: &[Matcher],
         sealed_through: i64,
         bucket_ms: i64,
         mint: i64,
         maxt: i64,
-        ts: &mut Vec<i64>,
-        vs: &mut Vec<f64>,
-    ) -> bool {
+    ) -> Vec<(u64, Vec<i64>, Vec<f64>)> {
+        let range = HeadRange {
+            sealed_through,
+            bucket_ms,
+            mint,
+            maxt,
+        };
+        read_series_ranges(&self.series_for(&self.select_ids(matchers)), range)
+    }
+}
+
+/// [`Head::read_ranges`] over `series`, in their order. Many series are
+/// split into contiguous runs, one thread each: decoding is independent per
+/// series.
+fn read_series_ranges(
+    series: &[Arc<MemSeries>],
+    range: HeadRange,
+) -> Vec<(u64, Vec<i64>, Vec<f64>)> {
+    let read_all = |part: &[Arc<MemSeries>]| -> Vec<(u64, Vec<i64>, Vec<f64>)> {
+        part.iter()
+            .filter_map(|s| {
+                let (ts, vs) = s.read_range(range)?;
+                (!ts.is_empty()).then_some((s.id, ts, vs))
+            })
+            .collect()
+    };
+    let threads = available_threads();
+    if threads < 2 || series.len() < PARALLEL_SERIES_MIN {
+        return read_all(series);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = series
+            .chunks(series.len().div_ceil(threads))
+            .map(|part| scope.spawn(move || read_all(part)))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+impl MemSeries {
+    /// This series' head samples in `range`, from the buckets after
+    /// `range.sealed_through`; `None` when no such bucket overlaps it.
+    fn read_range(&self, range: HeadRange) -> Option<(Vec<i64>, Vec<f64>)> {
         let st = self.state.lock();
         let in_range = |b: i64| {
-            let start = b.saturating_mul(bucket_ms);
-            let end = start.saturating_add(bucket_ms - 1);
-            b > sealed_through && end >= mint && start <= maxt
+            let start = b.saturating_mul(range.bucket_ms);
+            let end = start.saturating_add(range.bucket_ms - 1);
+            b > range.sealed_through && end >= range.mint && start <= range.maxt
         };
-        // Sized once for every chunk read: growing chunk by chunk would move
-        // the samples already decoded each time.
-        let total: usize = st
+        let chunks: Vec<&HeadChunk> = st
             .chunks
             .iter()
             .filter(|(b, _)| in_range(*b))
-            .map(|(_, c)| c.len() as usize)
-            .sum();
-        ts.reserve(total);
-        vs.reserve(total);
-        let mut any = false;
-        for (b, chunk) in &st.chunks {
-            if !in_range(*b) {
-                continue;
-            }
-            any = true;
-            // A head chunk is only ever written by us; a decode error here
-            // would be a bug, and the samples before it are still right.
-            let _ = chunk.decode_range_into(mint, maxt, ts, vs);
+            .map(|(_, c)| c)
+            .collect();
+        if chunks.is_empty() {
+            return None;
         }
-        any
+        Some(decode_chunks(&chunks, range.mint, range.maxt))
     }
 
     /// Whether the head holds samples of this series in [mint, maxt].
@@ -99,5 +157,164 @@ impl MemSeries {
                 && c.last_t().is_some_and(|l| l >= mint)
                 && b.saturating_mul(bucket_ms) <= maxt
         })
+    }
+}
+
+/// The samples in `[mint, maxt]` of `chunks` (one series' buckets, oldest
+/// first). Each chunk decodes straight into its own part of one buffer
+/// sized for all of them, so samples are only moved afterwards when the
+/// range cuts a chunk; a large series is split between threads, its chunks
+/// being independent.
+fn decode_chunks(chunks: &[&HeadChunk], mint: i64, maxt: i64) -> (Vec<i64>, Vec<f64>) {
+    let lens: Vec<usize> = chunks.iter().map(|c| c.len() as usize).collect();
+    let total: usize = lens.iter().sum();
+    // Zeroed allocations rather than a resize: a large one is fresh zero
+    // pages from the system, not filled with zeros first.
+    let mut ts = vec![0i64; total];
+    let mut vs = vec![0f64; total];
+    let threads = available_threads().min(chunks.len());
+    let written = if threads < 2 || total < PARALLEL_SAMPLES_MIN {
+        decode_parts(chunks, &lens, mint, maxt, &mut ts, &mut vs)
+    } else {
+        decode_split(chunks, &lens, threads, mint, maxt, &mut ts, &mut vs)
+    };
+    compact(&lens, &written, &mut ts, &mut vs);
+    (ts, vs)
+}
+
+/// Decodes chunk `i` into the next `lens[i]` slots of `ts`/`vs` and returns
+/// how many samples each chunk wrote. A chunk that fails to decode writes
+/// none: a head chunk is only ever written by us, so that would be a bug,
+/// and the other chunks' samples are still right.
+fn decode_parts(
+    chunks: &[&HeadChunk],
+    lens: &[usize],
+    mint: i64,
+    maxt: i64,
+    mut ts: &mut [i64],
+    mut vs: &mut [f64],
+) -> Vec<usize> {
+    let mut written = Vec::with_capacity(chunks.len());
+    for (c, &n) in chunks.iter().zip(lens) {
+        let (t_part, t_rest) = std::mem::take(&mut ts).split_at_mut(n);
+        let (v_part, v_rest) = std::mem::take(&mut vs).split_at_mut(n);
+        (ts, vs) = (t_rest, v_rest);
+        written.push(
+            c.decode_range_to_slices(mint, maxt, t_part, v_part)
+                .unwrap_or(0),
+        );
+    }
+    written
+}
+
+/// [`decode_parts`] with the chunks cut into `threads` runs of about equal
+/// sample counts, each decoded on its own thread into its part of the
+/// buffers.
+fn decode_split(
+    chunks: &[&HeadChunk],
+    lens: &[usize],
+    threads: usize,
+    mint: i64,
+    maxt: i64,
+    mut ts: &mut [i64],
+    mut vs: &mut [f64],
+) -> Vec<usize> {
+    let total: usize = lens.iter().sum();
+    let per_thread = total.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        let (mut first, mut filled) = (0, 0);
+        for (i, &n) in lens.iter().enumerate() {
+            filled += n;
+            let last = i + 1 == lens.len();
+            if filled < per_thread && !last {
+                continue;
+            }
+            let c_run = chunks.get(first..=i).unwrap_or_default();
+            let l_run = lens.get(first..=i).unwrap_or_default();
+            let (t_part, t_rest) = std::mem::take(&mut ts).split_at_mut(filled);
+            let (v_part, v_rest) = std::mem::take(&mut vs).split_at_mut(filled);
+            (ts, vs) = (t_rest, v_rest);
+            handles
+                .push(scope.spawn(move || decode_parts(c_run, l_run, mint, maxt, t_part, v_part)));
+            (first, filled) = (i + 1, 0);
+        }
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// Closes the gaps [`decode_parts`] left where a chunk wrote fewer samples
+/// than it holds (cut by the range), and drops the unused tail.
+fn compact(lens: &[usize], written: &[usize], ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
+    let (mut from, mut to) = (0, 0);
+    for (&n, &w) in lens.iter().zip(written) {
+        if from != to {
+            ts.copy_within(from..from + w, to);
+            vs.copy_within(from..from + w, to);
+        }
+        from += n;
+        to += w;
+    }
+    ts.truncate(to);
+    vs.truncate(to);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chunks of `per_chunk` samples 1 s apart, values equal to the second;
+    /// every other chunk has its first half frozen.
+    fn chunks(count: usize, per_chunk: usize) -> Vec<HeadChunk> {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        (0..count)
+            .map(|c| {
+                let mut chunk = HeadChunk::default();
+                for i in 0..per_chunk {
+                    if c % 2 == 0 && i == per_chunk / 2 {
+                        chunk.freeze(1, &mut ts, &mut vs);
+                    }
+                    let s = (c * per_chunk + i) as i64;
+                    chunk.append(s * 1000, s as f64);
+                }
+                chunk
+            })
+            .collect()
+    }
+
+    fn expected(mint: i64, maxt: i64, n: usize) -> Vec<i64> {
+        (0..n as i64)
+            .map(|s| s * 1000)
+            .filter(|&t| t >= mint && t <= maxt)
+            .collect()
+    }
+
+    #[test]
+    fn decodes_chunks_cut_by_the_range_in_order() {
+        let owned = chunks(5, 100);
+        let refs: Vec<&HeadChunk> = owned.iter().collect();
+        for (mint, maxt) in [(0, i64::MAX), (150_000, 320_500), (99_000, 100_000)] {
+            let (ts, vs) = decode_chunks(&refs, mint, maxt);
+            assert_eq!(ts, expected(mint, maxt, 500));
+            let want: Vec<f64> = ts.iter().map(|&t| (t / 1000) as f64).collect();
+            assert_eq!(vs, want);
+        }
+    }
+
+    #[test]
+    fn large_reads_split_between_threads_give_the_same_samples() {
+        let owned = chunks(7, PARALLEL_SAMPLES_MIN / 3);
+        let refs: Vec<&HeadChunk> = owned.iter().collect();
+        let n = 7 * (PARALLEL_SAMPLES_MIN / 3);
+        let (mint, maxt) = (1_500_000, (n as i64 - 1000) * 1000);
+        let lens: Vec<usize> = refs.iter().map(|c| c.len() as usize).collect();
+        let (mut ts, mut vs) = (vec![0; n], vec![0.0; n]);
+        let written = decode_split(&refs, &lens, 3, mint, maxt, &mut ts, &mut vs);
+        compact(&lens, &written, &mut ts, &mut vs);
+        assert_eq!(ts, expected(mint, maxt, n));
+        assert_eq!(decode_chunks(&refs, mint, maxt).0, ts);
     }
 }
