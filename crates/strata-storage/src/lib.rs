@@ -137,8 +137,15 @@ fn start_freezer(inner: &Arc<Inner>) {
     }
 }
 
-/// SlateDB's settings for a writer with these storage settings.
-fn slatedb_settings(settings: &StorageSettings) -> slatedb::Settings {
+/// Whether `store` is a local folder, seen through any wrappers (each names
+/// the store it wraps).
+fn is_local_folder(store: &dyn object_store::ObjectStore) -> bool {
+    store.to_string().contains("LocalFileSystem(")
+}
+
+/// SlateDB's settings for a writer with these storage settings, on a local
+/// folder or not.
+fn slatedb_settings(settings: &StorageSettings, local_folder: bool) -> slatedb::Settings {
     use slatedb::config::{
         CompactionWorkerOptions, CompactorOptions, GarbageCollectorDirectoryOptions,
         GarbageCollectorOptions,
@@ -162,6 +169,10 @@ fn slatedb_settings(settings: &StorageSettings) -> slatedb::Settings {
     let gc = GarbageCollectorOptions {
         wal_options: every_minute,
         compacted_options: every_minute,
+        // A local folder cannot overwrite a file conditionally, which the
+        // boundary files of manifest and compaction-state collection need;
+        // with them, that collection fails with an error every time.
+        boundary_files_enabled: !local_folder,
         ..GarbageCollectorOptions::default()
     };
     slatedb::Settings {
@@ -197,7 +208,7 @@ impl Storage {
         let counters = Arc::new(ObjectStoreCounters::default());
         let store: Arc<dyn object_store::ObjectStore> =
             Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
-        let slate = slatedb_settings(&settings);
+        let slate = slatedb_settings(&settings, is_local_folder(store.as_ref()));
         let metrics = Arc::new(DefaultMetricsRecorder::new());
         let db = Db::builder(path.to_owned(), store)
             .with_settings(slate)
