@@ -105,7 +105,6 @@ impl MemSeries {
         let mut st = self.state.lock();
         st.chunks
             .iter_mut()
-            .filter(|(_, c)| c.len() >= min_samples)
             .map(|(_, c)| usize::from(c.freeze(min_samples, ts, vs)))
             .sum()
     }
