@@ -7,8 +7,8 @@ use std::hint::black_box;
 use strata_codec::Label;
 use strata_remote_write::proto::v1;
 use strata_remote_write::{
-    decode, decode_protobuf, decompress, encode_v1, encode_v2, DecodeLimits, V2RequestBuilder,
-    Version,
+    decode, decode_protobuf, decode_raw, decompress, encode_v1, encode_v2, DecodeLimits,
+    V2RequestBuilder, Version,
 };
 
 const SAMPLES: usize = 2000;
@@ -104,6 +104,10 @@ fn bench_decode(c: &mut Criterion) {
             &body,
             |b, body| b.iter(|| decode(version, black_box(body), &limits).expect("valid body")),
         );
+        // What the server runs: labels stay slices of the body.
+        group.bench_with_input(BenchmarkId::new("server", &name), &body, |b, body| {
+            b.iter(|| decode_raw(version, black_box(body), &limits).expect("valid body"))
+        });
         group.bench_with_input(BenchmarkId::new("protobuf", &name), &raw, |b, raw| {
             b.iter(|| decode_protobuf(version, black_box(raw)).expect("valid body"))
         });

@@ -53,8 +53,7 @@ pub struct RawLabel {
 impl RawLabel {
     /// The label, if both parts are UTF-8.
     pub fn new(name: Bytes, value: Bytes) -> Option<Self> {
-        (std::str::from_utf8(&name).is_ok() && std::str::from_utf8(&value).is_ok())
-            .then_some(Self { name, value })
+        (is_utf8(&name) && is_utf8(&value)).then_some(Self { name, value })
     }
 
     pub fn name(&self) -> &str {
@@ -64,6 +63,12 @@ impl RawLabel {
     pub fn value(&self) -> &str {
         as_str(&self.value)
     }
+}
+
+/// Label names and values are nearly always ASCII, which a short loop
+/// checks faster than the general validator's call.
+fn is_utf8(b: &[u8]) -> bool {
+    b.is_ascii() || std::str::from_utf8(b).is_ok()
 }
 
 #[allow(unsafe_code)]
@@ -143,7 +148,7 @@ pub struct DecodedWrite<S = SeriesSamples> {
 }
 
 impl DecodedWrite<RawSeries> {
-    fn new(version: Version, capacity: usize) -> Self {
+    pub(crate) fn new(version: Version, capacity: usize) -> Self {
         Self {
             version,
             series: Vec::with_capacity(capacity),
@@ -278,6 +283,19 @@ fn decode_protobuf_bytes(
     version: Version,
     raw: Bytes,
 ) -> Result<DecodedWrite<RawSeries>, WriteError> {
+    if version == Version::V1 {
+        if let Some(decoded) = crate::fast_v1::decode(&raw) {
+            return Ok(decoded);
+        }
+    }
+    decode_protobuf_prost(version, raw)
+}
+
+/// The general decoder: every request, every error.
+pub(crate) fn decode_protobuf_prost(
+    version: Version,
+    raw: Bytes,
+) -> Result<DecodedWrite<RawSeries>, WriteError> {
     let protobuf = |source| WriteError::Protobuf {
         message: version.proto_message(),
         source,
@@ -374,6 +392,22 @@ impl DecodedWrite<RawSeries> {
         samples: Vec<Sample>,
         histograms: usize,
     ) {
+        // Same size and alignment: this collect reuses the decoded buffer.
+        let samples = samples
+            .into_iter()
+            .map(|s| (s.timestamp, s.value))
+            .collect();
+        self.accept_samples(labels, checked, samples, histograms);
+    }
+
+    /// [`Self::accept`] with the samples as `(timestamp, value)`.
+    pub(crate) fn accept_samples(
+        &mut self,
+        labels: RawLabels,
+        checked: Result<(), String>,
+        samples: Vec<(i64, f64)>,
+        histograms: usize,
+    ) {
         self.histograms += histograms;
         if let Err(reason) = checked {
             self.rejected.push(RejectedSeries {
@@ -401,11 +435,6 @@ impl DecodedWrite<RawSeries> {
         if samples.is_empty() {
             return;
         }
-        // Same size and alignment: this collect reuses the decoded buffer.
-        let samples = samples
-            .into_iter()
-            .map(|s| (s.timestamp, s.value))
-            .collect();
         self.series.push(RawSeries { labels, samples });
     }
 }

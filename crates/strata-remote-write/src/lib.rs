@@ -31,6 +31,7 @@
 mod decode;
 mod encode;
 mod error;
+mod fast_v1;
 mod negotiate;
 pub mod proto;
 mod validate;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::{WriteBatch, WriteHandle};
-use strata_codec::{LogRecord, LogSample, NewSeries};
+use strata_codec::{LabelPairs, LogRecord, LogSample, NewSeries};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -211,7 +211,7 @@ impl Coordinator {
                 if samples.len() > before && !s.logged.swap(true, Ordering::AcqRel) {
                     self.record.new_series.push(NewSeries {
                         id: s.id,
-                        labels: s.labels.to_vec(),
+                        labels: s.labels.to_labels(),
                     });
                     batch.put_with_options(
                         keys::series_key(s.id),
@@ -356,14 +356,14 @@ impl Coordinator {
 }
 
 /// Renders labels as Prometheus prints a series: `name{k="v", ...}`.
-pub fn render_labels(labels: &[strata_codec::Label]) -> String {
+pub fn render_labels(labels: &(impl LabelPairs + ?Sized)) -> String {
     let mut name = "";
     let mut rest = Vec::with_capacity(labels.len());
-    for l in labels {
-        if l.name == strata_codec::labels::METRIC_NAME {
-            name = &l.value;
+    for (n, v) in labels.pairs() {
+        if n == strata_codec::labels::METRIC_NAME {
+            name = v;
         } else {
-            rest.push(format!("{}={:?}", l.name, l.value));
+            rest.push(format!("{n}={v:?}"));
         }
     }
     format!("{name}{{{}}}", rest.join(", "))

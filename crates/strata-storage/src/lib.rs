@@ -403,7 +403,7 @@ impl Storage {
         // Series this request activates, per tenant, on top of the count.
         let mut activated: rustc_hash::FxHashMap<String, usize> = Default::default();
         let mut new_series = 0;
-        let mut resolved = Vec::with_capacity(series.len());
+        let mut kept = Vec::with_capacity(series.len());
         for mut s in series {
             if let Some(max_t) = max_t {
                 let before = s.samples.len();
@@ -416,11 +416,15 @@ impl Storage {
                     );
                 }
             }
-            if s.samples.is_empty() {
-                continue;
+            if !s.samples.is_empty() {
+                kept.push(s);
             }
+        }
+        let known = head.get_many(kept.iter().map(|s| &s.labels));
+        let mut resolved = Vec::with_capacity(kept.len());
+        for (s, known) in kept.into_iter().zip(known) {
             let limit = limits.max_active_series;
-            if limit > 0 && !head.get(&s.labels).is_some_and(|m| m.is_active()) {
+            if limit > 0 && !known.as_ref().is_some_and(|m| m.is_active()) {
                 let tenant = head::tenant_of(&s.labels);
                 let extra = activated.entry(tenant.to_owned()).or_default();
                 if head.active_series(tenant) + *extra >= limit {
@@ -430,7 +434,10 @@ impl Storage {
                 }
                 *extra += 1;
             }
-            let (m, created) = head.get_or_create(&s.labels, now);
+            let (m, created) = match known {
+                Some(m) => (m, false),
+                None => head.get_or_create(&s.labels, now),
+            };
             new_series += usize::from(created);
             resolved.push(ResolvedSeries {
                 series: m,

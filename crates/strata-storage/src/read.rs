@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
-use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, Matcher};
+use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher};
 
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
@@ -241,7 +241,7 @@ impl Storage {
                         };
                         let n = sizes.get(&id).copied().unwrap_or(0);
                         e.insert(SeriesData {
-                            labels: s.labels.to_vec(),
+                            labels: s.labels.to_labels(),
                             timestamps: Vec::with_capacity(n),
                             values: Vec::with_capacity(n),
                         })
@@ -271,7 +271,7 @@ impl Storage {
                         continue;
                     };
                     e.insert(SeriesData {
-                        labels: s.labels.to_vec(),
+                        labels: s.labels.to_labels(),
                         timestamps: ts,
                         values: vs,
                     });
@@ -314,7 +314,7 @@ impl Storage {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(s) = self.labels_of(id).await? {
-                out.push(s.labels.to_vec());
+                out.push(s.labels.to_labels());
             }
         }
         out.sort();

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::WriteBatch;
+use strata_codec::LabelPairs;
 use tokio::sync::mpsc;
 
 use crate::error::StorageError;
@@ -223,11 +224,8 @@ fn encode_bucket(
         written.chunk_bytes += bytes.len();
         batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
         all.push(s.id);
-        for l in s.labels.iter() {
-            postings
-                .entry((l.name.as_str(), l.value.as_str()))
-                .or_default()
-                .push(s.id);
+        for (name, value) in s.labels.pairs() {
+            postings.entry((name, value)).or_default().push(s.id);
         }
         if s.series_key_written_ms.load(Ordering::Relaxed) < refresh_before {
             let v = values::encode_series(now, &s.labels);

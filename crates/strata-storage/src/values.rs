@@ -1,7 +1,7 @@
 //! Encodings of the values stored under `S`, `I` and `M` keys. Chunks and
 //! log records are encoded by `strata-codec`.
 
-use strata_codec::Label;
+use strata_codec::{Label, LabelPairs};
 
 use crate::error::StorageError;
 
@@ -95,16 +95,16 @@ impl<'a> Decbuf<'a> {
 }
 
 /// `S` value: version, the wall-clock time it was written (ms), then labels.
-pub fn encode_series(written_ms: i64, labels: &[Label]) -> Vec<u8> {
+pub fn encode_series(written_ms: i64, labels: &(impl LabelPairs + ?Sized)) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + labels.len() * 24);
     out.push(SERIES_VERSION);
     out.extend_from_slice(&written_ms.to_be_bytes());
     put_uvarint(&mut out, labels.len() as u64);
-    for l in labels {
-        put_uvarint(&mut out, l.name.len() as u64);
-        out.extend_from_slice(l.name.as_bytes());
-        put_uvarint(&mut out, l.value.len() as u64);
-        out.extend_from_slice(l.value.as_bytes());
+    for (name, value) in labels.pairs() {
+        put_uvarint(&mut out, name.len() as u64);
+        out.extend_from_slice(name.as_bytes());
+        put_uvarint(&mut out, value.len() as u64);
+        out.extend_from_slice(value.as_bytes());
     }
     out
 }

@@ -7,6 +7,7 @@
 
 mod append;
 mod chunk;
+mod labels;
 mod read;
 
 use std::collections::BTreeMap;
@@ -16,10 +17,11 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHasher};
-use strata_codec::{labels_eq, CodecError, Label, LabelPairs};
+use strata_codec::{CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, Rejection};
 pub(crate) use chunk::{HeadChunk, FREEZE_MIN_SAMPLES};
+pub use labels::SeriesLabels;
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
@@ -41,7 +43,7 @@ pub fn tenant_of(labels: &(impl LabelPairs + ?Sized)) -> &str {
 /// One series held in the head.
 pub struct MemSeries {
     pub id: u64,
-    pub labels: Box<[Label]>,
+    pub labels: SeriesLabels,
     /// Whether a log record (and the `S` key) carrying the labels has been
     /// written; the first record that carries a sample of the series must
     /// carry its labels too.
@@ -65,7 +67,7 @@ pub(crate) struct SeriesState {
 impl MemSeries {
     fn new(
         id: u64,
-        labels: Box<[Label]>,
+        labels: SeriesLabels,
         logged: bool,
         written_ms: i64,
         active: Arc<AtomicUsize>,
@@ -139,7 +141,11 @@ pub fn labels_hash(labels: &(impl LabelPairs + ?Sized)) -> u64 {
 
 #[derive(Default)]
 struct SeriesIndex {
-    by_hash: FxHashMap<u64, Vec<Arc<MemSeries>>>,
+    /// The first series with each label hash: one probe and one label
+    /// comparison per lookup.
+    by_hash: FxHashMap<u64, Arc<MemSeries>>,
+    /// Further series whose labels hash like an earlier one's.
+    collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
     by_id: BTreeMap<u64, Arc<MemSeries>>,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, Vec<u64>>>,
@@ -158,12 +164,12 @@ impl SeriesIndex {
     }
 
     fn insert(&mut self, hash: u64, series: Arc<MemSeries>) {
-        for l in series.labels.iter() {
+        for (name, value) in series.labels.pairs() {
             let ids = self
                 .postings
-                .entry(l.name.as_str().into())
+                .entry(name.into())
                 .or_default()
-                .entry(l.value.as_str().into())
+                .entry(value.into())
                 .or_default();
             // Ids usually arrive ascending; recovery may not, so keep order.
             match ids.last() {
@@ -175,7 +181,14 @@ impl SeriesIndex {
             }
         }
         self.by_id.insert(series.id, Arc::clone(&series));
-        self.by_hash.entry(hash).or_default().push(series);
+        match self.by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(series);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collisions.entry(hash).or_default().push(series);
+            }
+        }
     }
 }
 
@@ -219,7 +232,7 @@ impl Head {
         let active = idx.active_counter(tenant_of(labels));
         let series = Arc::new(MemSeries::new(
             id,
-            labels.to_labels().into(),
+            SeriesLabels::new(labels),
             false,
             now_ms,
             active,
@@ -236,7 +249,13 @@ impl Head {
             return Arc::clone(s);
         }
         let active = idx.active_counter(tenant_of(&labels));
-        let series = Arc::new(MemSeries::new(id, labels.into(), true, written_ms, active));
+        let series = Arc::new(MemSeries::new(
+            id,
+            SeriesLabels::new(&labels[..]),
+            true,
+            written_ms,
+            active,
+        ));
         idx.insert(hash, Arc::clone(&series));
         self.next_id.fetch_max(id + 1, Ordering::Relaxed);
         series
@@ -245,6 +264,40 @@ impl Head {
     /// The series with these labels, if the head knows it.
     pub fn get(&self, labels: &(impl LabelPairs + ?Sized)) -> Option<Arc<MemSeries>> {
         find(&self.index.read(), labels_hash(labels), labels)
+    }
+
+    /// [`Self::get`] for each of a write request's label sets, under one
+    /// lock. A request's series lie scattered over the heap, and looked up
+    /// one at a time each lookup waited on its own cache misses; here every
+    /// hash is probed first, and each series' memory is fetched a few
+    /// lookups ahead of its comparison.
+    pub fn get_many<'a, L: LabelPairs + ?Sized + 'a>(
+        &self,
+        sets: impl Iterator<Item = &'a L>,
+    ) -> Vec<Option<Arc<MemSeries>>> {
+        const AHEAD: usize = 8;
+        let sets: Vec<(&L, u64)> = sets.map(|l| (l, labels_hash(l))).collect();
+        let idx = self.index.read();
+        let firsts: Vec<Option<&Arc<MemSeries>>> =
+            sets.iter().map(|(_, h)| idx.by_hash.get(h)).collect();
+        for s in firsts.iter().take(AHEAD).flatten() {
+            prefetch(Arc::as_ptr(s));
+        }
+        let mut out = Vec::with_capacity(sets.len());
+        for (i, &(labels, hash)) in sets.iter().enumerate() {
+            if let Some(Some(s)) = firsts.get(i + AHEAD) {
+                prefetch(Arc::as_ptr(s));
+            }
+            if let Some(Some(s)) = firsts.get(i + AHEAD / 2) {
+                prefetch(s.labels.as_ptr());
+            }
+            out.push(match firsts.get(i).copied().flatten() {
+                Some(s) if s.labels.eq_pairs(labels) => Some(Arc::clone(s)),
+                Some(_) => find(&idx, hash, labels),
+                None => None,
+            });
+        }
+        out
     }
 
     /// Series of `tenant` (`""`: the default tenant) with samples in a
@@ -307,11 +360,7 @@ impl Head {
         let mut total = 0;
         for s in idx.by_id.values() {
             total += std::mem::size_of::<MemSeries>() + 16;
-            total += s
-                .labels
-                .iter()
-                .map(|l| l.name.capacity() + l.value.capacity() + std::mem::size_of::<Label>())
-                .sum::<usize>();
+            total += s.labels.heap_bytes();
             let st = s.state.lock();
             total += st.chunks.capacity() * std::mem::size_of::<(i64, HeadChunk)>();
             total += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
@@ -320,15 +369,36 @@ impl Head {
     }
 }
 
+/// Asks for the cache line at `p`: a hint, which never faults.
+#[inline]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        #[allow(unsafe_code)]
+        // SAFETY: a prefetch reads nothing the program sees and cannot
+        // fault, whatever the address.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 fn find(
     idx: &SeriesIndex,
     hash: u64,
     labels: &(impl LabelPairs + ?Sized),
 ) -> Option<Arc<MemSeries>> {
-    idx.by_hash
+    let first = idx.by_hash.get(&hash)?;
+    if first.labels.eq_pairs(labels) {
+        return Some(Arc::clone(first));
+    }
+    idx.collisions
         .get(&hash)?
         .iter()
-        .find(|s| labels_eq(&s.labels, labels))
+        .find(|s| s.labels.eq_pairs(labels))
         .cloned()
 }
 
@@ -358,12 +428,18 @@ mod tests {
         let c = Arc::new(AtomicUsize::new(0));
         let s1 = Arc::new(MemSeries::new(
             1,
-            labels("a").into(),
+            SeriesLabels::new(&labels("a")[..]),
             true,
             0,
             Arc::clone(&c),
         ));
-        let s2 = Arc::new(MemSeries::new(2, labels("b").into(), true, 0, c));
+        let s2 = Arc::new(MemSeries::new(
+            2,
+            SeriesLabels::new(&labels("b")[..]),
+            true,
+            0,
+            c,
+        ));
         {
             let mut idx = head.index.write();
             idx.insert(42, s1);
@@ -373,5 +449,45 @@ mod tests {
         assert_eq!(find(&idx, 42, &labels("b")).map(|s| s.id), Some(2));
         assert_eq!(find(&idx, 42, &labels("a")).map(|s| s.id), Some(1));
         assert!(find(&idx, 42, &labels("c")).is_none());
+    }
+
+    #[test]
+    fn get_many_agrees_with_get() {
+        let head = Head::new(1, None);
+        let known: Vec<_> = (0..40).map(|i| labels(&format!("k{i}"))).collect();
+        for l in &known {
+            head.get_or_create(l, 0);
+        }
+        let asked: Vec<_> = (0..60)
+            .map(|i| labels(&format!("k{}", i * 7 % 80)))
+            .collect();
+        let got = head.get_many(asked.iter().map(|l| &l[..]));
+        assert_eq!(got.len(), asked.len());
+        for (l, g) in asked.iter().zip(&got) {
+            assert_eq!(g.as_ref().map(|s| s.id), head.get(l).map(|s| s.id));
+        }
+        assert!(got.iter().any(Option::is_none) && got.iter().any(Option::is_some));
+    }
+
+    #[test]
+    fn get_many_looks_past_a_colliding_first_series() {
+        let head = Head::new(1, None);
+        let c = Arc::new(AtomicUsize::new(0));
+        let hash = labels_hash(&labels("b"));
+        let first = MemSeries::new(
+            1,
+            SeriesLabels::new(&labels("a")[..]),
+            true,
+            0,
+            Arc::clone(&c),
+        );
+        let second = MemSeries::new(2, SeriesLabels::new(&labels("b")[..]), true, 0, c);
+        {
+            let mut idx = head.index.write();
+            idx.insert(hash, Arc::new(first));
+            idx.insert(hash, Arc::new(second));
+        }
+        let got = head.get_many([labels("b")].iter().map(|l| &l[..]));
+        assert_eq!(got[0].as_ref().map(|s| s.id), Some(2));
     }
 }
