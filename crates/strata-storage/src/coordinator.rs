@@ -25,10 +25,21 @@ use crate::stats::add;
 use crate::values;
 use crate::Inner;
 
-/// The samples of one resolved series in a write request.
+/// One resolved series of a write request.
 pub struct ResolvedSeries {
     pub series: Arc<MemSeries>,
-    pub samples: Vec<(i64, f64)>,
+    /// Its samples: a range of the request's samples, which travel to the
+    /// coordinator in one buffer. The decoder's per-series vectors are
+    /// freed by the request's own thread, where freeing is cheap.
+    pub samples: std::ops::Range<usize>,
+}
+
+/// A write request as the coordinator queues it.
+pub(crate) struct Queued {
+    series: Vec<ResolvedSeries>,
+    samples: Vec<(i64, f64)>,
+    new_series: usize,
+    reply: oneshot::Sender<Reply>,
 }
 
 /// What became of one write request's samples.
@@ -47,6 +58,7 @@ pub(crate) type Reply = Result<(WriteOutcome, Option<WriteHandle>), StorageError
 pub(crate) enum Command {
     Write {
         series: Vec<ResolvedSeries>,
+        samples: Vec<(i64, f64)>,
         new_series: usize,
         reply: oneshot::Sender<Reply>,
     },
@@ -127,8 +139,8 @@ impl Coordinator {
                     let mut next = Some(cmd);
                     while let Some(cmd) = next.take() {
                         match cmd {
-                            Command::Write { series, new_series, reply } => {
-                                group.push((series, new_series, reply));
+                            Command::Write { series, samples, new_series, reply } => {
+                                group.push(Queued { series, samples, new_series, reply });
                             }
                             Command::SealNow(done) => {
                                 self.flush_group(&mut group).await;
@@ -162,10 +174,7 @@ impl Coordinator {
         }
     }
 
-    async fn flush_group(
-        &mut self,
-        group: &mut Vec<(Vec<ResolvedSeries>, usize, oneshot::Sender<Reply>)>,
-    ) {
+    async fn flush_group(&mut self, group: &mut Vec<Queued>) {
         if group.is_empty() {
             return;
         }
@@ -176,8 +185,8 @@ impl Coordinator {
                     add(&self.inner.stats.write_errors, 1);
                     self.unlogged = Some(pending);
                     let e = self.inner.note_fenced(StorageError::from(e));
-                    for (_, _, reply) in group.drain(..) {
-                        let _ = reply.send(Err(e.clone()));
+                    for q in group.drain(..) {
+                        let _ = q.reply.send(Err(e.clone()));
                     }
                     return;
                 }
@@ -193,16 +202,17 @@ impl Coordinator {
         let mut newly_logged = Vec::new();
         let mut outcomes = Vec::with_capacity(group.len());
         let mut touched: Vec<i64> = Vec::new();
-        for (series, new_series, _) in group.iter() {
+        for q in group.iter() {
             let mut out = WriteOutcome {
-                new_series: *new_series,
+                new_series: q.new_series,
                 ..WriteOutcome::default()
             };
-            for rs in series {
+            for rs in &q.series {
                 let s = &rs.series;
                 let samples = &mut self.record.samples;
                 let before = samples.len();
-                let r = s.append(&rs.samples, first_open, bucket_ms, |t, v, b| {
+                let given = q.samples.get(rs.samples.clone()).unwrap_or_default();
+                let r = s.append(given, first_open, bucket_ms, |t, v, b| {
                     samples.push(LogSample { series: s.id, t, v });
                     if touched.last() != Some(&b) {
                         touched.push(b);
@@ -278,12 +288,12 @@ impl Coordinator {
             }
         };
         drop(newly_logged);
-        for ((_, _, reply), out) in group.drain(..).zip(outcomes) {
+        for (q, out) in group.drain(..).zip(outcomes) {
             let r = match &result {
                 Ok(h) => Ok((out, h.clone())),
                 Err(e) => Err(e.clone()),
             };
-            let _ = reply.send(r);
+            let _ = q.reply.send(r);
         }
     }
 

@@ -422,7 +422,8 @@ impl Storage {
         }
         let known = head.get_many(kept.iter().map(|s| &s.labels));
         let mut resolved = Vec::with_capacity(kept.len());
-        for (s, known) in kept.into_iter().zip(known) {
+        let mut samples = Vec::with_capacity(kept.iter().map(|s| s.samples.len()).sum());
+        for (s, known) in kept.iter().zip(known) {
             let limit = limits.max_active_series;
             if limit > 0 && !known.as_ref().is_some_and(|m| m.is_active()) {
                 let tenant = head::tenant_of(&s.labels);
@@ -439,17 +440,21 @@ impl Storage {
                 None => head.get_or_create(&s.labels, now),
             };
             new_series += usize::from(created);
+            let at = samples.len();
+            samples.extend_from_slice(&s.samples);
             resolved.push(ResolvedSeries {
                 series: m,
-                samples: s.samples,
+                samples: at..samples.len(),
             });
         }
         stats::add(&self.inner.stats.series_created, new_series);
         stats::add(&self.inner.stats.samples_rejected, refused.rejected);
         let tx = self.sender()?;
         let (reply, rx) = oneshot::channel();
+        drop(kept);
         tx.send(Command::Write {
             series: resolved,
+            samples,
             new_series,
             reply,
         })
