@@ -143,6 +143,31 @@ fn is_local_folder(store: &dyn object_store::ObjectStore) -> bool {
     store.to_string().contains("LocalFileSystem(")
 }
 
+/// The runtime SlateDB's compactions run on: one thread at the sealer's
+/// lower priority, shared by every database the process opens. On the
+/// request runtime a compaction's merge held a worker for as long as each
+/// step ran, and requests queued behind it (the coordinator's included)
+/// waited; at a lower priority it takes the CPU ingest leaves.
+fn compaction_runtime() -> Option<tokio::runtime::Handle> {
+    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("strata-compactor")
+                .on_thread_start(sealer::lower_priority)
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "no runtime of its own for compaction; it shares the request runtime");
+                })
+                .ok()
+        })
+        .as_ref()
+        .map(|r| r.handle().clone())
+}
+
 /// SlateDB's settings for a writer with these storage settings, on a local
 /// folder or not.
 fn slatedb_settings(settings: &StorageSettings, local_folder: bool) -> slatedb::Settings {
@@ -208,9 +233,19 @@ impl Storage {
         let counters = Arc::new(ObjectStoreCounters::default());
         let store: Arc<dyn object_store::ObjectStore> =
             Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
-        let slate = slatedb_settings(&settings, is_local_folder(store.as_ref()));
+        let mut slate = slatedb_settings(&settings, is_local_folder(store.as_ref()));
         let metrics = Arc::new(DefaultMetricsRecorder::new());
-        let db = Db::builder(path.to_owned(), store)
+        let mut builder = Db::builder(path.to_owned(), Arc::clone(&store));
+        if let (Some(runtime), Some(options)) =
+            (compaction_runtime(), slate.compactor_options.take())
+        {
+            builder = builder.with_compactor_builder(
+                slatedb::CompactorBuilder::new(path.to_owned(), Arc::clone(&store))
+                    .with_options(options)
+                    .with_runtime(runtime),
+            );
+        }
+        let db = builder
             .with_settings(slate)
             .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
