@@ -6,7 +6,7 @@
 //! the lookup was the largest single cost of ingest. Packed, it reads one or
 //! two cache lines, and a series takes one allocation instead of 2n + 1.
 
-use strata_codec::{Label, LabelPairs};
+use strata_codec::LabelPairs;
 
 /// The count, then each name and value as a varint length and its bytes
 /// (the labels' part of the `S` value), sorted by name.
@@ -41,13 +41,6 @@ impl SeriesLabels {
             .all(|(n, v)| r.bytes() == n.as_bytes() && r.bytes() == v.as_bytes())
     }
 
-    /// The value of label `name`, or "" when absent.
-    pub fn get(&self, name: &str) -> &str {
-        self.pairs()
-            .find(|(n, _)| *n == name)
-            .map_or("", |(_, v)| v)
-    }
-
     /// Where the packed labels start, to prefetch them.
     pub(crate) fn as_ptr(&self) -> *const u8 {
         self.0.as_ptr()
@@ -67,12 +60,6 @@ impl LabelPairs for SeriesLabels {
     }
     fn len(&self) -> usize {
         Reader { buf: &self.0 }.len()
-    }
-}
-
-impl From<&[Label]> for SeriesLabels {
-    fn from(labels: &[Label]) -> Self {
-        Self::new(labels)
     }
 }
 
@@ -128,6 +115,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_codec::Label;
     use proptest::prelude::*;
 
     proptest! {
@@ -151,7 +139,5 @@ mod tests {
         let a = [Label::new("ab", "c")];
         let b = [Label::new("a", "bc")];
         assert!(!SeriesLabels::new(&a[..]).eq_pairs(&b[..]));
-        assert_eq!(SeriesLabels::new(&a[..]).get("ab"), "c");
-        assert_eq!(SeriesLabels::new(&a[..]).get("x"), "");
     }
 }
