@@ -115,8 +115,8 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_codec::Label;
     use proptest::prelude::*;
+    use strata_codec::Label;
 
     proptest! {
         #[test]

@@ -165,12 +165,20 @@ impl SeriesIndex {
 
     fn insert(&mut self, hash: u64, series: Arc<MemSeries>) {
         for (name, value) in series.labels.pairs() {
-            let ids = self
-                .postings
-                .entry(name.into())
-                .or_default()
-                .entry(value.into())
-                .or_default();
+            // Look up before inserting: `entry` would allocate both keys for
+            // every label of every new series, nearly all already there.
+            if !self.postings.contains_key(name) {
+                self.postings.insert(name.into(), FxHashMap::default());
+            }
+            let Some(values) = self.postings.get_mut(name) else {
+                continue;
+            };
+            if !values.contains_key(value) {
+                values.insert(value.into(), Vec::new());
+            }
+            let Some(ids) = values.get_mut(value) else {
+                continue;
+            };
             // Ids usually arrive ascending; recovery may not, so keep order.
             match ids.last() {
                 Some(&last) if last > series.id => {
