@@ -54,6 +54,16 @@ pub(crate) struct StepGrid<'p> {
     pub held_samples: usize,
 }
 
+impl StepGrid<'_> {
+    /// Step `i`'s timestamp and the window `(range_start, range_end]` it
+    /// reads.
+    fn step(&self, i: usize) -> (i64, i64, i64) {
+        let ts = self.first + i as i64 * self.interval;
+        let range_end = self.at.unwrap_or(ts).saturating_sub(self.offset);
+        (ts, range_end.saturating_sub(self.range), range_end)
+    }
+}
+
 /// Below this many sample and step visits a call runs on one thread: a
 /// thread costs tens of microseconds to start.
 const PARALLEL_MIN_WORK: usize = 200_000;
@@ -111,16 +121,14 @@ pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Re
     if grid.deadline.is_some_and(|d| Instant::now() >= d) {
         return Err(QueryError::timeout());
     }
+    let f = match f {
+        RangeFn::Window(f) => f,
+        RangeFn::Increase { is_rate } => return eval_increase(grid, is_rate, s),
+    };
     let mut points = Vec::new();
     let mut window = WindowCursor::default();
-    let mut resets = match f {
-        RangeFn::Increase { .. } => CounterResets::new(s.v),
-        RangeFn::Window(_) => CounterResets::default(),
-    };
     for i in 0..grid.steps {
-        let ts = grid.first + i as i64 * grid.interval;
-        let range_end = grid.at.unwrap_or(ts).saturating_sub(grid.offset);
-        let range_start = range_end.saturating_sub(grid.range);
+        let (ts, range_start, range_end) = grid.step(i);
         let (lo, hi) = window.advance(s.t, range_start, range_end);
         let w = s.slice(lo, hi);
         if w.is_empty() {
@@ -140,22 +148,43 @@ pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Re
             },
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
         };
-        let v = match f {
-            RangeFn::Window(f) => f(w, &ctx),
-            RangeFn::Increase { is_rate } => {
-                if w.len() < 2 {
-                    None
-                } else {
-                    let raw = resets.raw_increase(s.v, lo, hi);
-                    rate::extrapolate(w, raw, range_start, range_end, grid.range, true, is_rate)
-                }
-            }
-        };
-        if let Some(v) = v {
+        if let Some(v) = f(w, &ctx) {
             points.push(Point { t: ts, v });
         }
     }
     Ok(points)
+}
+
+/// `rate` (`is_rate`) or `increase` over one series: the windows are found
+/// first, then all extrapolated in one pass.
+fn eval_increase(grid: &StepGrid<'_>, is_rate: bool, s: Samples<'_>) -> Result<Vec<Point>> {
+    let mut window = WindowCursor::default();
+    let mut resets = CounterResets::new(s.v);
+    let mut windows = rate::CounterWindows::with_capacity(grid.steps);
+    let mut steps = Vec::with_capacity(grid.steps);
+    for i in 0..grid.steps {
+        let (ts, range_start, range_end) = grid.step(i);
+        let (lo, hi) = window.advance(s.t, range_start, range_end);
+        let w = s.slice(lo, hi);
+        if w.is_empty() {
+            continue;
+        }
+        if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
+            return Err(QueryError::too_many_samples());
+        }
+        if w.len() < 2 {
+            continue;
+        }
+        let raw = resets.raw_increase(s.v, lo, hi);
+        windows.push(w, raw, range_start, range_end);
+        steps.push(ts);
+    }
+    let values = windows.extrapolate(grid.range, is_rate);
+    Ok(steps
+        .into_iter()
+        .zip(values)
+        .map(|(t, v)| Point { t, v })
+        .collect())
 }
 
 /// The window `(mint, maxt]` of the previous step as indexes `lo..hi` into
