@@ -356,12 +356,19 @@ impl Evaluator<'_> {
         let (first, interval) = (self.start, self.interval.max(1));
         let mut next = 0;
         for p in points {
-            let offset = p.t - first;
-            if offset < 0 || offset % interval != 0 {
-                continue;
-            }
-            let Ok(step) = usize::try_from(offset / interval) else {
-                continue;
+            // A point is almost always at the next step: checking that first
+            // spares two integer divisions per point.
+            let step = if next < row.len() && p.t == first + next as i64 * interval {
+                next
+            } else {
+                let offset = p.t - first;
+                if offset < 0 || offset % interval != 0 {
+                    continue;
+                }
+                let Ok(step) = usize::try_from(offset / interval) else {
+                    continue;
+                };
+                step
             };
             let Some(g) = row.get_mut(step).filter(|_| step >= next) else {
                 continue;
