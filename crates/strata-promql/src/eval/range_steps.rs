@@ -86,9 +86,10 @@ pub(crate) fn eval_series_all(
         .fold(0, usize::saturating_add);
     let threads = available_threads().min(series.len());
     if threads < 2 || work < PARALLEL_MIN_WORK {
+        let mut scratch = SeriesScratch::default();
         return series
             .iter()
-            .map(|s| eval_series(grid, f, s.samples()))
+            .map(|s| eval_series_with(grid, f, s.samples(), &mut scratch))
             .collect();
     }
     let per_thread = series.len().div_ceil(threads);
@@ -97,8 +98,9 @@ pub(crate) fn eval_series_all(
             .chunks(per_thread)
             .map(|part| {
                 scope.spawn(move || {
+                    let mut scratch = SeriesScratch::default();
                     part.iter()
-                        .map(|s| eval_series(grid, f, s.samples()))
+                        .map(|s| eval_series_with(grid, f, s.samples(), &mut scratch))
                         .collect::<Vec<_>>()
                 })
             })
@@ -116,14 +118,34 @@ pub(crate) fn eval_series_all(
     })
 }
 
+/// Buffers one thread reuses from series to series, rather than allocating
+/// them for each.
+#[derive(Default)]
+pub(crate) struct SeriesScratch {
+    windows: rate::CounterWindows,
+    steps: Vec<i64>,
+    values: Vec<f64>,
+}
+
 /// The points of `f` over one series at every step of `grid`.
+#[cfg(test)]
 pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Result<Vec<Point>> {
+    eval_series_with(grid, f, s, &mut SeriesScratch::default())
+}
+
+/// [`eval_series`] with the buffers of `scratch`.
+fn eval_series_with(
+    grid: &StepGrid<'_>,
+    f: RangeFn,
+    s: Samples<'_>,
+    scratch: &mut SeriesScratch,
+) -> Result<Vec<Point>> {
     if grid.deadline.is_some_and(|d| Instant::now() >= d) {
         return Err(QueryError::timeout());
     }
     let f = match f {
         RangeFn::Window(f) => f,
-        RangeFn::Increase { is_rate } => return eval_increase(grid, is_rate, s),
+        RangeFn::Increase { is_rate } => return eval_increase(grid, is_rate, s, scratch),
     };
     let mut points = Vec::new();
     let mut window = WindowCursor::default();
@@ -157,11 +179,21 @@ pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Re
 
 /// `rate` (`is_rate`) or `increase` over one series: the windows are found
 /// first, then all extrapolated in one pass.
-fn eval_increase(grid: &StepGrid<'_>, is_rate: bool, s: Samples<'_>) -> Result<Vec<Point>> {
+fn eval_increase(
+    grid: &StepGrid<'_>,
+    is_rate: bool,
+    s: Samples<'_>,
+    scratch: &mut SeriesScratch,
+) -> Result<Vec<Point>> {
     let mut window = WindowCursor::default();
     let mut resets = CounterResets::new(s.v);
-    let mut windows = rate::CounterWindows::with_capacity(grid.steps);
-    let mut steps = Vec::with_capacity(grid.steps);
+    let SeriesScratch {
+        windows,
+        steps,
+        values,
+    } = scratch;
+    windows.clear();
+    steps.clear();
     for i in 0..grid.steps {
         let (ts, range_start, range_end) = grid.step(i);
         let (lo, hi) = window.advance(s.t, range_start, range_end);
@@ -179,11 +211,11 @@ fn eval_increase(grid: &StepGrid<'_>, is_rate: bool, s: Samples<'_>) -> Result<V
         windows.push(w, raw, range_start, range_end);
         steps.push(ts);
     }
-    let values = windows.extrapolate(grid.range, is_rate);
+    windows.extrapolate(grid.range, is_rate, values);
     Ok(steps
-        .into_iter()
-        .zip(values)
-        .map(|(t, v)| Point { t, v })
+        .iter()
+        .zip(values.iter())
+        .map(|(&t, &v)| Point { t, v })
         .collect())
 }
 
@@ -199,6 +231,7 @@ pub(crate) struct WindowCursor {
 impl WindowCursor {
     /// Moves to the window `(mint, maxt]` of `t`, which must not start or end
     /// before the previous one; returns its index range.
+    #[inline]
     pub fn advance(&mut self, t: &[i64], mint: i64, maxt: i64) -> (usize, usize) {
         self.lo = skip_to(t, self.lo, mint);
         self.hi = skip_to(t, self.hi.max(self.lo), maxt);

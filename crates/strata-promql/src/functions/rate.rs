@@ -103,15 +103,13 @@ pub(crate) struct CounterWindows {
 }
 
 impl CounterWindows {
-    pub fn with_capacity(n: usize) -> Self {
-        Self {
-            to_start: Vec::with_capacity(n),
-            to_end: Vec::with_capacity(n),
-            sampled: Vec::with_capacity(n),
-            gaps: Vec::with_capacity(n),
-            first_v: Vec::with_capacity(n),
-            raw: Vec::with_capacity(n),
-        }
+    pub fn clear(&mut self) {
+        self.to_start.clear();
+        self.to_end.clear();
+        self.sampled.clear();
+        self.gaps.clear();
+        self.first_v.clear();
+        self.raw.clear();
     }
 
     /// Adds the window `w` (at least two samples) of `(range_start,
@@ -130,9 +128,10 @@ impl CounterWindows {
     }
 
     /// [`extrapolate`] of every window pushed (as a counter), in order,
-    /// each bit for bit what it returns.
-    pub fn extrapolate(&self, range_ms: i64, is_rate: bool) -> Vec<f64> {
-        let mut out = vec![0.0; self.raw.len()];
+    /// into `out`, each bit for bit what it returns.
+    pub fn extrapolate(&self, range_ms: i64, is_rate: bool, out: &mut Vec<f64>) {
+        out.clear();
+        out.resize(self.raw.len(), 0.0);
         // A rate divides by the range; an increase leaves the factor as is.
         let range_s = is_rate.then(|| range_ms as f64 / 1000.0);
         #[cfg(target_arch = "x86_64")]
@@ -140,12 +139,11 @@ impl CounterWindows {
             #[allow(unsafe_code)]
             // SAFETY: the CPU has just been seen to support AVX.
             unsafe {
-                extrapolate_avx(self, range_s, &mut out)
+                extrapolate_avx(self, range_s, out)
             };
-            return out;
+            return;
         }
-        extrapolate_into(self, range_s, &mut out);
-        out
+        extrapolate_into(self, range_s, out);
     }
 }
 
