@@ -9,7 +9,9 @@
 //! grows by the sealed format's size instead.
 
 use strata_codec::sealed::decode_sealed_range_into;
-use strata_codec::{decode_range_into, encode_sealed, CodecError, XorChunk};
+use strata_codec::{
+    decode_range_into, decode_range_to_slices, encode_sealed, CodecError, XorChunk,
+};
 
 /// Samples a tail needs before it is frozen: Prometheus' chunk size, so
 /// each part is long enough for the sealed format's header to be small.
@@ -71,6 +73,40 @@ impl HeadChunk {
             decode_range_into(self.tail.bytes(), mint, maxt, ts, vs)?;
         }
         Ok(())
+    }
+
+    /// Writes the samples in `[mint, maxt]`, in time order, to the front of
+    /// `ts`/`vs` (each at least [`len`](Self::len) long) and returns how
+    /// many it wrote.
+    pub(crate) fn decode_range_to_slices(
+        &self,
+        mint: i64,
+        maxt: i64,
+        ts: &mut [i64],
+        vs: &mut [f64],
+    ) -> Result<usize, CodecError> {
+        let mut n = 0;
+        if !self.frozen.is_empty() {
+            let (mut t, mut v) = (Vec::new(), Vec::new());
+            for p in &self.frozen {
+                if p.last_t >= mint && p.first_t <= maxt {
+                    decode_sealed_range_into(&p.bytes, mint, maxt, &mut t, &mut v)?;
+                }
+            }
+            n = t.len();
+            let (Some(t_out), Some(v_out)) = (ts.get_mut(..n), vs.get_mut(..n)) else {
+                return Err(CodecError::Corrupt("head chunk longer than its count"));
+            };
+            t_out.copy_from_slice(&t);
+            v_out.copy_from_slice(&v);
+        }
+        if self.tail.last_t().is_some_and(|l| l >= mint) {
+            let (Some(t_out), Some(v_out)) = (ts.get_mut(n..), vs.get_mut(n..)) else {
+                return Err(CodecError::Corrupt("head chunk longer than its count"));
+            };
+            n += decode_range_to_slices(self.tail.bytes(), mint, maxt, t_out, v_out)?;
+        }
+        Ok(n)
     }
 
     /// Appends every sample to `ts`/`vs`.

@@ -161,11 +161,12 @@ impl MemSeries {
 }
 
 /// The samples in `[mint, maxt]` of `chunks` (one series' buckets, oldest
-/// first). Samples are appended to buffers sized for all of them: a frozen
-/// part decodes straight into place, where decoding into a slice would go
-/// through a scratch buffer and a copy, and nothing is zero-filled first. A
-/// large series is split between threads, its chunks being independent;
-/// only the later threads' samples are copied into the first one's buffers.
+/// first). A small series is appended to buffers sized for all of it: a
+/// frozen part then decodes straight into place, not through a scratch
+/// buffer and a copy, and nothing is zero-filled first. A large one is
+/// split between threads, each chunk decoding into its own part of one
+/// buffer, so samples are only moved afterwards when the range cuts a
+/// chunk.
 fn decode_chunks(chunks: &[&HeadChunk], mint: i64, maxt: i64) -> (Vec<i64>, Vec<f64>) {
     let lens: Vec<usize> = chunks.iter().map(|c| c.len() as usize).collect();
     let total: usize = lens.iter().sum();
@@ -175,54 +176,17 @@ fn decode_chunks(chunks: &[&HeadChunk], mint: i64, maxt: i64) -> (Vec<i64>, Vec<
         append_decoded(chunks, mint, maxt, &mut ts, &mut vs);
         return (ts, vs);
     }
-    let runs = split_runs(chunks, &lens, total.div_ceil(threads).max(1));
-    std::thread::scope(|scope| {
-        let mut runs = runs.into_iter();
-        let first = runs.next().unwrap_or_default();
-        let handles: Vec<_> = runs
-            .map(|(run, n)| {
-                scope.spawn(move || {
-                    let (mut ts, mut vs) = (Vec::with_capacity(n), Vec::with_capacity(n));
-                    append_decoded(run, mint, maxt, &mut ts, &mut vs);
-                    (ts, vs)
-                })
-            })
-            .collect();
-        let (mut ts, mut vs) = (Vec::with_capacity(total), Vec::with_capacity(total));
-        append_decoded(first.0, mint, maxt, &mut ts, &mut vs);
-        for h in handles {
-            let (t, v) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            ts.extend_from_slice(&t);
-            vs.extend_from_slice(&v);
-        }
-        (ts, vs)
-    })
-}
-
-/// `chunks` cut into consecutive runs of about `per_run` samples, each with
-/// its sample count.
-fn split_runs<'c>(
-    chunks: &'c [&'c HeadChunk],
-    lens: &[usize],
-    per_run: usize,
-) -> Vec<(&'c [&'c HeadChunk], usize)> {
-    let mut runs = Vec::new();
-    let (mut first, mut filled) = (0, 0);
-    for (i, &n) in lens.iter().enumerate() {
-        filled += n;
-        if filled < per_run && i + 1 < lens.len() {
-            continue;
-        }
-        runs.push((chunks.get(first..=i).unwrap_or_default(), filled));
-        (first, filled) = (i + 1, 0);
-    }
-    runs
+    // Zeroed allocations rather than a resize: a large one is fresh zero
+    // pages from the system, not filled with zeros first.
+    let mut ts = vec![0i64; total];
+    let mut vs = vec![0f64; total];
+    let written = decode_split(chunks, &lens, threads, mint, maxt, &mut ts, &mut vs);
+    compact(&lens, &written, &mut ts, &mut vs);
+    (ts, vs)
 }
 
 /// Appends the samples in `[mint, maxt]` of each chunk to `ts`/`vs`. A
-/// chunk that fails to decode appends none: a head chunk is only ever
-/// written by us, so that would be a bug, and the other chunks' samples are
-/// still right.
+/// chunk that fails to decode appends none, as in [`decode_parts`].
 fn append_decoded(
     chunks: &[&HeadChunk],
     mint: i64,
@@ -237,6 +201,86 @@ fn append_decoded(
             vs.truncate(v_len);
         }
     }
+}
+
+/// Decodes chunk `i` into the next `lens[i]` slots of `ts`/`vs` and returns
+/// how many samples each chunk wrote. A chunk that fails to decode writes
+/// none: a head chunk is only ever written by us, so that would be a bug,
+/// and the other chunks' samples are still right.
+fn decode_parts(
+    chunks: &[&HeadChunk],
+    lens: &[usize],
+    mint: i64,
+    maxt: i64,
+    mut ts: &mut [i64],
+    mut vs: &mut [f64],
+) -> Vec<usize> {
+    let mut written = Vec::with_capacity(chunks.len());
+    for (c, &n) in chunks.iter().zip(lens) {
+        let (t_part, t_rest) = std::mem::take(&mut ts).split_at_mut(n);
+        let (v_part, v_rest) = std::mem::take(&mut vs).split_at_mut(n);
+        (ts, vs) = (t_rest, v_rest);
+        written.push(
+            c.decode_range_to_slices(mint, maxt, t_part, v_part)
+                .unwrap_or(0),
+        );
+    }
+    written
+}
+
+/// [`decode_parts`] with the chunks cut into `threads` runs of about equal
+/// sample counts, each decoded on its own thread into its part of the
+/// buffers.
+fn decode_split(
+    chunks: &[&HeadChunk],
+    lens: &[usize],
+    threads: usize,
+    mint: i64,
+    maxt: i64,
+    mut ts: &mut [i64],
+    mut vs: &mut [f64],
+) -> Vec<usize> {
+    let total: usize = lens.iter().sum();
+    let per_thread = total.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        let (mut first, mut filled) = (0, 0);
+        for (i, &n) in lens.iter().enumerate() {
+            filled += n;
+            let last = i + 1 == lens.len();
+            if filled < per_thread && !last {
+                continue;
+            }
+            let c_run = chunks.get(first..=i).unwrap_or_default();
+            let l_run = lens.get(first..=i).unwrap_or_default();
+            let (t_part, t_rest) = std::mem::take(&mut ts).split_at_mut(filled);
+            let (v_part, v_rest) = std::mem::take(&mut vs).split_at_mut(filled);
+            (ts, vs) = (t_rest, v_rest);
+            handles
+                .push(scope.spawn(move || decode_parts(c_run, l_run, mint, maxt, t_part, v_part)));
+            (first, filled) = (i + 1, 0);
+        }
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// Closes the gaps [`decode_parts`] left where a chunk wrote fewer samples
+/// than it holds (cut by the range), and drops the unused tail.
+fn compact(lens: &[usize], written: &[usize], ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
+    let (mut from, mut to) = (0, 0);
+    for (&n, &w) in lens.iter().zip(written) {
+        if from != to {
+            ts.copy_within(from..from + w, to);
+            vs.copy_within(from..from + w, to);
+        }
+        from += n;
+        to += w;
+    }
+    ts.truncate(to);
+    vs.truncate(to);
 }
 
 #[cfg(test)]
@@ -287,13 +331,11 @@ mod tests {
         let refs: Vec<&HeadChunk> = owned.iter().collect();
         let n = 7 * (PARALLEL_SAMPLES_MIN / 3);
         let (mint, maxt) = (1_500_000, (n as i64 - 1000) * 1000);
-        let (ts, vs) = decode_chunks(&refs, mint, maxt);
-        assert_eq!(ts, expected(mint, maxt, n));
-        let want: Vec<f64> = ts.iter().map(|&t| (t / 1000) as f64).collect();
-        assert_eq!(vs, want);
         let lens: Vec<usize> = refs.iter().map(|c| c.len() as usize).collect();
-        let runs = split_runs(&refs, &lens, n.div_ceil(3));
-        assert_eq!(runs.len(), 3);
-        assert_eq!(runs.iter().map(|r| r.1).sum::<usize>(), n);
+        let (mut ts, mut vs) = (vec![0; n], vec![0.0; n]);
+        let written = decode_split(&refs, &lens, 3, mint, maxt, &mut ts, &mut vs);
+        compact(&lens, &written, &mut ts, &mut vs);
+        assert_eq!(ts, expected(mint, maxt, n));
+        assert_eq!(decode_chunks(&refs, mint, maxt).0, ts);
     }
 }
