@@ -2,6 +2,8 @@
 //! `by` / `without`, following Prometheus' `rangeEvalAgg`.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use promql_parser::parser::token::{
     T_AVG, T_BOTTOMK, T_COUNT, T_COUNT_VALUES, T_GROUP, T_LIMITK, T_LIMIT_RATIO, T_MAX, T_MIN,
@@ -311,7 +313,9 @@ impl Evaluator<'_> {
     /// step. Each state still takes its group's values in input order, as
     /// Prometheus' step-by-step loop adds them, so results are identical;
     /// but each series' points are read once, front to back, instead of
-    /// every series being revisited at every step.
+    /// every series being revisited at every step. Large inputs with several
+    /// groups are split by group between threads: a group's states only
+    /// ever see its own series, so the order stays the same.
     fn aggregate_by_series(
         &self,
         op: u16,
@@ -321,17 +325,54 @@ impl Evaluator<'_> {
         params: &[f64],
     ) -> Result<Matrix> {
         let steps = self.num_steps();
-        let mut cells: Vec<Group> = vec![Group::default(); group_labels.len() * steps];
-        for (i, (s, &g)) in input.iter().zip(series_group).enumerate() {
-            if i % DEADLINE_CHECK_SERIES == 0 {
-                self.check_deadline()?;
-            }
-            let row = cells
-                .get_mut(g * steps..(g + 1) * steps)
-                .unwrap_or_default();
-            self.fold_series(op, &s.points, row);
-        }
         let (first, interval) = (self.start, self.interval.max(1));
+        let mut cells: Vec<Group> = vec![Group::default(); group_labels.len() * steps];
+        let mut rows: Vec<Option<&mut [Group]>> =
+            cells.chunks_mut(steps.max(1)).map(Some).collect();
+        let fold = FoldRange {
+            op,
+            first,
+            interval,
+            deadline: self.deadline,
+        };
+        let work = total_points(input);
+        let threads = available_threads().min(rows.len());
+        if threads < 2 || work < PARALLEL_MIN_POINTS {
+            fold.series(input, series_group, &mut rows)?;
+        } else {
+            // Whole groups to each thread, about as many series each.
+            let mut per_group = vec![0usize; rows.len()];
+            for &g in series_group {
+                if let Some(n) = per_group.get_mut(g) {
+                    *n += 1;
+                }
+            }
+            let mut load = vec![0usize; threads];
+            let mut parts: Vec<Vec<Option<&mut [Group]>>> = (0..threads)
+                .map(|_| Vec::with_capacity(rows.len()))
+                .collect();
+            for (row, n) in rows.iter_mut().zip(per_group) {
+                let t = (0..threads).min_by_key(|&t| load[t]).unwrap_or(0);
+                load[t] += n;
+                for (i, part) in parts.iter_mut().enumerate() {
+                    part.push(if i == t { row.take() } else { None });
+                }
+            }
+            let fold = &fold;
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = parts
+                    .into_iter()
+                    .map(|mut part| {
+                        scope.spawn(move || fold.series(input, series_group, &mut part))
+                    })
+                    .collect();
+                handles.into_iter().try_for_each(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(QueryError::Internal("aggregation panicked".into()))
+                    })
+                })
+            })?;
+        }
         let mut out: Matrix = Vec::new();
         for (labels, row) in group_labels.into_iter().zip(cells.chunks_mut(steps.max(1))) {
             let points: Vec<Point> = row
@@ -348,31 +389,6 @@ impl Evaluator<'_> {
             }
         }
         Ok(out)
-    }
-
-    /// Adds one series' points to its group's states, one per step (`row`);
-    /// points off the step grid are not any step's value.
-    fn fold_series(&self, op: u16, points: &[Point], row: &mut [Group]) {
-        let (first, interval) = (self.start, self.interval.max(1));
-        let mut next = 0;
-        for p in points {
-            let offset = p.t - first;
-            if offset < 0 || offset % interval != 0 {
-                continue;
-            }
-            let Ok(step) = usize::try_from(offset / interval) else {
-                continue;
-            };
-            let Some(g) = row.get_mut(step).filter(|_| step >= next) else {
-                continue;
-            };
-            next = step + 1;
-            if g.seen {
-                g.add(op, p.v);
-            } else {
-                *g = Group::start(op, p.v);
-            }
-        }
     }
 
     fn eval_count_values(&mut self, a: &AggregateExpr, grouping: Grouping) -> Result<Matrix> {
@@ -406,6 +422,78 @@ impl Evaluator<'_> {
             }
             Ok(out)
         })
+    }
+}
+
+/// Below this many input points an aggregation runs on one thread: a
+/// thread costs tens of microseconds to start.
+const PARALLEL_MIN_POINTS: usize = 200_000;
+
+fn available_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// How [`Evaluator::aggregate_by_series`] folds series into their groups'
+/// states.
+struct FoldRange {
+    op: u16,
+    first: i64,
+    interval: i64,
+    deadline: Option<Instant>,
+}
+
+impl FoldRange {
+    /// Folds every series whose group has a row in `rows` (one per group,
+    /// one state per step) into it, in input order.
+    fn series(
+        &self,
+        input: &Matrix,
+        series_group: &[usize],
+        rows: &mut [Option<&mut [Group]>],
+    ) -> Result<()> {
+        for (i, (s, &g)) in input.iter().zip(series_group).enumerate() {
+            if i % DEADLINE_CHECK_SERIES == 0 && self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                return Err(QueryError::timeout());
+            }
+            if let Some(Some(row)) = rows.get_mut(g) {
+                self.points(&s.points, row);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds one series' points to its group's states, one per step (`row`);
+    /// points off the step grid are not any step's value.
+    fn points(&self, points: &[Point], row: &mut [Group]) {
+        let (op, first, interval) = (self.op, self.first, self.interval);
+        let mut next = 0;
+        for p in points {
+            // A point is almost always at the next step: checking that first
+            // spares two integer divisions per point.
+            let step = if next < row.len() && p.t == first + next as i64 * interval {
+                next
+            } else {
+                let offset = p.t - first;
+                if offset < 0 || offset % interval != 0 {
+                    continue;
+                }
+                let Ok(step) = usize::try_from(offset / interval) else {
+                    continue;
+                };
+                step
+            };
+            let Some(g) = row.get_mut(step).filter(|_| step >= next) else {
+                continue;
+            };
+            next = step + 1;
+            if g.seen {
+                g.add(op, p.v);
+            } else {
+                *g = Group::start(op, p.v);
+            }
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::labels::absent_labels;
 use crate::functions::{over_time, rate};
-use crate::value::{drop_metric_name, empty_labels, Matrix, MatrixSeries, Point};
+use crate::value::{empty_labels, Matrix, MatrixSeries, Point};
 
 /// A function of one window's values only.
 macro_rules! values_fn {
@@ -104,9 +104,9 @@ impl Evaluator<'_> {
                 self.add_samples(points.len())?;
                 out.push(MatrixSeries {
                     labels: if keep_name {
-                        s.labels.clone()
+                        s.labels.to_labels()
                     } else {
-                        drop_metric_name(&s.labels)
+                        s.labels.without_metric_name()
                     },
                     points,
                 });

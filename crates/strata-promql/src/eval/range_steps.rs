@@ -54,6 +54,16 @@ pub(crate) struct StepGrid<'p> {
     pub held_samples: usize,
 }
 
+impl StepGrid<'_> {
+    /// Step `i`'s timestamp and the window `(range_start, range_end]` it
+    /// reads.
+    fn step(&self, i: usize) -> (i64, i64, i64) {
+        let ts = self.first + i as i64 * self.interval;
+        let range_end = self.at.unwrap_or(ts).saturating_sub(self.offset);
+        (ts, range_end.saturating_sub(self.range), range_end)
+    }
+}
+
 /// Below this many sample and step visits a call runs on one thread: a
 /// thread costs tens of microseconds to start.
 const PARALLEL_MIN_WORK: usize = 200_000;
@@ -76,9 +86,10 @@ pub(crate) fn eval_series_all(
         .fold(0, usize::saturating_add);
     let threads = available_threads().min(series.len());
     if threads < 2 || work < PARALLEL_MIN_WORK {
+        let mut scratch = SeriesScratch::default();
         return series
             .iter()
-            .map(|s| eval_series(grid, f, s.samples()))
+            .map(|s| eval_series_with(grid, f, s.samples(), &mut scratch))
             .collect();
     }
     let per_thread = series.len().div_ceil(threads);
@@ -87,8 +98,9 @@ pub(crate) fn eval_series_all(
             .chunks(per_thread)
             .map(|part| {
                 scope.spawn(move || {
+                    let mut scratch = SeriesScratch::default();
                     part.iter()
-                        .map(|s| eval_series(grid, f, s.samples()))
+                        .map(|s| eval_series_with(grid, f, s.samples(), &mut scratch))
                         .collect::<Vec<_>>()
                 })
             })
@@ -106,21 +118,39 @@ pub(crate) fn eval_series_all(
     })
 }
 
+/// Buffers one thread reuses from series to series, rather than allocating
+/// them for each.
+#[derive(Default)]
+pub(crate) struct SeriesScratch {
+    windows: rate::CounterWindows,
+    steps: Vec<i64>,
+    values: Vec<f64>,
+}
+
 /// The points of `f` over one series at every step of `grid`.
+#[cfg(test)]
 pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Result<Vec<Point>> {
+    eval_series_with(grid, f, s, &mut SeriesScratch::default())
+}
+
+/// [`eval_series`] with the buffers of `scratch`.
+fn eval_series_with(
+    grid: &StepGrid<'_>,
+    f: RangeFn,
+    s: Samples<'_>,
+    scratch: &mut SeriesScratch,
+) -> Result<Vec<Point>> {
     if grid.deadline.is_some_and(|d| Instant::now() >= d) {
         return Err(QueryError::timeout());
     }
+    let f = match f {
+        RangeFn::Window(f) => f,
+        RangeFn::Increase { is_rate } => return eval_increase(grid, is_rate, s, scratch),
+    };
     let mut points = Vec::new();
     let mut window = WindowCursor::default();
-    let mut resets = match f {
-        RangeFn::Increase { .. } => CounterResets::new(s.v),
-        RangeFn::Window(_) => CounterResets::default(),
-    };
     for i in 0..grid.steps {
-        let ts = grid.first + i as i64 * grid.interval;
-        let range_end = grid.at.unwrap_or(ts).saturating_sub(grid.offset);
-        let range_start = range_end.saturating_sub(grid.range);
+        let (ts, range_start, range_end) = grid.step(i);
         let (lo, hi) = window.advance(s.t, range_start, range_end);
         let w = s.slice(lo, hi);
         if w.is_empty() {
@@ -140,22 +170,53 @@ pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Re
             },
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
         };
-        let v = match f {
-            RangeFn::Window(f) => f(w, &ctx),
-            RangeFn::Increase { is_rate } => {
-                if w.len() < 2 {
-                    None
-                } else {
-                    let raw = resets.raw_increase(s.v, lo, hi);
-                    rate::extrapolate(w, raw, range_start, range_end, grid.range, true, is_rate)
-                }
-            }
-        };
-        if let Some(v) = v {
+        if let Some(v) = f(w, &ctx) {
             points.push(Point { t: ts, v });
         }
     }
     Ok(points)
+}
+
+/// `rate` (`is_rate`) or `increase` over one series: the windows are found
+/// first, then all extrapolated in one pass.
+fn eval_increase(
+    grid: &StepGrid<'_>,
+    is_rate: bool,
+    s: Samples<'_>,
+    scratch: &mut SeriesScratch,
+) -> Result<Vec<Point>> {
+    let mut window = WindowCursor::default();
+    let mut resets = CounterResets::new(s.v);
+    let SeriesScratch {
+        windows,
+        steps,
+        values,
+    } = scratch;
+    windows.clear();
+    steps.clear();
+    for i in 0..grid.steps {
+        let (ts, range_start, range_end) = grid.step(i);
+        let (lo, hi) = window.advance(s.t, range_start, range_end);
+        let w = s.slice(lo, hi);
+        if w.is_empty() {
+            continue;
+        }
+        if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
+            return Err(QueryError::too_many_samples());
+        }
+        if w.len() < 2 {
+            continue;
+        }
+        let raw = resets.raw_increase(s.v, lo, hi);
+        windows.push(w, raw, range_start, range_end);
+        steps.push(ts);
+    }
+    windows.extrapolate(grid.range, is_rate, values);
+    Ok(steps
+        .iter()
+        .zip(values.iter())
+        .map(|(&t, &v)| Point { t, v })
+        .collect())
 }
 
 /// The window `(mint, maxt]` of the previous step as indexes `lo..hi` into
@@ -170,6 +231,7 @@ pub(crate) struct WindowCursor {
 impl WindowCursor {
     /// Moves to the window `(mint, maxt]` of `t`, which must not start or end
     /// before the previous one; returns its index range.
+    #[inline]
     pub fn advance(&mut self, t: &[i64], mint: i64, maxt: i64) -> (usize, usize) {
         self.lo = skip_to(t, self.lo, mint);
         self.hi = skip_to(t, self.hi.max(self.lo), maxt);

@@ -8,11 +8,15 @@
 use std::borrow::Cow;
 
 use promql_parser::parser::{MatrixSelector, VectorSelector};
+use strata_codec::Label;
 
 use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
 use crate::error::QueryError;
 use crate::source::Series;
-use crate::value::{is_stale_nan, Labels, Matrix, MatrixSeries, Point, Samples};
+use crate::value::{
+    drop_metric_name, is_metadata_label, is_stale_nan, labels_without, Labels, Matrix,
+    MatrixSeries, Point, Samples,
+};
 
 impl<'a> Evaluator<'a> {
     /// The series loaded for `vs`.
@@ -93,7 +97,7 @@ impl<'a> Evaluator<'a> {
             if !w.is_empty() {
                 count += w.len();
                 out.push(MatrixSeries {
-                    labels: s.labels.clone(),
+                    labels: s.labels.to_labels(),
                     points: w.points().collect(),
                 });
             }
@@ -121,10 +125,39 @@ impl<'a> Evaluator<'a> {
     }
 }
 
+/// The labels of a [`RangeSeries`]: those of the loaded data, borrowed
+/// until the output needs its own set (usually without the metric name, so
+/// a copy of the loaded set would be thrown away), or shared with an
+/// evaluated series.
+pub(crate) enum SeriesLabels<'a> {
+    Loaded(&'a [Label]),
+    Shared(Labels),
+}
+
+impl SeriesLabels<'_> {
+    pub fn to_labels(&self) -> Labels {
+        match self {
+            Self::Loaded(l) => Labels::from(*l),
+            Self::Shared(l) => l.clone(),
+        }
+    }
+
+    /// [`drop_metric_name`] of these labels, copying them once at most.
+    pub fn without_metric_name(&self) -> Labels {
+        match self {
+            Self::Loaded(l) if l.iter().any(|x| is_metadata_label(&x.name)) => {
+                labels_without(l, is_metadata_label)
+            }
+            Self::Loaded(l) => Labels::from(*l),
+            Self::Shared(l) => drop_metric_name(l),
+        }
+    }
+}
+
 /// One series of a range vector: its samples, borrowed from the loaded
 /// data when they can be used as they are.
 pub(crate) struct RangeSeries<'a> {
-    pub labels: Labels,
+    pub labels: SeriesLabels<'a>,
     pub t: Cow<'a, [i64]>,
     pub v: Cow<'a, [f64]>,
 }
@@ -132,7 +165,7 @@ pub(crate) struct RangeSeries<'a> {
 impl<'a> RangeSeries<'a> {
     /// `s` with its stale markers left out (copied only if it has any).
     pub fn without_stale_markers(s: &'a Series) -> Self {
-        let labels = Labels::from(s.labels.as_slice());
+        let labels = SeriesLabels::Loaded(&s.labels);
         let n = s.timestamps.len().min(s.values.len());
         let (t, v) = (
             s.timestamps.get(..n).unwrap_or(&[]),
@@ -164,7 +197,7 @@ impl<'a> RangeSeries<'a> {
     pub fn from_points(s: MatrixSeries) -> RangeSeries<'static> {
         let (t, v) = s.points.iter().map(|p| (p.t, p.v)).unzip();
         RangeSeries {
-            labels: s.labels,
+            labels: SeriesLabels::Shared(s.labels),
             t: Cow::Owned(t),
             v: Cow::Owned(v),
         }

@@ -83,6 +83,141 @@ pub(crate) fn extrapolate(
     Some(result * factor)
 }
 
+/// The windows of one series' `rate` or `increase` steps, kept side by side
+/// so that [`Self::extrapolate`] is one branch-free loop the compiler
+/// vectorizes: per window it divides six times, which dominates a rate
+/// over many short windows when done one window at a time.
+#[derive(Default)]
+pub(crate) struct CounterWindows {
+    /// Milliseconds from the window's start to its first sample.
+    to_start: Vec<f64>,
+    /// Milliseconds from the window's last sample to its end.
+    to_end: Vec<f64>,
+    /// Milliseconds from the first sample to the last.
+    sampled: Vec<f64>,
+    /// Samples in the window minus one.
+    gaps: Vec<f64>,
+    first_v: Vec<f64>,
+    /// The raw increase, as [`extrapolate`] takes it.
+    raw: Vec<f64>,
+}
+
+impl CounterWindows {
+    pub fn clear(&mut self) {
+        self.to_start.clear();
+        self.to_end.clear();
+        self.sampled.clear();
+        self.gaps.clear();
+        self.first_v.clear();
+        self.raw.clear();
+    }
+
+    /// Adds the window `w` (at least two samples) of `(range_start,
+    /// range_end]` with raw increase `raw`.
+    pub fn push(&mut self, w: Samples<'_>, raw: f64, range_start: i64, range_end: i64) {
+        let (Some(first), Some(last)) = (w.first(), w.last()) else {
+            return;
+        };
+        // The same integer differences and conversions as `extrapolate`.
+        self.to_start.push((first.t - range_start) as f64);
+        self.to_end.push((range_end - last.t) as f64);
+        self.sampled.push((last.t - first.t) as f64);
+        self.gaps.push((w.len() - 1) as f64);
+        self.first_v.push(first.v);
+        self.raw.push(raw);
+    }
+
+    /// [`extrapolate`] of every window pushed (as a counter), in order,
+    /// into `out`, each bit for bit what it returns.
+    pub fn extrapolate(&self, range_ms: i64, is_rate: bool, out: &mut Vec<f64>) {
+        out.clear();
+        out.resize(self.raw.len(), 0.0);
+        // A rate divides by the range; an increase leaves the factor as is.
+        let range_s = is_rate.then(|| range_ms as f64 / 1000.0);
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx") {
+            #[allow(unsafe_code)]
+            // SAFETY: the CPU has just been seen to support AVX.
+            unsafe {
+                extrapolate_avx(self, range_s, out)
+            };
+            return;
+        }
+        extrapolate_into(self, range_s, out);
+    }
+}
+
+/// [`extrapolate_into`] compiled for AVX: twice as many divisions at once
+/// as the SSE2 baseline. Division is exact to the last bit at any width
+/// and Rust never fuses a multiply with an add, so the results are the
+/// same.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx")]
+unsafe fn extrapolate_avx(w: &CounterWindows, range_s: Option<f64>, out: &mut [f64]) {
+    extrapolate_into(w, range_s, out);
+}
+
+#[inline(always)]
+fn extrapolate_into(w: &CounterWindows, range_s: Option<f64>, out: &mut [f64]) {
+    let n = out.len();
+    let (Some(to_start), Some(to_end), Some(sampled), Some(gaps), Some(first_v), Some(raw)) = (
+        w.to_start.get(..n),
+        w.to_end.get(..n),
+        w.sampled.get(..n),
+        w.gaps.get(..n),
+        w.first_v.get(..n),
+        w.raw.get(..n),
+    ) else {
+        return;
+    };
+    // An index loop over slices of one known length: the form LLVM
+    // vectorizes without bounds checks.
+    #[allow(clippy::needless_range_loop, clippy::indexing_slicing)]
+    for i in 0..n {
+        let (first_v, raw) = (first_v[i], raw[i]);
+        let duration_to_start = to_start[i] / 1000.0;
+        let duration_to_end = to_end[i] / 1000.0;
+        let sampled_interval = sampled[i] / 1000.0;
+        let average_between = sampled_interval / gaps[i];
+        let threshold = average_between * 1.1;
+        let half = average_between / 2.0;
+        let duration_to_start = select(duration_to_start >= threshold, half, duration_to_start);
+        let duration_to_zero = select(
+            (raw > 0.0) & (first_v >= 0.0),
+            sampled_interval * (first_v / raw),
+            duration_to_start,
+        );
+        let duration_to_start = select(
+            duration_to_zero < duration_to_start,
+            duration_to_zero,
+            duration_to_start,
+        );
+        let duration_to_end = select(duration_to_end >= threshold, half, duration_to_end);
+        let factor = select(
+            sampled_interval != 0.0,
+            (sampled_interval + duration_to_start + duration_to_end) / sampled_interval,
+            1.0,
+        );
+        let factor = match range_s {
+            Some(r) => factor / r,
+            None => factor,
+        };
+        out[i] = raw * factor;
+    }
+}
+
+/// `if c { a } else { b }` with both sides already computed, which keeps
+/// the loop it is in free of branches.
+#[inline(always)]
+fn select(c: bool, a: f64, b: f64) -> f64 {
+    if c {
+        a
+    } else {
+        b
+    }
+}
+
 /// `irate` (`is_rate`) and `idelta`: from the last two samples.
 pub(crate) fn instant_value(w: Samples<'_>, is_rate: bool) -> Option<f64> {
     if w.len() < 2 {

@@ -161,25 +161,46 @@ impl MemSeries {
 }
 
 /// The samples in `[mint, maxt]` of `chunks` (one series' buckets, oldest
-/// first). Each chunk decodes straight into its own part of one buffer
-/// sized for all of them, so samples are only moved afterwards when the
-/// range cuts a chunk; a large series is split between threads, its chunks
-/// being independent.
+/// first). A small series is appended to buffers sized for all of it: a
+/// frozen part then decodes straight into place, not through a scratch
+/// buffer and a copy, and nothing is zero-filled first. A large one is
+/// split between threads, each chunk decoding into its own part of one
+/// buffer, so samples are only moved afterwards when the range cuts a
+/// chunk.
 fn decode_chunks(chunks: &[&HeadChunk], mint: i64, maxt: i64) -> (Vec<i64>, Vec<f64>) {
     let lens: Vec<usize> = chunks.iter().map(|c| c.len() as usize).collect();
     let total: usize = lens.iter().sum();
+    let threads = available_threads().min(chunks.len());
+    if threads < 2 || total < PARALLEL_SAMPLES_MIN {
+        let (mut ts, mut vs) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        append_decoded(chunks, mint, maxt, &mut ts, &mut vs);
+        return (ts, vs);
+    }
     // Zeroed allocations rather than a resize: a large one is fresh zero
     // pages from the system, not filled with zeros first.
     let mut ts = vec![0i64; total];
     let mut vs = vec![0f64; total];
-    let threads = available_threads().min(chunks.len());
-    let written = if threads < 2 || total < PARALLEL_SAMPLES_MIN {
-        decode_parts(chunks, &lens, mint, maxt, &mut ts, &mut vs)
-    } else {
-        decode_split(chunks, &lens, threads, mint, maxt, &mut ts, &mut vs)
-    };
+    let written = decode_split(chunks, &lens, threads, mint, maxt, &mut ts, &mut vs);
     compact(&lens, &written, &mut ts, &mut vs);
     (ts, vs)
+}
+
+/// Appends the samples in `[mint, maxt]` of each chunk to `ts`/`vs`. A
+/// chunk that fails to decode appends none, as in [`decode_parts`].
+fn append_decoded(
+    chunks: &[&HeadChunk],
+    mint: i64,
+    maxt: i64,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+) {
+    for c in chunks {
+        let (t_len, v_len) = (ts.len(), vs.len());
+        if c.decode_range_into(mint, maxt, ts, vs).is_err() {
+            ts.truncate(t_len);
+            vs.truncate(v_len);
+        }
+    }
 }
 
 /// Decodes chunk `i` into the next `lens[i]` slots of `ts`/`vs` and returns
