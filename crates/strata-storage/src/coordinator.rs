@@ -337,6 +337,17 @@ impl Coordinator {
             }
             self.open_buckets.remove(&bucket);
             self.frozen_through = self.frozen_through.max(bucket);
+            // Pacing spreads the seal of the bucket that just closed over
+            // the quiet time before the next one does. With more buckets
+            // already due (a backlog after downtime, or backfilled history)
+            // there is no such time: paced, each would take the spread and
+            // a day of backlog more than a week.
+            let backlog = self.open_buckets.keys().next().is_some_and(|&next| {
+                next.saturating_add(1)
+                    .saturating_mul(bucket_ms)
+                    .saturating_add(grace)
+                    <= now
+            });
             let replay_from = self
                 .open_buckets
                 .values()
@@ -350,7 +361,7 @@ impl Coordinator {
                 delete_log_from: self.log_kept_from,
                 hurry: Arc::clone(&self.hurry),
             };
-            self.hurry.store(wait, Ordering::Relaxed);
+            self.hurry.store(wait || backlog, Ordering::Relaxed);
             self.log_kept_from = self.log_kept_from.max(replay_from);
             let inner = Arc::clone(&self.inner);
             self.sealing = Some((

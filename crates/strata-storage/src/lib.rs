@@ -123,13 +123,16 @@ fn start_freezer(inner: &Arc<Inner>) {
         .name("strata-freezer".into())
         .spawn(move || {
             sealer::lower_priority();
+            // The first pass runs at once: a head just replayed from the
+            // log is all Gorilla chunks.
             loop {
-                std::thread::sleep(FREEZE_INTERVAL);
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
                 tracing::debug!(frozen, "froze head chunk tails");
+                drop(inner);
+                std::thread::sleep(FREEZE_INTERVAL);
             }
         });
     if let Err(e) = started {

@@ -316,16 +316,26 @@ async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Storage, i6
 }
 
 #[tokio::test]
-async fn automatic_seals_take_their_spread() {
-    let spread = Duration::from_millis(1500);
+async fn a_backlog_is_sealed_at_once_and_the_last_bucket_spread() {
+    let spread = Duration::from_millis(3000);
     let (_store, db, t0) = two_buckets_due(spread).await;
     let started = std::time::Instant::now();
-    while db.head().sealed_through() != Some(t0 / HOUR + 1) {
-        assert!(started.elapsed() < Duration::from_secs(60), "never sealed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    // Two seals, one after the other, each spread over 1.5 s.
-    assert!(started.elapsed() >= 2 * spread, "{:?}", started.elapsed());
+    let wait_for = |bucket: i64| {
+        let db = &db;
+        async move {
+            while db.head().sealed_through() < Some(bucket) {
+                assert!(started.elapsed() < Duration::from_secs(60), "never sealed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            started.elapsed()
+        }
+    };
+    // The first bucket has another due behind it: no pacing.
+    let first = wait_for(t0 / HOUR).await;
+    assert!(first < spread, "{first:?}");
+    // The last one takes its spread.
+    let last = wait_for(t0 / HOUR + 1).await;
+    assert!(last >= spread, "{last:?}");
     assert_eq!(read_all(&db).await, expected(&dataset(t0)));
     db.close().await.unwrap();
 }
@@ -334,14 +344,25 @@ async fn automatic_seals_take_their_spread() {
 async fn close_hurries_a_spread_seal() {
     // A spread of 30 minutes (half an hour bucket): close must not wait it.
     let (store, db, t0) = two_buckets_due(Duration::from_secs(1800)).await;
+    let started = std::time::Instant::now();
+    while db.head().sealed_through() != Some(t0 / HOUR) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "backlog never sealed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(db.head().sealed_through(), None, "still spreading");
+    assert_eq!(
+        db.head().sealed_through(),
+        Some(t0 / HOUR),
+        "still spreading"
+    );
     let started = std::time::Instant::now();
     db.close().await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(30));
 
-    // The seal under way finished; the other bucket is sealed on the next
-    // open's first check.
+    // The seal under way finished on close.
     let db = Storage::open(
         store,
         "db",
@@ -350,7 +371,7 @@ async fn close_hurries_a_spread_seal() {
     )
     .await
     .unwrap();
-    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
+    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR + 1));
     assert_eq!(read_all(&db).await, expected(&dataset(t0)));
     db.close().await.unwrap();
 }
