@@ -8,7 +8,7 @@ use crate::error::StorageError;
 const SERIES_VERSION: u8 = 1;
 const CHECKPOINT_VERSION: u8 = 1;
 
-fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;

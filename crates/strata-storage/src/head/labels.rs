@@ -76,12 +76,8 @@ fn as_str(b: &[u8]) -> &str {
     unsafe { std::str::from_utf8_unchecked(b) }
 }
 
-fn put_len(buf: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        buf.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    buf.push(n as u8);
+fn put_len(buf: &mut Vec<u8>, n: usize) {
+    crate::values::put_uvarint(buf, n as u64);
 }
 
 /// Reads a buffer `SeriesLabels::new` wrote; cannot run past it.
