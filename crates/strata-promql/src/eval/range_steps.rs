@@ -150,15 +150,17 @@ fn eval_series_with(
     let mut points = Vec::new();
     let mut window = WindowCursor::default();
     for i in 0..grid.steps {
-        let (ts, range_start, range_end) = grid.step(i);
-        let (lo, hi) = window.advance(s.t, range_start, range_end);
-        let w = s.slice(lo, hi);
-        if w.is_empty() {
+        let Some(StepWindow {
+            ts,
+            range_start,
+            range_end,
+            lo,
+            hi,
+        }) = step_window(grid, i, &mut window, s)?
+        else {
             continue;
-        }
-        if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
-            return Err(QueryError::too_many_samples());
-        }
+        };
+        let w = s.slice(lo, hi);
         let ctx = StepContext {
             range_start,
             range_end,
@@ -195,15 +197,17 @@ fn eval_increase(
     windows.clear();
     steps.clear();
     for i in 0..grid.steps {
-        let (ts, range_start, range_end) = grid.step(i);
-        let (lo, hi) = window.advance(s.t, range_start, range_end);
-        let w = s.slice(lo, hi);
-        if w.is_empty() {
+        let Some(StepWindow {
+            ts,
+            range_start,
+            range_end,
+            lo,
+            hi,
+        }) = step_window(grid, i, &mut window, s)?
+        else {
             continue;
-        }
-        if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
-            return Err(QueryError::too_many_samples());
-        }
+        };
+        let w = s.slice(lo, hi);
         if w.len() < 2 {
             continue;
         }
@@ -217,6 +221,42 @@ fn eval_increase(
         .zip(values.iter())
         .map(|(&t, &v)| Point { t, v })
         .collect())
+}
+
+/// Step `i`'s time, range and the index range of its samples.
+struct StepWindow {
+    ts: i64,
+    range_start: i64,
+    range_end: i64,
+    lo: usize,
+    hi: usize,
+}
+
+/// Moves `window` to step `i`; `None` when the step has no samples, an
+/// error when they would exceed the query's sample limit.
+#[inline]
+fn step_window(
+    grid: &StepGrid<'_>,
+    i: usize,
+    window: &mut WindowCursor,
+    s: Samples<'_>,
+) -> Result<Option<StepWindow>> {
+    let (ts, range_start, range_end) = grid.step(i);
+    let (lo, hi) = window.advance(s.t, range_start, range_end);
+    let w = s.slice(lo, hi);
+    if w.is_empty() {
+        return Ok(None);
+    }
+    if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
+        return Err(QueryError::too_many_samples());
+    }
+    Ok(Some(StepWindow {
+        ts,
+        range_start,
+        range_end,
+        lo,
+        hi,
+    }))
 }
 
 /// The window `(mint, maxt]` of the previous step as indexes `lo..hi` into
