@@ -117,14 +117,17 @@ const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 /// Starts the background pass that freezes long head-chunk tails into the
 /// compact sealed format (see `head::HeadChunk`), on a thread of low
 /// priority, until the storage is dropped.
-fn start_freezer(inner: &Arc<Inner>) {
+fn start_freezer(inner: &Arc<Inner>, replayed: bool) {
     let weak = Arc::downgrade(inner);
     let started = std::thread::Builder::new()
         .name("strata-freezer".into())
         .spawn(move || {
             sealer::lower_priority();
-            // The first pass runs at once: a head just replayed from the
-            // log is all Gorilla chunks.
+            // After a replay the first pass runs at once: a head just
+            // replayed from the log is all Gorilla chunks.
+            if !replayed {
+                std::thread::sleep(FREEZE_INTERVAL);
+            }
             loop {
                 let Some(inner) = weak.upgrade() else {
                     return;
@@ -267,7 +270,7 @@ impl Storage {
             object_store: counters,
         });
         add_replayed(&inner, recovered.samples_replayed);
-        start_freezer(&inner);
+        start_freezer(&inner, recovered.samples_replayed > 0);
         let (tx, rx) = mpsc::channel(inner.settings.queue_capacity);
         let coordinator = coordinator::Coordinator::new(
             Arc::clone(&inner),
@@ -347,7 +350,7 @@ impl Storage {
             object_store: counters,
         });
         add_replayed(&inner, recovered.samples_replayed);
-        start_freezer(&inner);
+        start_freezer(&inner, recovered.samples_replayed > 0);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let handle = tokio::spawn(tailer::follow(
             Arc::clone(&inner),
