@@ -198,6 +198,24 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
     );
     counter(
         &mut out,
+        "strata_head_segments_spilled_total",
+        "Segments the head wrote to the store before their bucket was sealed.",
+        l(&st.segments_spilled),
+    );
+    counter(
+        &mut out,
+        "strata_head_spilled_bytes_total",
+        "Bytes of segments the head wrote to the store before their bucket was sealed.",
+        l(&st.spilled_bytes),
+    );
+    counter(
+        &mut out,
+        "strata_head_spill_errors_total",
+        "Spill passes that failed to write to the store (the samples stay in memory).",
+        l(&st.spill_errors),
+    );
+    counter(
+        &mut out,
         "strata_sealed_index_bytes_total",
         "Bytes of postings and series keys written while sealing.",
         l(&st.sealed_index_bytes),

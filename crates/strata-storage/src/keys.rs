@@ -8,7 +8,8 @@ pub const LOG: u8 = b'L';
 pub const SERIES: u8 = b'S';
 /// Postings of a sealed bucket: `I | bucket i64 | name | 0xFF | value`.
 pub const POSTINGS: u8 = b'I';
-/// Sealed chunk: `C | bucket i64 | series id u64`.
+/// Sealed chunk: `C | bucket i64 | series id u64`; a segment the head
+/// spilled before its bucket was sealed adds `| first t i64 | last t i64`.
 pub const CHUNK: u8 = b'C';
 /// Metadata: `M | name`.
 pub const META: u8 = b'M';
@@ -68,9 +69,40 @@ pub fn chunk_key(bucket: i64, series: u64) -> Vec<u8> {
     k
 }
 
-/// The series id at the end of a chunk key.
+/// The series id of a chunk or segment key.
 pub fn chunk_series(key: &[u8]) -> Option<u64> {
-    read_u64(key.get(9..)?)
+    read_u64(key.get(9..17)?)
+}
+
+/// Length of a chunk key; a segment key is [`SEGMENT_KEY_LEN`] long.
+pub const CHUNK_KEY_LEN: usize = 17;
+pub const SEGMENT_KEY_LEN: usize = 33;
+
+/// The key of a segment of series `series` in `bucket` holding the samples
+/// from `first_t` to `last_t`: it sorts after the series' chunk key, and
+/// the series' segments by time.
+pub fn segment_key(bucket: i64, series: u64, first_t: i64, last_t: i64) -> Vec<u8> {
+    let mut k = chunk_key(bucket, series);
+    push_i64(&mut k, first_t);
+    push_i64(&mut k, last_t);
+    k
+}
+
+fn read_i64(bytes: &[u8]) -> Option<i64> {
+    Some((read_u64(bytes)? ^ (1 << 63)) as i64)
+}
+
+/// `(bucket, series, first_t, last_t)` of a segment key.
+pub fn segment_parts(key: &[u8]) -> Option<(i64, u64, i64, i64)> {
+    if key.len() != SEGMENT_KEY_LEN || key.first() != Some(&CHUNK) {
+        return None;
+    }
+    Some((
+        read_i64(key.get(1..9)?)?,
+        read_u64(key.get(9..17)?)?,
+        read_i64(key.get(17..25)?)?,
+        read_i64(key.get(25..33)?)?,
+    ))
 }
 
 /// `I | bucket`: the prefix of every postings key of one bucket.
@@ -131,6 +163,20 @@ mod tests {
         assert!(chunk_key(-1, 5) < chunk_key(0, 0));
         assert!(chunk_key(0, u64::MAX) < chunk_key(1, 0));
         assert_eq!(chunk_series(&chunk_key(-7, 42)), Some(42));
+    }
+
+    #[test]
+    fn segments_sort_after_their_chunk_and_by_time() {
+        let chunk = chunk_key(3, 42);
+        let early = segment_key(3, 42, -5, 10);
+        let late = segment_key(3, 42, 11, 20);
+        assert!(chunk < early && early < late && late < chunk_key(3, 43));
+        assert!(early.starts_with(&chunk));
+        assert_eq!(early.len(), SEGMENT_KEY_LEN);
+        assert_eq!(chunk.len(), CHUNK_KEY_LEN);
+        assert_eq!(chunk_series(&late), Some(42));
+        assert_eq!(segment_parts(&early), Some((3, 42, -5, 10)));
+        assert_eq!(segment_parts(&chunk), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! ```text
 //!  write(labels, samples) ──resolve series (caller's task)──▶ coordinator queue
 //!  coordinator: append to head ─▶ one `L` record (+ new `S` keys) ─▶ SlateDB
+//!  spill pass (every 30 s): long frozen runs ─▶ `C` segments, freed from the head
 //!  sealer (bucket end + grace): head bucket ─▶ `C` chunks + `I` postings + `M`
 //!  open: `M` checkpoint ─▶ load `S` ─▶ replay `L` after the checkpoint
 //! ```
@@ -23,6 +24,7 @@ mod read;
 mod recovery;
 mod sealer;
 pub mod settings;
+mod spill;
 pub mod stats;
 mod tailer;
 pub mod values;
@@ -47,6 +49,7 @@ pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats}
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
 pub use read::SeriesData;
 pub use settings::{Compression, ReaderSettings, StorageSettings};
+pub use spill::SpillPass;
 pub use stats::{Histogram, StorageStats};
 
 use coordinator::Command;
@@ -90,6 +93,9 @@ pub(crate) struct Inner {
     pub(crate) fenced: AtomicBool,
     pub(crate) object_store: Arc<ObjectStoreCounters>,
     pub(crate) slatedb_metrics: Arc<DefaultMetricsRecorder>,
+    /// Held by the spill pass while it writes a batch, and by the sealer to
+    /// mark a bucket as being sealed.
+    pub(crate) spill_lock: tokio::sync::Mutex<()>,
 }
 
 impl Inner {
@@ -111,14 +117,17 @@ impl Inner {
     }
 }
 
-/// How often the head's chunk tails are looked at for freezing.
+/// How often the head's chunk tails are looked at for freezing and
+/// spilling.
 const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Starts the background pass that freezes long head-chunk tails into the
-/// compact sealed format (see `head::HeadChunk`), on a thread of low
+/// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
+/// long frozen runs to the store (see `spill`), on a thread of low
 /// priority, until the storage is dropped.
 fn start_freezer(inner: &Arc<Inner>, replayed: bool) {
     let weak = Arc::downgrade(inner);
+    let runtime = tokio::runtime::Handle::try_current().ok();
     let started = std::thread::Builder::new()
         .name("strata-freezer".into())
         .spawn(move || {
@@ -134,6 +143,20 @@ fn start_freezer(inner: &Arc<Inner>, replayed: bool) {
                 };
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
                 tracing::debug!(frozen, "froze head chunk tails");
+                if let Some(runtime) = &runtime {
+                    match spill::spill_pass(&inner, runtime) {
+                        Ok(pass) if pass.segments > 0 => tracing::debug!(
+                            segments = pass.segments,
+                            bytes = pass.bytes,
+                            "spilled head segments"
+                        ),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(
+                            error = %e,
+                            "cannot spill head segments; they stay in memory"
+                        ),
+                    }
+                }
                 drop(inner);
                 std::thread::sleep(FREEZE_INTERVAL);
             }
@@ -268,6 +291,7 @@ impl Storage {
             stats: StorageStats::default(),
             fenced: AtomicBool::new(false),
             object_store: counters,
+            spill_lock: tokio::sync::Mutex::new(()),
         });
         add_replayed(&inner, recovered.samples_replayed);
         start_freezer(&inner, recovered.samples_replayed > 0);
@@ -348,6 +372,7 @@ impl Storage {
             stats: StorageStats::default(),
             fenced: AtomicBool::new(false),
             object_store: counters,
+            spill_lock: tokio::sync::Mutex::new(()),
         });
         add_replayed(&inner, recovered.samples_replayed);
         start_freezer(&inner, recovered.samples_replayed > 0);
@@ -529,6 +554,19 @@ impl Storage {
             .await
             .map_err(|_| StorageError::Closed)?;
         rx.await.map_err(|_| StorageError::Closed)?
+    }
+
+    /// Runs the head's background pass now: freezes chunk tails, then (on
+    /// a writer) spills long frozen runs to the store and frees them.
+    pub async fn freeze_and_spill_now(&self) -> Result<SpillPass, StorageError> {
+        let inner = Arc::clone(&self.inner);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
+            spill::spill_pass(&inner, &runtime)
+        })
+        .await
+        .map_err(|e| StorageError::Unavailable(format!("spill pass: {e}")))?
     }
 
     /// Flushes SlateDB's WAL to the object store now.

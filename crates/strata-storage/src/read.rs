@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher};
 
@@ -24,6 +25,48 @@ const BUCKET_FETCH_CONCURRENCY: usize = 8;
 const POINT_READS_UP_TO: usize = 16;
 /// Point reads in flight at once per bucket.
 const POINT_READ_CONCURRENCY: usize = 16;
+
+fn missing_segment(bucket: i64, series: u64, first: i64, last: i64) -> StorageError {
+    StorageError::Corrupt(format!(
+        "segment {first}..{last} of series {series} in bucket {bucket} is listed but not in the store"
+    ))
+}
+
+/// Two ascending sample runs with no timestamp in common, merged. The runs
+/// of one series read from spilled segments and from the head's memory
+/// follow each other within a bucket; they interleave only when the head
+/// holds two buckets.
+fn merge_sorted(a: (Vec<i64>, Vec<f64>), b: (Vec<i64>, Vec<f64>)) -> (Vec<i64>, Vec<f64>) {
+    let ((mut a_ts, mut a_vs), (b_ts, b_vs)) = (a, b);
+    match (a_ts.last(), b_ts.first()) {
+        (None, _) => return (b_ts, b_vs),
+        (_, None) => return (a_ts, a_vs),
+        (Some(&last), Some(&first)) if last < first => {
+            a_ts.extend(b_ts);
+            a_vs.extend(b_vs);
+            return (a_ts, a_vs);
+        }
+        _ => {}
+    }
+    let n = a_ts.len() + b_ts.len();
+    let (mut ts, mut vs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut a = a_ts.into_iter().zip(a_vs).peekable();
+    let mut b = b_ts.into_iter().zip(b_vs).peekable();
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => x.0 <= y.0,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_a { a.next() } else { b.next() };
+        if let Some((t, v)) = next {
+            ts.push(t);
+            vs.push(v);
+        }
+    }
+    (ts, vs)
+}
 
 /// One series' samples in a time range.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -101,58 +144,136 @@ impl Storage {
     }
 
     /// The sealed chunks of the series matching `matchers` in `bucket`,
-    /// ascending by series id. Few series: concurrent point reads; many:
-    /// one ordered scan of the bucket's chunks that seeks from id to id.
+    /// ascending by series id, a series' chunks in time order (several
+    /// when its head spilled segments before the seal). Few series:
+    /// concurrent point reads; many: one ordered scan of the bucket's
+    /// chunks that seeks from id to id.
     async fn sealed_chunks(
         &self,
         bucket: i64,
         matchers: &[Matcher],
-    ) -> Result<Vec<(u64, bytes::Bytes)>, StorageError> {
+    ) -> Result<Vec<(u64, Bytes)>, StorageError> {
         let ids = self.sealed_ids(bucket, matchers).await?;
         let backend = &self.inner.backend;
         if ids.len() <= POINT_READS_UP_TO {
-            let got: Vec<(u64, Option<bytes::Bytes>)> = futures::stream::iter(ids)
+            let got: Vec<Vec<(u64, Bytes)>> = futures::stream::iter(ids)
                 .map(|id| async move {
-                    backend
-                        .get(&keys::chunk_key(bucket, id))
-                        .await
-                        .map(|c| (id, c))
+                    match backend.get(&keys::chunk_key(bucket, id)).await? {
+                        Some(chunk) => self.with_segments(bucket, id, chunk, Vec::new()).await,
+                        None => Ok(Vec::new()),
+                    }
                 })
                 .buffered(POINT_READ_CONCURRENCY)
                 .try_collect()
                 .await?;
-            return Ok(got
-                .into_iter()
-                .filter_map(|(id, c)| c.map(|c| (id, c)))
-                .collect());
+            return Ok(got.into_iter().flatten().collect());
         }
         let prefix = keys::chunk_prefix(bucket);
         let end = keys::prefix_end(&prefix);
         let mut it = backend.scan(prefix..end).await?;
         let mut out = Vec::with_capacity(ids.len());
-        // The key after the last seek, when it belonged to a later series:
-        // the iterator cannot seek back to it.
-        let mut ahead: Option<(u64, bytes::Bytes)> = None;
+        // The next key the iterator holds: it cannot seek back to it.
+        let mut next: Option<slatedb::KeyValue> = None;
         for id in ids {
-            if let Some((next_id, value)) = &ahead {
-                match next_id.cmp(&id) {
-                    std::cmp::Ordering::Greater => continue,
-                    std::cmp::Ordering::Equal => {
-                        out.push((id, value.clone()));
-                        ahead = None;
-                        continue;
-                    }
-                    std::cmp::Ordering::Less => ahead = None,
+            let behind = next
+                .as_ref()
+                .is_none_or(|kv| keys::chunk_series(&kv.key).is_some_and(|s| s < id));
+            if behind {
+                it.seek(keys::chunk_key(bucket, id)).await?;
+                next = it.next().await?;
+                if next.is_none() {
+                    break;
                 }
             }
-            it.seek(keys::chunk_key(bucket, id)).await?;
-            let Some(kv) = it.next().await? else {
-                break;
+            // The series' chunk key, then its segments' keys.
+            let mut chunk = None;
+            let mut segments = Vec::new();
+            while let Some(kv) = next.take() {
+                if keys::chunk_series(&kv.key) != Some(id) {
+                    next = Some(kv);
+                    break;
+                }
+                if kv.key.len() == keys::CHUNK_KEY_LEN {
+                    chunk = Some(kv.value);
+                } else if let Some((_, _, first, last)) = keys::segment_parts(&kv.key) {
+                    segments.push(((first, last), kv.value));
+                }
+                next = it.next().await?;
+            }
+            if let Some(chunk) = chunk {
+                out.extend(self.with_segments(bucket, id, chunk, segments).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A series' chunks in `bucket` from its chunk key's value: the value
+    /// itself, or the segments it lists (from `found`, else read) and the
+    /// chunk after them.
+    async fn with_segments(
+        &self,
+        bucket: i64,
+        id: u64,
+        chunk: Bytes,
+        mut found: Vec<((i64, i64), Bytes)>,
+    ) -> Result<Vec<(u64, Bytes)>, StorageError> {
+        let Some((listed, last)) = values::decode_segmented(&chunk)? else {
+            return Ok(vec![(id, chunk)]);
+        };
+        let mut out = Vec::with_capacity(listed.len() + 1);
+        for (first, last_t) in listed {
+            let have = found
+                .iter()
+                .position(|(range, _)| *range == (first, last_t))
+                .map(|i| found.swap_remove(i).1);
+            let segment = match have {
+                Some(v) => v,
+                None => self
+                    .inner
+                    .backend
+                    .get(&keys::segment_key(bucket, id, first, last_t))
+                    .await?
+                    .ok_or_else(|| missing_segment(bucket, id, first, last_t))?,
             };
-            match keys::chunk_series(&kv.key) {
-                Some(found) if found == id => out.push((id, kv.value)),
-                Some(found) => ahead = Some((found, kv.value)),
-                None => {}
+            out.push((id, segment));
+        }
+        if !last.is_empty() {
+            out.push((id, chunk.slice_ref(last)));
+        }
+        Ok(out)
+    }
+
+    /// The values of segment keys `(bucket, series, first_t, last_t)`, in
+    /// their key order (sort them first). Few: concurrent point reads;
+    /// many: one scan that seeks from key to key.
+    async fn segments(&self, wanted: &[(i64, u64, i64, i64)]) -> Result<Vec<Bytes>, StorageError> {
+        let backend = &self.inner.backend;
+        let key =
+            |&(b, id, first, last): &(i64, u64, i64, i64)| keys::segment_key(b, id, first, last);
+        let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
+            return Ok(Vec::new());
+        };
+        if wanted.len() <= POINT_READS_UP_TO {
+            return futures::stream::iter(wanted.iter().copied())
+                .map(|w| async move {
+                    let k = keys::segment_key(w.0, w.1, w.2, w.3);
+                    backend
+                        .get(&k)
+                        .await?
+                        .ok_or_else(|| missing_segment(w.0, w.1, w.2, w.3))
+                })
+                .buffered(POINT_READ_CONCURRENCY)
+                .try_collect()
+                .await;
+        }
+        let mut it = backend.scan(key(lo)..keys::prefix_end(&key(hi))).await?;
+        let mut out = Vec::with_capacity(wanted.len());
+        for w in wanted {
+            let k = key(w);
+            it.seek(&k).await?;
+            match it.next().await? {
+                Some(kv) if kv.key.as_ref() == k.as_slice() => out.push(kv.value),
+                _ => return Err(missing_segment(w.0, w.1, w.2, w.3)),
             }
         }
         Ok(out)
@@ -189,21 +310,30 @@ impl Storage {
 
         // Head part first, then anything sealed meanwhile from the store.
         let mut out: BTreeMap<u64, SeriesData> = BTreeMap::new();
-        let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = head
-            .read_ranges(matchers, sealed_before, bucket_ms, mint, maxt)
-            .into_iter()
-            .map(|(id, ts, vs)| (id, (ts, vs)))
-            .collect();
+        let reads = head.read_ranges(matchers, sealed_before, bucket_ms, mint, maxt);
         let sealed_after = head.sealed_through().unwrap_or(NONE_SEALED);
-        if sealed_after != sealed_before {
-            // Head data of buckets sealed meanwhile may be partial; drop it
-            // and read those buckets from the store.
-            let cut = sealed_after.saturating_add(1).saturating_mul(bucket_ms);
-            for (ts, vs) in head_parts.values_mut() {
-                let keep = ts.partition_point(|&t| t < cut);
-                ts.drain(..keep);
-                vs.drain(..keep);
+        let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
+        let mut spilled = Vec::new();
+        for mut read in reads {
+            if sealed_after != sealed_before {
+                // Head data of buckets sealed meanwhile may be partial; drop
+                // it and read those buckets from the store.
+                let cut = sealed_after.saturating_add(1).saturating_mul(bucket_ms);
+                let keep = read.timestamps.partition_point(|&t| t < cut);
+                read.timestamps.drain(..keep);
+                read.values.drain(..keep);
+                read.spilled.retain(|&(b, _, _)| b > sealed_after);
             }
+            spilled.extend(
+                read.spilled
+                    .iter()
+                    .map(|&(b, first, last)| (b, read.id, first, last)),
+            );
+            head_parts.insert(read.id, (read.timestamps, read.values));
+        }
+        if !spilled.is_empty() {
+            self.add_spilled(&mut spilled, &mut head_parts, mint, maxt)
+                .await?;
         }
 
         let (first, last) = self.bucket_range(mint, maxt);
@@ -215,7 +345,7 @@ impl Storage {
         };
         // Buckets are fetched concurrently, then decoded in bucket order so
         // each series' samples stay ascending.
-        let fetched: Vec<Vec<(u64, bytes::Bytes)>> = futures::stream::iter(buckets)
+        let fetched: Vec<Vec<(u64, Bytes)>> = futures::stream::iter(buckets)
             .map(|b| self.sealed_chunks(b, matchers))
             .buffered(BUCKET_FETCH_CONCURRENCY)
             .try_collect()
@@ -284,6 +414,32 @@ impl Storage {
             .collect();
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(series)
+    }
+
+    /// Reads the head's spilled segments `(bucket, series, first_t,
+    /// last_t)` and merges their samples in [mint, maxt] into each
+    /// series' head samples.
+    async fn add_spilled(
+        &self,
+        spilled: &mut [(i64, u64, i64, i64)],
+        head_parts: &mut BTreeMap<u64, (Vec<i64>, Vec<f64>)>,
+        mint: i64,
+        maxt: i64,
+    ) -> Result<(), StorageError> {
+        spilled.sort_unstable();
+        let segments = self.segments(spilled).await?;
+        let mut from_store: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
+        for (&(_, id, _, _), segment) in spilled.iter().zip(&segments) {
+            let (ts, vs) = from_store.entry(id).or_default();
+            decode_chunk_range_into(segment, mint, maxt, ts, vs)?;
+        }
+        for (id, (ts, vs)) in from_store {
+            let (head_ts, head_vs) = head_parts.entry(id).or_default();
+            let (t, v) = merge_sorted((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
+            *head_ts = t;
+            *head_vs = v;
+        }
+        Ok(())
     }
 
     /// Label sets of series matching every matcher that have samples in

@@ -264,6 +264,79 @@ fn partition_samples(records: &[(u64, LogRecord)], part: usize, parts: usize) ->
     mine
 }
 
+/// What [`restore_spilled`] found.
+#[derive(Default)]
+struct Spilled {
+    buckets: std::collections::BTreeSet<i64>,
+    segments: usize,
+}
+
+/// The segments of one series and bucket, and the last one's value.
+struct SegmentRun {
+    bucket: i64,
+    id: u64,
+    segments: Vec<(i64, i64)>,
+    last: bytes::Bytes,
+}
+
+/// Gives each series the segments its head spilled in buckets after
+/// `sealed_through`, so the replay skips the samples they hold.
+async fn restore_spilled(
+    db: &Backend,
+    head: &Head,
+    sealed_through: i64,
+) -> Result<Spilled, StorageError> {
+    let mut found = Spilled::default();
+    let from = keys::chunk_prefix(sealed_through.saturating_add(1));
+    let mut it = db.scan(from..vec![keys::CHUNK + 1]).await?;
+    // The run of segments of one series and bucket, and its last value.
+    let mut run: Option<SegmentRun> = None;
+    let finish = |run: Option<SegmentRun>| -> Result<(), StorageError> {
+        let Some(SegmentRun {
+            bucket,
+            id,
+            segments,
+            last,
+        }) = run
+        else {
+            return Ok(());
+        };
+        let Some(series) = head.series_by_id(id) else {
+            tracing::error!(bucket, series = id, "spilled segment of an unknown series");
+            return Ok(());
+        };
+        let last_t = segments.last().map_or(i64::MAX, |s| s.1);
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        strata_codec::decode_chunk_range_into(&last, last_t, last_t, &mut ts, &mut vs)?;
+        series.restore_spilled(bucket, segments, vs.last().copied().unwrap_or(0.0));
+        Ok(())
+    };
+    while let Some(kv) = it.next().await? {
+        let Some((bucket, id, first, last)) = keys::segment_parts(&kv.key) else {
+            continue;
+        };
+        found.buckets.insert(bucket);
+        found.segments += 1;
+        match &mut run {
+            Some(r) if r.bucket == bucket && r.id == id => {
+                r.segments.push((first, last));
+                r.last = kv.value;
+            }
+            _ => {
+                finish(run.take())?;
+                run = Some(SegmentRun {
+                    bucket,
+                    id,
+                    segments: vec![(first, last)],
+                    last: kv.value,
+                });
+            }
+        }
+    }
+    finish(run)?;
+    Ok(found)
+}
+
 pub(crate) async fn recover(
     db: &Backend,
     settings: &StorageSettings,
@@ -273,12 +346,19 @@ pub(crate) async fn recover(
     let head = Head::new(cp.next_series_id, cp.sealed_through);
     let n_series = load_series(db, &head).await?;
     let sealed_through = cp.sealed_through.unwrap_or(NONE_SEALED);
+    let spilled = restore_spilled(db, &head, sealed_through).await?;
     let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms());
     let replayed = follower.catch_up(db, &head, sealed_through).await?;
     follower.next_seq = follower.next_seq.max(cp.next_log_seq);
+    // A bucket with spilled segments is open even if none of its samples
+    // is replayed; its log stays until it is sealed.
+    for bucket in spilled.buckets {
+        follower.open_buckets.insert(bucket, cp.replay_from);
+    }
     let elapsed = started.elapsed();
     tracing::info!(
         series = n_series,
+        spilled_segments = spilled.segments,
         samples = replayed,
         next_log_seq = follower.next_seq,
         elapsed_ms = elapsed.as_millis() as u64,

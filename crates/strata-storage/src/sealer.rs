@@ -75,6 +75,12 @@ pub(crate) async fn seal(
 ) -> Result<(), StorageError> {
     let started = Instant::now();
     let bucket = job.bucket;
+    {
+        // No segment of the bucket is spilled after this: the chunk keys
+        // written below list every segment there is.
+        let _spilling = inner.spill_lock.lock().await;
+        inner.head.begin_seal(bucket);
+    }
     let series = inner.head.all_series();
     let total = series.len().max(1);
     let spread = inner.settings.effective_seal_spread();
@@ -213,14 +219,22 @@ fn encode_bucket(
     for s in series {
         series_done += 1;
         // One sealed chunk per series and bucket, from the head chunk's
-        // frozen parts and tail.
+        // frozen parts and tail; after segments the head spilled, a chunk
+        // key listing them with the rest.
         ts.clear();
         vs.clear();
-        if !s.bucket_samples(bucket, &mut ts, &mut vs)? {
+        let Some(spilled) = s.bucket_samples(bucket, &mut ts, &mut vs)? else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        if !ts.is_empty() {
+            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
+        }
+        if !spilled.is_empty() {
+            bytes = values::encode_segmented(&spilled, &bytes);
+        } else if bytes.is_empty() {
             continue;
         }
-        let mut bytes = Vec::new();
-        strata_codec::encode_sealed(&ts, &vs, &mut bytes);
         written.chunk_bytes += bytes.len();
         batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
         all.push(s.id);

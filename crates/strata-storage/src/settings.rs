@@ -58,6 +58,11 @@ pub struct StorageSettings {
     /// for CPU and fill SlateDB's write buffer. Zero seals at full speed.
     #[serde(with = "humantime_serde")]
     pub seal_spread: Duration,
+    /// Samples of one series the head holds in the compact format before it
+    /// writes them to the store as a segment of the open bucket and frees
+    /// them; the seal then writes only the rest. Keeps the head's memory
+    /// flat through a bucket. 0 keeps every sample in memory until the seal.
+    pub spill_min_samples: u32,
     /// Compression of SlateDB's tables (WAL included): log records and
     /// series labels shrink several times; sealed chunks are compact already.
     pub compression: Compression,
@@ -88,6 +93,7 @@ impl Default for StorageSettings {
             log_retention: Duration::from_secs(24 * 3600),
             seal_check_interval: Duration::from_secs(10),
             seal_spread: Duration::from_secs(600),
+            spill_min_samples: 480,
             compression: Compression::Zstd,
             max_group_commit: 64,
             queue_capacity: 1024,

@@ -76,6 +76,11 @@ pub struct StorageStats {
     pub sealed_chunk_bytes: AtomicU64,
     pub sealed_index_bytes: AtomicU64,
     pub seal_errors: AtomicU64,
+    /// Segments the head spilled to the store before their bucket's seal,
+    /// and their bytes.
+    pub segments_spilled: AtomicU64,
+    pub spilled_bytes: AtomicU64,
+    pub spill_errors: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
 }
@@ -95,6 +100,9 @@ impl Default for StorageStats {
             sealed_chunk_bytes: AtomicU64::new(0),
             sealed_index_bytes: AtomicU64::new(0),
             seal_errors: AtomicU64::new(0),
+            segments_spilled: AtomicU64::new(0),
+            spilled_bytes: AtomicU64::new(0),
+            spill_errors: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
         }

@@ -1,4 +1,5 @@
-//! Encodings of the values stored under `S`, `I` and `M` keys. Chunks and
+//! Encodings of the values stored under `S`, `I` and `M` keys, and the
+//! segment list a chunk key holds for a series the head spilled. Chunks and
 //! log records are encoded by `strata-codec`.
 
 use strata_codec::{Label, LabelPairs};
@@ -128,6 +129,74 @@ pub fn decode_series(bytes: &[u8]) -> Result<(i64, Vec<Label>), StorageError> {
     d.finish("series", (written, labels))
 }
 
+/// First byte of a `C` value listing a series' spilled segments. A sealed
+/// chunk starts with `0xFF`, a Gorilla chunk with its count's high byte,
+/// always below `0xFE` for the samples one bucket can hold.
+pub const SEGMENTED: u8 = 0xFE;
+const SEGMENTED_VERSION: u8 = 1;
+
+/// `C` value of a series whose head spilled segments before the seal: the
+/// segments' time ranges (each a key `C | bucket | series | first | last`,
+/// oldest first), then the sealed chunk of the samples after them (empty
+/// when there are none).
+pub fn encode_segmented(segments: &[(i64, i64)], last_chunk: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + segments.len() * 8 + last_chunk.len());
+    out.push(SEGMENTED);
+    out.push(SEGMENTED_VERSION);
+    put_uvarint(&mut out, segments.len() as u64);
+    let mut prev = 0i64;
+    for &(first, last) in segments {
+        // Segments ascend, so after the first each delta is positive.
+        put_uvarint(&mut out, zigzag(first.wrapping_sub(prev)));
+        put_uvarint(&mut out, last.wrapping_sub(first) as u64);
+        prev = last;
+    }
+    out.extend_from_slice(last_chunk);
+    out
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// The segments' time ranges and the last chunk of a chunk key's value.
+pub type Segmented<'a> = (Vec<(i64, i64)>, &'a [u8]);
+
+/// The segments and the last chunk of a [`encode_segmented`] value; `None`
+/// for a plain chunk.
+pub fn decode_segmented(bytes: &[u8]) -> Result<Option<Segmented<'_>>, StorageError> {
+    let Some((&SEGMENTED, rest)) = bytes.split_first() else {
+        return Ok(None);
+    };
+    let mut d = Decbuf::new(rest);
+    if d.byte() != SEGMENTED_VERSION {
+        return Err(StorageError::Corrupt(
+            "segment list of an unknown version".into(),
+        ));
+    }
+    let n = d.uvarint();
+    // Each segment takes at least two bytes.
+    let mut segments = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(rest.len() / 2));
+    let mut prev = 0i64;
+    for _ in 0..n {
+        if d.failed {
+            break;
+        }
+        let first = prev.wrapping_add(unzigzag(d.uvarint()));
+        let last = first.wrapping_add(d.uvarint() as i64);
+        segments.push((first, last));
+        prev = last;
+    }
+    if d.failed {
+        return Err(StorageError::Corrupt("malformed segment list".into()));
+    }
+    Ok(Some((segments, d.rest)))
+}
+
 /// `I` value: a sorted list of series ids, as a count then varint deltas.
 pub fn encode_postings(ids: &[u64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ids.len() * 2 + 4);
@@ -228,6 +297,20 @@ mod tests {
         for cut in 0..enc.len() {
             assert!(decode_postings(&enc[..cut], &mut Vec::new()).is_err());
         }
+    }
+
+    #[test]
+    fn segment_list_round_trip() {
+        let segments = vec![(-40, -1), (0, 7_200_000), (7_200_001, i64::MAX)];
+        let v = encode_segmented(&segments, &[0xFF, 1, 2]);
+        let (back, last) = decode_segmented(&v).unwrap().unwrap();
+        assert_eq!(back, segments);
+        assert_eq!(last, &[0xFF, 1, 2]);
+        let v = encode_segmented(&segments[..1], &[]);
+        assert_eq!(decode_segmented(&v).unwrap().unwrap().1, &[] as &[u8]);
+        assert!(decode_segmented(&[0xFF, 1]).unwrap().is_none());
+        assert!(decode_segmented(&v[..3]).is_err());
+        assert!(decode_segmented(&[SEGMENTED, 9]).is_err());
     }
 
     #[test]

@@ -7,6 +7,14 @@
 //! whole hour. [`HeadChunk::freeze`] (run by a background pass at low
 //! priority) moves a long enough tail into a frozen part, and the head
 //! grows by the sealed format's size instead.
+//!
+//! A writer's head goes one step further: once a chunk's frozen parts hold
+//! enough samples, [`HeadChunk::take_spill`] merges them into one segment
+//! in the sealed format, the spill pass writes it to the store (a segment
+//! key, see `keys::segment_key`), and [`HeadChunk::spilled`] drops the
+//! parts, keeping only the segment's time range. The head then holds at
+//! most a segment's worth of samples per series, whatever the bucket's
+//! width, and the seal writes only what is left.
 
 use strata_codec::sealed::decode_sealed_range_into;
 use strata_codec::{
@@ -21,11 +29,24 @@ pub(crate) const FREEZE_MIN_SAMPLES: u32 = 120;
 struct FrozenPart {
     first_t: i64,
     last_t: i64,
+    len: u32,
     bytes: Box<[u8]>,
+}
+
+/// A segment merged from a chunk's frozen parts, to be written to the
+/// store before [`HeadChunk::spilled`] drops the parts.
+pub(crate) struct Spill {
+    pub first_t: i64,
+    pub last_t: i64,
+    pub bytes: Vec<u8>,
+    parts: usize,
 }
 
 #[derive(Default)]
 pub(crate) struct HeadChunk {
+    /// Time ranges of the segments written to the store, oldest first, all
+    /// before every sample still held.
+    spilled: Vec<(i64, i64)>,
     /// Older samples, oldest part first, each after the one before.
     frozen: Vec<FrozenPart>,
     frozen_len: u32,
@@ -39,21 +60,79 @@ impl HeadChunk {
         self.tail.append(t, v);
     }
 
+    /// Samples held in memory (not those of spilled segments).
     pub(crate) fn len(&self) -> u32 {
         self.frozen_len + self.tail.len()
     }
 
+    /// The first sample's time, spilled segments included.
     pub(crate) fn first_t(&self) -> Option<i64> {
+        if let Some(&(first, _)) = self.spilled.first() {
+            return Some(first);
+        }
         match self.frozen.first() {
             Some(p) => Some(p.first_t),
             None => self.tail.first_t(),
         }
     }
 
+    /// The last sample's time, spilled segments included.
     pub(crate) fn last_t(&self) -> Option<i64> {
         self.tail
             .last_t()
             .or_else(|| self.frozen.last().map(|p| p.last_t))
+            .or_else(|| self.spilled.last().map(|&(_, last)| last))
+    }
+
+    /// Time ranges of the segments spilled to the store, oldest first.
+    pub(crate) fn spilled_segments(&self) -> &[(i64, i64)] {
+        &self.spilled
+    }
+
+    /// A chunk rebuilt by recovery: its segments found in the store.
+    pub(crate) fn with_spilled(spilled: Vec<(i64, i64)>) -> Self {
+        Self {
+            spilled,
+            ..Self::default()
+        }
+    }
+
+    /// The frozen parts merged into one segment, if they hold at least
+    /// `min_samples` samples. Nothing changes until [`Self::spilled`].
+    pub(crate) fn take_spill(
+        &self,
+        min_samples: u32,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Option<Spill> {
+        if min_samples == 0 || self.frozen_len < min_samples {
+            return None;
+        }
+        let (first, last) = (self.frozen.first()?, self.frozen.last()?);
+        ts.clear();
+        vs.clear();
+        for p in &self.frozen {
+            // Written here: an error would be a bug; keep the parts.
+            decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).ok()?;
+        }
+        let mut bytes = Vec::new();
+        encode_sealed(ts, vs, &mut bytes);
+        Some(Spill {
+            first_t: first.first_t,
+            last_t: last.last_t,
+            bytes,
+            parts: self.frozen.len(),
+        })
+    }
+
+    /// Drops the frozen parts `spill` was made of, now that it is in the
+    /// store. Parts frozen since stay.
+    pub(crate) fn spilled(&mut self, spill: &Spill) {
+        let parts = spill.parts.min(self.frozen.len());
+        let gone: u32 = self.frozen.drain(..parts).map(|p| p.len).sum();
+        self.frozen_len = self.frozen_len.saturating_sub(gone);
+        self.frozen.shrink_to_fit();
+        self.spilled.push((spill.first_t, spill.last_t));
     }
 
     /// Appends the samples in `[mint, maxt]`, in time order, to `ts`/`vs`.
@@ -144,6 +223,7 @@ impl HeadChunk {
         self.frozen.push(FrozenPart {
             first_t,
             last_t,
+            len: self.tail.len(),
             bytes: bytes.into_boxed_slice(),
         });
         self.frozen_len += self.tail.len();
@@ -153,7 +233,8 @@ impl HeadChunk {
 
     /// Heap bytes held, for head-memory accounting.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.frozen.capacity() * std::mem::size_of::<FrozenPart>()
+        self.spilled.capacity() * std::mem::size_of::<(i64, i64)>()
+            + self.frozen.capacity() * std::mem::size_of::<FrozenPart>()
             + self.frozen.iter().map(|p| p.bytes.len()).sum::<usize>()
             + self.tail.heap_bytes()
     }
@@ -215,6 +296,47 @@ mod tests {
             all(&frozen, i64::MIN, i64::MAX),
             all(&plain, i64::MIN, i64::MAX)
         );
+    }
+
+    #[test]
+    fn spilled_parts_leave_their_range_and_the_rest() {
+        let data = samples(1000);
+        let mut c = HeadChunk::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        for &(t, v) in &data[..600] {
+            c.append(t, v);
+            c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
+        }
+        assert!(c.take_spill(601, &mut ts, &mut vs).is_none());
+        assert!(
+            c.take_spill(0, &mut ts, &mut vs).is_none(),
+            "0 never spills"
+        );
+        let spill = c.take_spill(480, &mut ts, &mut vs).unwrap();
+        assert_eq!((spill.first_t, spill.parts), (data[0].0, 5));
+        // Appends and freezes go on while the segment is being written.
+        for &(t, v) in &data[600..] {
+            c.append(t, v);
+        }
+        c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
+        let before = c.heap_bytes();
+        c.spilled(&spill);
+        assert!(c.heap_bytes() < before);
+        assert_eq!(c.spilled_segments(), &[(data[0].0, data[599].0)]);
+        assert_eq!(c.len(), 400);
+        assert_eq!(c.first_t(), Some(data[0].0));
+        assert_eq!(c.last_t(), Some(data[999].0));
+        // The segment and what the chunk still holds make up every sample.
+        let (mut seg_ts, mut seg_vs) = (Vec::new(), Vec::new());
+        decode_sealed_range_into(&spill.bytes, i64::MIN, i64::MAX, &mut seg_ts, &mut seg_vs)
+            .unwrap();
+        let mut got: Vec<(i64, u64)> = seg_ts
+            .into_iter()
+            .zip(seg_vs.iter().map(|v| v.to_bits()))
+            .collect();
+        got.extend(all(&c, i64::MIN, i64::MAX));
+        let want: Vec<(i64, u64)> = data.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        assert_eq!(got, want);
     }
 
     #[test]

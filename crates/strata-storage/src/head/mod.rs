@@ -20,8 +20,9 @@ use rustc_hash::{FxHashMap, FxHasher};
 use strata_codec::{CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, Rejection};
-pub(crate) use chunk::{HeadChunk, FREEZE_MIN_SAMPLES};
+pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
 pub use labels::SeriesLabels;
+pub use read::HeadRead;
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
@@ -86,18 +87,70 @@ impl MemSeries {
         }
     }
 
-    /// Appends this series' samples of `bucket` to `ts`/`vs`; false if it
-    /// has none.
+    /// Appends this series' samples of `bucket` held in memory to `ts`/`vs`
+    /// and returns the time ranges of its segments already spilled to the
+    /// store; `None` if the series has no samples in `bucket`.
     pub(crate) fn bucket_samples(
         &self,
         bucket: i64,
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
-    ) -> Result<bool, CodecError> {
+    ) -> Result<Option<Vec<(i64, i64)>>, CodecError> {
         let st = self.state.lock();
         match st.chunks.iter().find(|(b, _)| *b == bucket) {
-            Some((_, c)) => c.decode_into(ts, vs).map(|()| true),
-            None => Ok(false),
+            Some((_, c)) => {
+                c.decode_into(ts, vs)?;
+                Ok(Some(c.spilled_segments().to_vec()))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Segments of this series' chunks after bucket `after` to spill: those
+    /// whose frozen parts hold at least `min_samples` samples.
+    pub(crate) fn take_spills(
+        &self,
+        after: i64,
+        min_samples: u32,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Vec<(i64, Spill)> {
+        let st = self.state.lock();
+        st.chunks
+            .iter()
+            .filter(|(b, _)| *b > after)
+            .filter_map(|(b, c)| Some((*b, c.take_spill(min_samples, ts, vs)?)))
+            .collect()
+    }
+
+    /// Drops what `spill` holds from the chunk of `bucket`, now that the
+    /// segment is in the store.
+    pub(crate) fn spilled(&self, bucket: i64, spill: &Spill) {
+        let mut st = self.state.lock();
+        if let Some((_, c)) = st.chunks.iter_mut().find(|(b, _)| *b == bucket) {
+            c.spilled(spill);
+        }
+    }
+
+    /// Recovery: the series' segments of `bucket` found in the store, all
+    /// before any sample the log replays, and the value of the last one.
+    pub(crate) fn restore_spilled(&self, bucket: i64, segments: Vec<(i64, i64)>, last_v: f64) {
+        let Some(&(_, last_t)) = segments.last() else {
+            return;
+        };
+        let mut st = self.state.lock();
+        if st.chunks.iter().any(|(b, _)| *b == bucket) {
+            return;
+        }
+        if st.chunks.is_empty() {
+            self.active.fetch_add(1, Ordering::Relaxed);
+        }
+        let at = st.chunks.partition_point(|(b, _)| *b < bucket);
+        st.chunks
+            .insert(at, (bucket, HeadChunk::with_spilled(segments)));
+        if last_t > st.last_t {
+            st.last_t = last_t;
+            st.last_v_bits = last_v.to_bits();
         }
     }
 
@@ -207,6 +260,9 @@ pub struct Head {
     next_id: AtomicU64,
     /// Every bucket up to this one is sealed and read from the store.
     sealed_through: AtomicI64,
+    /// The newest bucket whose seal has begun: its chunks are no longer
+    /// spilled.
+    sealing_through: AtomicI64,
 }
 
 impl Head {
@@ -215,6 +271,7 @@ impl Head {
             index: RwLock::new(SeriesIndex::default()),
             next_id: AtomicU64::new(next_id.max(1)),
             sealed_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
+            sealing_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
         }
     }
 
@@ -342,10 +399,22 @@ impl Head {
         }
     }
 
+    /// The newest bucket whose seal has begun.
+    pub(crate) fn sealing_through(&self) -> i64 {
+        self.sealing_through.load(Ordering::Acquire)
+    }
+
+    /// Notes that the seal of `bucket` has begun: the spill pass leaves its
+    /// chunks alone from now on.
+    pub(crate) fn begin_seal(&self, bucket: i64) {
+        self.sealing_through.fetch_max(bucket, Ordering::AcqRel);
+    }
+
     /// Marks `bucket` (and every older one) sealed, then frees their chunks.
     /// Readers that saw the old value re-read those buckets from the store.
     pub fn mark_sealed(&self, bucket: i64) {
         self.sealed_through.fetch_max(bucket, Ordering::AcqRel);
+        self.begin_seal(bucket);
         for s in self.all_series() {
             s.drop_through(bucket);
         }

@@ -73,10 +73,23 @@ fn available_threads() -> usize {
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// One series' head samples in a range, as one read saw them.
+#[derive(Debug, Default)]
+pub struct HeadRead {
+    pub id: u64,
+    /// The samples held in memory, ascending.
+    pub timestamps: Vec<i64>,
+    pub values: Vec<f64>,
+    /// `(bucket, first_t, last_t)` of the segments spilled to the store
+    /// that overlap the range, oldest first; each is before every sample
+    /// of its bucket in memory. Together they are all the series' head
+    /// samples at the time of the read.
+    pub spilled: Vec<(i64, i64, i64)>,
+}
+
 impl Head {
     /// The head samples in [mint, maxt], from the buckets after
-    /// `sealed_through`, of every series matching all matchers that has any,
-    /// as `(id, timestamps, values)`.
+    /// `sealed_through`, of every series matching all matchers that has any.
     pub fn read_ranges(
         &self,
         matchers: &[Matcher],
@@ -84,7 +97,7 @@ impl Head {
         bucket_ms: i64,
         mint: i64,
         maxt: i64,
-    ) -> Vec<(u64, Vec<i64>, Vec<f64>)> {
+    ) -> Vec<HeadRead> {
         let range = HeadRange {
             sealed_through,
             bucket_ms,
@@ -98,15 +111,12 @@ impl Head {
 /// [`Head::read_ranges`] over `series`, in their order. Many series are
 /// split into contiguous runs, one thread each: decoding is independent per
 /// series.
-fn read_series_ranges(
-    series: &[Arc<MemSeries>],
-    range: HeadRange,
-) -> Vec<(u64, Vec<i64>, Vec<f64>)> {
-    let read_all = |part: &[Arc<MemSeries>]| -> Vec<(u64, Vec<i64>, Vec<f64>)> {
+fn read_series_ranges(series: &[Arc<MemSeries>], range: HeadRange) -> Vec<HeadRead> {
+    let read_all = |part: &[Arc<MemSeries>]| -> Vec<HeadRead> {
         part.iter()
             .filter_map(|s| {
-                let (ts, vs) = s.read_range(range)?;
-                (!ts.is_empty()).then_some((s.id, ts, vs))
+                let read = s.read_range(range)?;
+                (!read.timestamps.is_empty() || !read.spilled.is_empty()).then_some(read)
             })
             .collect()
     };
@@ -129,23 +139,35 @@ fn read_series_ranges(
 impl MemSeries {
     /// This series' head samples in `range`, from the buckets after
     /// `range.sealed_through`; `None` when no such bucket overlaps it.
-    fn read_range(&self, range: HeadRange) -> Option<(Vec<i64>, Vec<f64>)> {
+    fn read_range(&self, range: HeadRange) -> Option<HeadRead> {
         let st = self.state.lock();
         let in_range = |b: i64| {
             let start = b.saturating_mul(range.bucket_ms);
             let end = start.saturating_add(range.bucket_ms - 1);
             b > range.sealed_through && end >= range.mint && start <= range.maxt
         };
-        let chunks: Vec<&HeadChunk> = st
-            .chunks
-            .iter()
-            .filter(|(b, _)| in_range(*b))
-            .map(|(_, c)| c)
-            .collect();
-        if chunks.is_empty() {
+        let buckets: Vec<&(i64, HeadChunk)> =
+            st.chunks.iter().filter(|(b, _)| in_range(*b)).collect();
+        if buckets.is_empty() {
             return None;
         }
-        Some(decode_chunks(&chunks, range.mint, range.maxt))
+        let spilled = buckets
+            .iter()
+            .flat_map(|(b, c)| {
+                c.spilled_segments()
+                    .iter()
+                    .filter(|&&(first, last)| last >= range.mint && first <= range.maxt)
+                    .map(move |&(first, last)| (*b, first, last))
+            })
+            .collect();
+        let chunks: Vec<&HeadChunk> = buckets.iter().map(|(_, c)| c).collect();
+        let (timestamps, values) = decode_chunks(&chunks, range.mint, range.maxt);
+        Some(HeadRead {
+            id: self.id,
+            timestamps,
+            values,
+            spilled,
+        })
     }
 
     /// Whether the head holds samples of this series in [mint, maxt].

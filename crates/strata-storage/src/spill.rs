@@ -1,0 +1,98 @@
+//! The spill pass: writes the head's long frozen runs to the store as
+//! segments of their open bucket and frees them, so a writer's head holds
+//! at most `spill_min_samples` compact samples per series (plus the
+//! Gorilla tail) however wide a bucket is. Without it the head grows by a
+//! whole bucket's samples, gigabytes an hour at a few hundred thousand
+//! samples a second, and drops them all at the seal.
+//!
+//! A segment is written (visible to reads) before the head drops its
+//! samples, and a read takes the segments a series had at the time it read
+//! the series' memory, so every sample is always found once. The seal of a
+//! bucket writes the series' chunk key last, listing its segments; from
+//! then on reads find them through it. The samples stay in the log until
+//! the bucket is sealed: after a crash, recovery finds the segments and
+//! replays only the samples after them.
+
+use std::sync::Arc;
+
+use slatedb::config::{PutOptions, Ttl};
+use slatedb::WriteBatch;
+
+use crate::error::StorageError;
+use crate::head::{MemSeries, Spill};
+use crate::keys;
+use crate::stats::add;
+use crate::Inner;
+
+/// Series looked at per write batch; the spill lock is held for one batch.
+const SERIES_PER_BATCH: usize = 4096;
+
+/// What one spill pass wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpillPass {
+    pub segments: usize,
+    pub bytes: usize,
+}
+
+/// Spills every chunk of a bucket not yet being sealed whose frozen parts
+/// hold at least `spill_min_samples` samples. Runs on a plain thread (the
+/// freezer's), blocking on `runtime` for the writes. Nothing on a reader,
+/// or with spilling off.
+pub(crate) fn spill_pass(
+    inner: &Inner,
+    runtime: &tokio::runtime::Handle,
+) -> Result<SpillPass, StorageError> {
+    let mut pass = SpillPass::default();
+    let min_samples = inner.settings.spill_min_samples;
+    let Some(db) = inner.backend.writer() else {
+        return Ok(pass);
+    };
+    if min_samples == 0 {
+        return Ok(pass);
+    }
+    let bucket_ms = inner.settings.bucket_ms();
+    let retention = inner.settings.retention_ms();
+    let expire = |bucket: i64| PutOptions {
+        ttl: Ttl::ExpireAtMillis(
+            bucket
+                .saturating_add(1)
+                .saturating_mul(bucket_ms)
+                .saturating_add(retention),
+        ),
+    };
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
+    let series = inner.head.all_series();
+    for part in series.chunks(SERIES_PER_BATCH) {
+        // The sealer takes this lock to mark a bucket as being sealed, so
+        // no segment of it is written once its seal has begun.
+        let _sealing = inner.spill_lock.blocking_lock();
+        let after = inner.head.sealing_through();
+        let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
+        let mut batch = WriteBatch::new();
+        for s in part {
+            for (bucket, spill) in s.take_spills(after, min_samples, &mut ts, &mut vs) {
+                batch.put_with_options(
+                    keys::segment_key(bucket, s.id, spill.first_t, spill.last_t),
+                    &spill.bytes,
+                    &expire(bucket),
+                );
+                spills.push((s, bucket, spill));
+            }
+        }
+        if spills.is_empty() {
+            continue;
+        }
+        if let Err(e) = runtime.block_on(db.write(batch)) {
+            add(&inner.stats.spill_errors, 1);
+            return Err(inner.note_fenced(e.into()));
+        }
+        for (s, bucket, spill) in &spills {
+            s.spilled(*bucket, spill);
+            pass.segments += 1;
+            pass.bytes += spill.bytes.len();
+        }
+    }
+    add(&inner.stats.segments_spilled, pass.segments);
+    add(&inner.stats.spilled_bytes, pass.bytes);
+    Ok(pass)
+}
