@@ -93,6 +93,9 @@ pub(crate) struct Inner {
     pub(crate) fenced: AtomicBool,
     pub(crate) object_store: Arc<ObjectStoreCounters>,
     pub(crate) slatedb_metrics: Arc<DefaultMetricsRecorder>,
+    /// Where a writer's garbage is collected once more after a clean close;
+    /// `None` on a reader.
+    pub(crate) collect_on_close: Option<GarbageTarget>,
     /// Held by the spill pass while it writes a batch, and by the sealer to
     /// mark a bucket as being sealed.
     pub(crate) spill_lock: tokio::sync::Mutex<()>,
@@ -163,6 +166,43 @@ fn start_freezer(inner: &Arc<Inner>, replayed: bool) {
         });
     if let Err(e) = started {
         tracing::warn!(error = %e, "cannot start the head freezer; the head stays in Gorilla chunks");
+    }
+}
+
+/// A writer's database, for one last garbage collection after it closes.
+pub(crate) struct GarbageTarget {
+    path: String,
+    store: Arc<dyn object_store::ObjectStore>,
+    local_folder: bool,
+}
+
+impl GarbageTarget {
+    /// Deletes what a cleanly closed writer leaves for SlateDB's collector:
+    /// WAL files its final flush put into tables, and tables compactions
+    /// replaced. The background collector keeps them at least five minutes
+    /// (a reader node may still be reading one; such a read fails and is
+    /// retried at its next poll), so without this a stopped writer leaves
+    /// its last minutes of WAL beside the tables holding the same data.
+    /// Files the manifest still refers to are never deleted.
+    async fn collect_now(&self) {
+        use slatedb::config::{GarbageCollectorDirectoryOptions, GarbageCollectorOptions};
+        let now = Some(GarbageCollectorDirectoryOptions {
+            interval: None,
+            min_age: std::time::Duration::ZERO,
+            dry_run: false,
+        });
+        let gc = slatedb::GarbageCollectorBuilder::new(self.path.clone(), Arc::clone(&self.store))
+            .with_options(GarbageCollectorOptions {
+                manifest_options: None,
+                wal_options: now,
+                wal_fence_options: None,
+                compacted_options: now,
+                compactions_options: None,
+                boundary_files_enabled: !self.local_folder,
+                ..GarbageCollectorOptions::default()
+            })
+            .build();
+        gc.run_gc_once().await;
     }
 }
 
@@ -262,7 +302,13 @@ impl Storage {
         let counters = Arc::new(ObjectStoreCounters::default());
         let store: Arc<dyn object_store::ObjectStore> =
             Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
-        let mut slate = slatedb_settings(&settings, is_local_folder(store.as_ref()));
+        let local_folder = is_local_folder(store.as_ref());
+        let mut slate = slatedb_settings(&settings, local_folder);
+        let collect_on_close = Some(GarbageTarget {
+            path: path.to_owned(),
+            store: Arc::clone(&store),
+            local_folder,
+        });
         let metrics = Arc::new(DefaultMetricsRecorder::new());
         let mut builder = Db::builder(path.to_owned(), Arc::clone(&store));
         if let (Some(runtime), Some(options)) =
@@ -290,6 +336,7 @@ impl Storage {
             clock,
             stats: StorageStats::default(),
             fenced: AtomicBool::new(false),
+            collect_on_close,
             object_store: counters,
             spill_lock: tokio::sync::Mutex::new(()),
         });
@@ -371,6 +418,7 @@ impl Storage {
             clock,
             stats: StorageStats::default(),
             fenced: AtomicBool::new(false),
+            collect_on_close: None,
             object_store: counters,
             spill_lock: tokio::sync::Mutex::new(()),
         });
@@ -596,7 +644,11 @@ impl Storage {
         if self.inner.fenced.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.inner.backend.close().await
+        self.inner.backend.close().await?;
+        if let Some(target) = &self.inner.collect_on_close {
+            target.collect_now().await;
+        }
+        Ok(())
     }
 
     pub fn stats(&self) -> &StorageStats {
