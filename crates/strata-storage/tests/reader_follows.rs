@@ -107,3 +107,64 @@ async fn reader_follows_writer() {
     reader.close().await.unwrap();
     writer.close().await.unwrap();
 }
+
+/// A reader opened on a writer whose head spilled segments reads each
+/// sample once: the segments from the store, the rest from the log, and
+/// after the seal from the chunk keys that list them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reader_reads_spilled_segments_once() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = SystemClock.now_ms();
+    let t0 = now - now % HOUR - 2 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let settings = StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        spill_min_samples: 200,
+        ..StorageSettings::default()
+    };
+    let writer = Storage::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
+        .await
+        .unwrap();
+    // 4 series × 400 samples at 15 s: 240 in the first bucket, 160 in the
+    // second.
+    for part in 0..4 {
+        let req = (0..4)
+            .map(|i| {
+                let samples = (part * 100..(part + 1) * 100)
+                    .map(|k| (t0 + k * 15_000, (k * i64::from(i)) as f64))
+                    .collect();
+                series(i, samples)
+            })
+            .collect();
+        writer.write(req, Durability::Applied).await.unwrap();
+    }
+    assert_eq!(writer.freeze_and_spill_now().await.unwrap().segments, 4);
+    writer.flush().await.unwrap();
+    let reader = Storage::open_reader(
+        Arc::clone(&store),
+        "db",
+        settings,
+        ReaderSettings {
+            poll_interval: Duration::from_millis(50),
+            ..ReaderSettings::default()
+        },
+        clock.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1600);
+    assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1600);
+    assert_eq!(count(&reader, t0 + HOUR, t0 + 3 * HOUR).await, 640);
+
+    clock.set(t0 + HOUR + 6 * 60_000);
+    writer.seal_due_now().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reader.head().sealed_through() != Some(t0 / HOUR) {
+        assert!(Instant::now() < deadline, "reader never saw the seal");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1600);
+    assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1600);
+    reader.close().await.unwrap();
+    writer.close().await.unwrap();
+}
