@@ -34,36 +34,52 @@ fn missing_segment(bucket: i64, series: u64, first: i64, last: i64) -> StorageEr
 
 /// Two ascending sample runs with no timestamp in common, merged. The runs
 /// of one series read from spilled segments and from the head's memory
-/// follow each other within a bucket; they interleave only when the head
-/// holds two buckets.
+/// follow each other within a bucket, but the head's memory may also hold
+/// earlier buckets (a backlog not sealed yet), so the spilled samples fall
+/// somewhere inside it: the merge copies whole runs, each found by binary
+/// search, not sample by sample.
 fn merge_sorted(a: (Vec<i64>, Vec<f64>), b: (Vec<i64>, Vec<f64>)) -> (Vec<i64>, Vec<f64>) {
-    let ((mut a_ts, mut a_vs), (b_ts, b_vs)) = (a, b);
-    match (a_ts.last(), b_ts.first()) {
-        (None, _) => return (b_ts, b_vs),
-        (_, None) => return (a_ts, a_vs),
-        (Some(&last), Some(&first)) if last < first => {
-            a_ts.extend(b_ts);
-            a_vs.extend(b_vs);
-            return (a_ts, a_vs);
+    let ((a_ts, a_vs), (b_ts, b_vs)) = (a, b);
+    match (a_ts.first(), a_ts.last(), b_ts.first(), b_ts.last()) {
+        (None, ..) => return (b_ts, b_vs),
+        (_, _, None, _) => return (a_ts, a_vs),
+        (_, Some(&a_last), Some(&b_first), _) if a_last < b_first => {
+            let (mut ts, mut vs) = (a_ts, a_vs);
+            ts.extend(b_ts);
+            vs.extend(b_vs);
+            return (ts, vs);
+        }
+        (Some(&a_first), _, _, Some(&b_last)) if b_last < a_first => {
+            let (mut ts, mut vs) = (b_ts, b_vs);
+            ts.extend(a_ts);
+            vs.extend(a_vs);
+            return (ts, vs);
         }
         _ => {}
     }
     let n = a_ts.len() + b_ts.len();
     let (mut ts, mut vs) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut a = a_ts.into_iter().zip(a_vs).peekable();
-    let mut b = b_ts.into_iter().zip(b_vs).peekable();
-    loop {
-        let take_a = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) => x.0 <= y.0,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        let next = if take_a { a.next() } else { b.next() };
-        if let Some((t, v)) = next {
-            ts.push(t);
-            vs.push(v);
+    // `x` is the side whose next sample comes first; copy its run up to
+    // the other side's next sample, then swap.
+    let (mut x, mut y) = (
+        (a_ts.as_slice(), a_vs.as_slice()),
+        (b_ts.as_slice(), b_vs.as_slice()),
+    );
+    while let (Some(&xt), Some(&yt)) = (x.0.first(), y.0.first()) {
+        if yt < xt {
+            std::mem::swap(&mut x, &mut y);
+            continue;
         }
+        let run = x.0.partition_point(|&t| t <= yt);
+        let (t_run, t_rest) = x.0.split_at(run);
+        let (v_run, v_rest) = x.1.split_at(run.min(x.1.len()));
+        ts.extend_from_slice(t_run);
+        vs.extend_from_slice(v_run);
+        x = (t_rest, v_rest);
+    }
+    for side in [x, y] {
+        ts.extend_from_slice(side.0);
+        vs.extend_from_slice(side.1);
     }
     (ts, vs)
 }
@@ -220,21 +236,42 @@ impl Storage {
         let Some((listed, last)) = values::decode_segmented(&chunk)? else {
             return Ok(vec![(id, chunk)]);
         };
-        let mut out = Vec::with_capacity(listed.len() + 1);
-        for (first, last_t) in listed {
-            let have = found
-                .iter()
-                .position(|(range, _)| *range == (first, last_t))
-                .map(|i| found.swap_remove(i).1);
-            let segment = match have {
-                Some(v) => v,
-                None => self
-                    .inner
-                    .backend
+        // Segments the scan already found; the others are read at once.
+        let mut have: Vec<Option<Bytes>> = listed
+            .iter()
+            .map(|range| {
+                found
+                    .iter()
+                    .position(|(r, _)| r == range)
+                    .map(|i| found.swap_remove(i).1)
+            })
+            .collect();
+        let missing: Vec<(usize, (i64, i64))> = listed
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| have.get(*i).is_some_and(Option::is_none))
+            .map(|(i, &range)| (i, range))
+            .collect();
+        let backend = &self.inner.backend;
+        let read: Vec<(usize, Bytes)> = futures::stream::iter(missing)
+            .map(|(i, (first, last_t))| async move {
+                let v = backend
                     .get(&keys::segment_key(bucket, id, first, last_t))
                     .await?
-                    .ok_or_else(|| missing_segment(bucket, id, first, last_t))?,
-            };
+                    .ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
+                Ok::<_, StorageError>((i, v))
+            })
+            .buffered(POINT_READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        for (i, v) in read {
+            if let Some(slot) = have.get_mut(i) {
+                *slot = Some(v);
+            }
+        }
+        let mut out = Vec::with_capacity(listed.len() + 1);
+        for (segment, &(first, last_t)) in have.into_iter().zip(&listed) {
+            let segment = segment.ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
             out.push((id, segment));
         }
         if !last.is_empty() {
@@ -331,10 +368,6 @@ impl Storage {
             );
             head_parts.insert(read.id, (read.timestamps, read.values));
         }
-        if !spilled.is_empty() {
-            self.add_spilled(&mut spilled, &mut head_parts, mint, maxt)
-                .await?;
-        }
 
         let (first, last) = self.bucket_range(mint, maxt);
         let last_sealed = last.min(sealed_after);
@@ -345,11 +378,15 @@ impl Storage {
         };
         // Buckets are fetched concurrently, then decoded in bucket order so
         // each series' samples stay ascending.
-        let fetched: Vec<Vec<(u64, Bytes)>> = futures::stream::iter(buckets)
+        // The head's spilled segments are read beside the sealed buckets.
+        let sealed = futures::stream::iter(buckets)
             .map(|b| self.sealed_chunks(b, matchers))
             .buffered(BUCKET_FETCH_CONCURRENCY)
-            .try_collect()
-            .await?;
+            .try_collect::<Vec<Vec<(u64, Bytes)>>>();
+        let (fetched, ()) = futures::try_join!(
+            sealed,
+            self.add_spilled(&mut spilled, &mut head_parts, mint, maxt)
+        )?;
         // Each series' buffers are sized once for all its chunks, so
         // decoding never moves samples already decoded.
         let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
@@ -426,6 +463,9 @@ impl Storage {
         mint: i64,
         maxt: i64,
     ) -> Result<(), StorageError> {
+        if spilled.is_empty() {
+            return Ok(());
+        }
         spilled.sort_unstable();
         let segments = self.segments(spilled).await?;
         let mut from_store: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
@@ -435,9 +475,27 @@ impl Storage {
         }
         for (id, (ts, vs)) in from_store {
             let (head_ts, head_vs) = head_parts.entry(id).or_default();
-            let (t, v) = merge_sorted((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
-            *head_ts = t;
-            *head_vs = v;
+            // The spilled samples usually fit between two samples held in
+            // memory (before the bucket's own, after earlier buckets'):
+            // insert them there, in the room the head read left.
+            let at = ts.first().map(|&f| head_ts.partition_point(|&t| t < f));
+            let fits = match (at, ts.last()) {
+                (Some(at), Some(&last)) => head_ts.get(at).is_none_or(|&next| last < next),
+                _ => true,
+            };
+            match at {
+                Some(at) if fits && at <= head_vs.len() => {
+                    head_ts.splice(at..at, ts);
+                    head_vs.splice(at..at, vs);
+                }
+                Some(_) => {
+                    let (t, v) =
+                        merge_sorted((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
+                    *head_ts = t;
+                    *head_vs = v;
+                }
+                None => {}
+            }
         }
         Ok(())
     }
@@ -514,5 +572,33 @@ impl Storage {
         values.sort_unstable();
         values.dedup();
         Ok(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ts: &[i64]) -> (Vec<i64>, Vec<f64>) {
+        (ts.to_vec(), ts.iter().map(|&t| t as f64 * 0.5).collect())
+    }
+
+    #[test]
+    fn merges_runs_in_any_order() {
+        let cases: [(&[i64], &[i64]); 6] = [
+            (&[], &[1, 2]),
+            (&[1, 2], &[]),
+            (&[1, 2], &[3, 4]),
+            (&[5, 6], &[1, 2]),
+            (&[4, 5, 6], &[1, 2, 3, 7, 8, 9]),
+            (&[1, 3, 10, 11, 20], &[2, 4, 5, 12, 30, 31]),
+        ];
+        for (a, b) in cases {
+            let (ts, vs) = merge_sorted(run(a), run(b));
+            let mut want: Vec<i64> = a.iter().chain(b).copied().collect();
+            want.sort_unstable();
+            assert_eq!(ts, want, "{a:?} {b:?}");
+            assert_eq!(vs, run(&want).1);
+        }
     }
 }

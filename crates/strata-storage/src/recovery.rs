@@ -276,7 +276,12 @@ struct SegmentRun {
     bucket: i64,
     id: u64,
     segments: Vec<(i64, i64)>,
+    samples: u32,
     last: bytes::Bytes,
+}
+
+fn segment_len(value: &[u8]) -> u32 {
+    u32::try_from(strata_codec::chunk_len_hint(value)).unwrap_or(u32::MAX)
 }
 
 /// Gives each series the segments its head spilled in buckets after
@@ -296,6 +301,7 @@ async fn restore_spilled(
             bucket,
             id,
             segments,
+            samples,
             last,
         }) = run
         else {
@@ -308,7 +314,7 @@ async fn restore_spilled(
         let last_t = segments.last().map_or(i64::MAX, |s| s.1);
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         strata_codec::decode_chunk_range_into(&last, last_t, last_t, &mut ts, &mut vs)?;
-        series.restore_spilled(bucket, segments, vs.last().copied().unwrap_or(0.0));
+        series.restore_spilled(bucket, segments, samples, vs.last().copied().unwrap_or(0.0));
         Ok(())
     };
     while let Some(kv) = it.next().await? {
@@ -320,6 +326,7 @@ async fn restore_spilled(
         match &mut run {
             Some(r) if r.bucket == bucket && r.id == id => {
                 r.segments.push((first, last));
+                r.samples = r.samples.saturating_add(segment_len(&kv.value));
                 r.last = kv.value;
             }
             _ => {
@@ -328,6 +335,7 @@ async fn restore_spilled(
                     bucket,
                     id,
                     segments: vec![(first, last)],
+                    samples: segment_len(&kv.value),
                     last: kv.value,
                 });
             }

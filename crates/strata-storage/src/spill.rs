@@ -34,8 +34,8 @@ pub struct SpillPass {
     pub bytes: usize,
 }
 
-/// Spills every chunk of a bucket not yet being sealed whose frozen parts
-/// hold at least `spill_min_samples` samples. Runs on a plain thread (the
+/// Spills every chunk of a bucket whose seal is not yet due whose frozen
+/// parts hold at least `spill_min_samples` samples. Runs on a plain thread (the
 /// freezer's), blocking on `runtime` for the writes. Nothing on a reader,
 /// or with spilling off.
 pub(crate) fn spill_pass(
@@ -51,6 +51,7 @@ pub(crate) fn spill_pass(
         return Ok(pass);
     }
     let bucket_ms = inner.settings.bucket_ms();
+    let grace_ms = inner.settings.grace_ms();
     let retention = inner.settings.retention_ms();
     let expire = |bucket: i64| PutOptions {
         ttl: Ttl::ExpireAtMillis(
@@ -66,7 +67,16 @@ pub(crate) fn spill_pass(
         // The sealer takes this lock to mark a bucket as being sealed, so
         // no segment of it is written once its seal has begun.
         let _sealing = inner.spill_lock.blocking_lock();
-        let after = inner.head.sealing_through();
+        // Buckets whose seal is due are left to it: it writes them whole
+        // soon (a backlog of due buckets can wait a while for its turn),
+        // and a bucket sealed from segments takes a read per segment.
+        let due_through = inner
+            .clock
+            .now_ms()
+            .saturating_sub(grace_ms)
+            .div_euclid(bucket_ms)
+            .saturating_sub(1);
+        let after = inner.head.sealing_through().max(due_through);
         let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
         let mut batch = WriteBatch::new();
         for s in part {

@@ -39,6 +39,7 @@ pub(crate) struct Spill {
     pub first_t: i64,
     pub last_t: i64,
     pub bytes: Vec<u8>,
+    samples: u32,
     parts: usize,
 }
 
@@ -47,6 +48,8 @@ pub(crate) struct HeadChunk {
     /// Time ranges of the segments written to the store, oldest first, all
     /// before every sample still held.
     spilled: Vec<(i64, i64)>,
+    /// Samples in the spilled segments.
+    spilled_len: u32,
     /// Older samples, oldest part first, each after the one before.
     frozen: Vec<FrozenPart>,
     frozen_len: u32,
@@ -89,10 +92,17 @@ impl HeadChunk {
         &self.spilled
     }
 
-    /// A chunk rebuilt by recovery: its segments found in the store.
-    pub(crate) fn with_spilled(spilled: Vec<(i64, i64)>) -> Self {
+    /// Samples in the segments spilled to the store.
+    pub(crate) fn spilled_len(&self) -> u32 {
+        self.spilled_len
+    }
+
+    /// A chunk rebuilt by recovery: its segments found in the store, and
+    /// how many samples they hold.
+    pub(crate) fn with_spilled(spilled: Vec<(i64, i64)>, spilled_len: u32) -> Self {
         Self {
             spilled,
+            spilled_len,
             ..Self::default()
         }
     }
@@ -121,6 +131,7 @@ impl HeadChunk {
             first_t: first.first_t,
             last_t: last.last_t,
             bytes,
+            samples: self.frozen_len,
             parts: self.frozen.len(),
         })
     }
@@ -133,6 +144,7 @@ impl HeadChunk {
         self.frozen_len = self.frozen_len.saturating_sub(gone);
         self.frozen.shrink_to_fit();
         self.spilled.push((spill.first_t, spill.last_t));
+        self.spilled_len = self.spilled_len.saturating_add(spill.samples);
     }
 
     /// Appends the samples in `[mint, maxt]`, in time order, to `ts`/`vs`.
@@ -323,6 +335,7 @@ mod tests {
         c.spilled(&spill);
         assert!(c.heap_bytes() < before);
         assert_eq!(c.spilled_segments(), &[(data[0].0, data[599].0)]);
+        assert_eq!(c.spilled_len(), 600);
         assert_eq!(c.len(), 400);
         assert_eq!(c.first_t(), Some(data[0].0));
         assert_eq!(c.last_t(), Some(data[999].0));

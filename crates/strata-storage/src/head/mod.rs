@@ -134,7 +134,13 @@ impl MemSeries {
 
     /// Recovery: the series' segments of `bucket` found in the store, all
     /// before any sample the log replays, and the value of the last one.
-    pub(crate) fn restore_spilled(&self, bucket: i64, segments: Vec<(i64, i64)>, last_v: f64) {
+    pub(crate) fn restore_spilled(
+        &self,
+        bucket: i64,
+        segments: Vec<(i64, i64)>,
+        samples: u32,
+        last_v: f64,
+    ) {
         let Some(&(_, last_t)) = segments.last() else {
             return;
         };
@@ -147,7 +153,7 @@ impl MemSeries {
         }
         let at = st.chunks.partition_point(|(b, _)| *b < bucket);
         st.chunks
-            .insert(at, (bucket, HeadChunk::with_spilled(segments)));
+            .insert(at, (bucket, HeadChunk::with_spilled(segments, samples)));
         if last_t > st.last_t {
             st.last_t = last_t;
             st.last_v_bits = last_v.to_bits();

@@ -160,8 +160,15 @@ impl MemSeries {
                     .map(move |&(first, last)| (*b, first, last))
             })
             .collect();
+        // Room for the spilled samples too: the read of the store puts them
+        // in place without moving what is read here.
+        let room = buckets
+            .iter()
+            .filter(|(_, c)| !c.spilled_segments().is_empty())
+            .map(|(_, c)| c.spilled_len() as usize)
+            .sum();
         let chunks: Vec<&HeadChunk> = buckets.iter().map(|(_, c)| c).collect();
-        let (timestamps, values) = decode_chunks(&chunks, range.mint, range.maxt);
+        let (timestamps, values) = decode_chunks(&chunks, range.mint, range.maxt, room);
         Some(HeadRead {
             id: self.id,
             timestamps,
@@ -189,19 +196,25 @@ impl MemSeries {
 /// split between threads, each chunk decoding into its own part of one
 /// buffer, so samples are only moved afterwards when the range cuts a
 /// chunk.
-fn decode_chunks(chunks: &[&HeadChunk], mint: i64, maxt: i64) -> (Vec<i64>, Vec<f64>) {
+fn decode_chunks(chunks: &[&HeadChunk], mint: i64, maxt: i64, room: usize) -> (Vec<i64>, Vec<f64>) {
     let lens: Vec<usize> = chunks.iter().map(|c| c.len() as usize).collect();
     let total: usize = lens.iter().sum();
     let threads = available_threads().min(chunks.len());
     if threads < 2 || total < PARALLEL_SAMPLES_MIN {
-        let (mut ts, mut vs) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        let (mut ts, mut vs) = (
+            Vec::with_capacity(total + room),
+            Vec::with_capacity(total + room),
+        );
         append_decoded(chunks, mint, maxt, &mut ts, &mut vs);
         return (ts, vs);
     }
     // Zeroed allocations rather than a resize: a large one is fresh zero
-    // pages from the system, not filled with zeros first.
-    let mut ts = vec![0i64; total];
-    let mut vs = vec![0f64; total];
+    // pages from the system, not filled with zeros first. `room` more is
+    // kept as capacity.
+    let mut ts = vec![0i64; total + room];
+    let mut vs = vec![0f64; total + room];
+    ts.truncate(total);
+    vs.truncate(total);
     let written = decode_split(chunks, &lens, threads, mint, maxt, &mut ts, &mut vs);
     compact(&lens, &written, &mut ts, &mut vs);
     (ts, vs)
@@ -340,7 +353,7 @@ mod tests {
         let owned = chunks(5, 100);
         let refs: Vec<&HeadChunk> = owned.iter().collect();
         for (mint, maxt) in [(0, i64::MAX), (150_000, 320_500), (99_000, 100_000)] {
-            let (ts, vs) = decode_chunks(&refs, mint, maxt);
+            let (ts, vs) = decode_chunks(&refs, mint, maxt, 0);
             assert_eq!(ts, expected(mint, maxt, 500));
             let want: Vec<f64> = ts.iter().map(|&t| (t / 1000) as f64).collect();
             assert_eq!(vs, want);
@@ -358,6 +371,6 @@ mod tests {
         let written = decode_split(&refs, &lens, 3, mint, maxt, &mut ts, &mut vs);
         compact(&lens, &written, &mut ts, &mut vs);
         assert_eq!(ts, expected(mint, maxt, n));
-        assert_eq!(decode_chunks(&refs, mint, maxt).0, ts);
+        assert_eq!(decode_chunks(&refs, mint, maxt, 0).0, ts);
     }
 }
