@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
-    open_object_store, Durability, IngestSeries, Storage, StorageSettings, SystemClock,
+    open_object_store, Durability, IngestSeries, ObjectStoreLocation, Storage, StorageSettings,
+    SystemClock,
 };
 
 /// Files and bytes under `dir`, recursively.
@@ -25,6 +26,17 @@ fn files_in(dir: &Path) -> (usize, u64) {
     })
 }
 
+async fn open(loc: &ObjectStoreLocation) -> Storage {
+    Storage::open(
+        Arc::clone(&loc.store),
+        &loc.path,
+        StorageSettings::default(),
+        Arc::new(SystemClock),
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn close_deletes_the_wal_its_final_flush_made_obsolete() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,14 +49,7 @@ async fn close_deletes_the_wal_its_final_flush_made_obsolete() {
         use strata_storage::Clock;
         SystemClock.now_ms()
     };
-    let db = Storage::open(
-        Arc::clone(&loc.store),
-        &loc.path,
-        StorageSettings::default(),
-        Arc::new(SystemClock),
-    )
-    .await
-    .unwrap();
+    let db = open(&loc).await;
     // Twenty Durable writes: twenty WAL files at least.
     for i in 0..20i64 {
         let req = (0..50)
@@ -68,14 +73,7 @@ async fn close_deletes_the_wal_its_final_flush_made_obsolete() {
         "{wal_files} WAL files ({wal_bytes} bytes) left of {wal_files_open}"
     );
 
-    let db = Storage::open(
-        Arc::clone(&loc.store),
-        &loc.path,
-        StorageSettings::default(),
-        Arc::new(SystemClock),
-    )
-    .await
-    .unwrap();
+    let db = open(&loc).await;
     let got = db
         .select(
             &[Matcher::new(MatchOp::Equal, "__name__", "close_test").unwrap()],

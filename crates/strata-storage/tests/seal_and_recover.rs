@@ -127,17 +127,7 @@ async fn seal_then_recover_round_trip() {
         .await
         .unwrap();
     // Write in 10 requests of 60 samples per series, as a sender would.
-    for part in 0..10 {
-        let req = data
-            .iter()
-            .map(|s| IngestSeries {
-                labels: s.labels.clone(),
-                samples: s.samples[part * 60..(part + 1) * 60].to_vec(),
-            })
-            .collect();
-        let out = db.write(req, Durability::Applied).await.unwrap();
-        assert_eq!(out.appended, 180);
-    }
+    write_parts(&db, &data, 0..10).await;
     assert_eq!(read_all(&db).await, want, "head read");
 
     // Freezing the head's chunk tails into the sealed format changes no
@@ -395,6 +385,8 @@ fn many_series(t0: i64, n: u32) -> Vec<IngestSeries> {
         .collect()
 }
 
+/// Writes `data` in requests of 60 samples per series, as a sender would;
+/// each must be appended whole.
 async fn write_parts(db: &Storage, data: &[IngestSeries], parts: std::ops::Range<usize>) {
     for part in parts {
         let req = data
