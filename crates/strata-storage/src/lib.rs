@@ -111,6 +111,18 @@ impl Inner {
         e
     }
 
+    /// The expiry of a bucket's sealed data (chunks, segments, postings):
+    /// the bucket's end plus the retention, so the whole bucket expires at
+    /// once.
+    pub(crate) fn bucket_ttl(&self, bucket: i64) -> PutOptions {
+        let end = bucket
+            .saturating_add(1)
+            .saturating_mul(self.settings.bucket_ms());
+        PutOptions {
+            ttl: Ttl::ExpireAtMillis(end.saturating_add(self.settings.retention_ms())),
+        }
+    }
+
     pub(crate) fn series_ttl(&self) -> PutOptions {
         PutOptions {
             ttl: Ttl::ExpireAfterMillis(

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use slatedb::config::{PutOptions, Ttl};
 use slatedb::WriteBatch;
 use strata_codec::LabelPairs;
 use tokio::sync::mpsc;
@@ -192,12 +191,7 @@ fn encode_bucket(
     tx: &mpsc::Sender<Encoded>,
 ) -> Result<Written, StorageError> {
     let settings = &inner.settings;
-    let bucket_end = bucket
-        .saturating_add(1)
-        .saturating_mul(settings.bucket_ms());
-    let expire = PutOptions {
-        ttl: Ttl::ExpireAtMillis(bucket_end.saturating_add(settings.retention_ms())),
-    };
+    let expire = inner.bucket_ttl(bucket);
     let now = inner.clock.now_ms();
     let refresh_before = now.saturating_sub(settings.retention_ms() / 2);
     let series_ttl = inner.series_ttl();

@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use slatedb::config::{PutOptions, Ttl};
 use slatedb::WriteBatch;
 
 use crate::error::StorageError;
@@ -52,15 +51,6 @@ pub(crate) fn spill_pass(
     }
     let bucket_ms = inner.settings.bucket_ms();
     let grace_ms = inner.settings.grace_ms();
-    let retention = inner.settings.retention_ms();
-    let expire = |bucket: i64| PutOptions {
-        ttl: Ttl::ExpireAtMillis(
-            bucket
-                .saturating_add(1)
-                .saturating_mul(bucket_ms)
-                .saturating_add(retention),
-        ),
-    };
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let series = inner.head.all_series();
     for part in series.chunks(SERIES_PER_BATCH) {
@@ -84,7 +74,7 @@ pub(crate) fn spill_pass(
                 batch.put_with_options(
                     keys::segment_key(bucket, s.id, spill.first_t, spill.last_t),
                     &spill.bytes,
-                    &expire(bucket),
+                    &inner.bucket_ttl(bucket),
                 );
                 spills.push((s, bucket, spill));
             }
