@@ -31,36 +31,72 @@ async fn count(s: &Storage, mint: i64, maxt: i64) -> usize {
         .sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reader_follows_writer() {
+/// A writer on a fresh in-memory store, its clock at the start of the hour
+/// two hours ago (`t0`), seals only when asked; `spill_min_samples` as
+/// given.
+async fn writer_at_t0(
+    spill_min_samples: u32,
+) -> (
+    Arc<dyn ObjectStore>,
+    StorageSettings,
+    Arc<ManualClock>,
+    Storage,
+    i64,
+) {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let now = SystemClock.now_ms();
     let t0 = now - now % HOUR - 2 * HOUR;
     let clock = Arc::new(ManualClock::new(t0));
     let settings = StorageSettings {
         seal_check_interval: Duration::from_secs(3600),
+        spill_min_samples,
         ..StorageSettings::default()
     };
     let writer = Storage::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
         .await
         .unwrap();
-    writer
-        .write(vec![series(0, vec![(t0, 1.0)])], Durability::Durable)
-        .await
-        .unwrap();
+    (store, settings, clock, writer, t0)
+}
+
+/// A reader node on the writer's path, polling every 50 ms.
+async fn open_reader(
+    store: &Arc<dyn ObjectStore>,
+    settings: StorageSettings,
+    clock: &Arc<ManualClock>,
+) -> Storage {
     let reader_settings = ReaderSettings {
         poll_interval: Duration::from_millis(50),
         ..ReaderSettings::default()
     };
-    let reader = Storage::open_reader(
-        Arc::clone(&store),
+    Storage::open_reader(
+        Arc::clone(store),
         "db",
         settings,
         reader_settings,
         clock.clone(),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// Waits (at most 5 s) until the reader has followed the seal of `bucket`.
+async fn wait_sealed(reader: &Storage, bucket: i64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reader.head().sealed_through() != Some(bucket) {
+        assert!(Instant::now() < deadline, "reader never saw the seal");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reader_follows_writer() {
+    let (store, settings, clock, writer, t0) =
+        writer_at_t0(StorageSettings::default().spill_min_samples).await;
+    writer
+        .write(vec![series(0, vec![(t0, 1.0)])], Durability::Durable)
+        .await
+        .unwrap();
+    let reader = open_reader(&store, settings, &clock).await;
     assert_eq!(
         count(&reader, t0, t0 + 3 * HOUR).await,
         1,
@@ -91,11 +127,7 @@ async fn reader_follows_writer() {
     clock.set(t0 + HOUR + 6 * 60_000);
     writer.seal_due_now().await.unwrap();
     writer.flush().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while reader.head().sealed_through() != Some(t0 / HOUR) {
-        assert!(Instant::now() < deadline, "reader never saw the seal");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_sealed(&reader, t0 / HOUR).await;
     assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 11);
 
     assert!(matches!(
@@ -113,18 +145,7 @@ async fn reader_follows_writer() {
 /// after the seal from the chunk keys that list them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reader_reads_spilled_segments_once() {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let now = SystemClock.now_ms();
-    let t0 = now - now % HOUR - 2 * HOUR;
-    let clock = Arc::new(ManualClock::new(t0));
-    let settings = StorageSettings {
-        seal_check_interval: Duration::from_secs(3600),
-        spill_min_samples: 200,
-        ..StorageSettings::default()
-    };
-    let writer = Storage::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
-        .await
-        .unwrap();
+    let (store, settings, clock, writer, t0) = writer_at_t0(200).await;
     // 4 series × 400 samples at 15 s: 240 in the first bucket, 160 in the
     // second.
     for part in 0..4 {
@@ -140,29 +161,14 @@ async fn reader_reads_spilled_segments_once() {
     }
     assert_eq!(writer.freeze_and_spill_now().await.unwrap().segments, 4);
     writer.flush().await.unwrap();
-    let reader = Storage::open_reader(
-        Arc::clone(&store),
-        "db",
-        settings,
-        ReaderSettings {
-            poll_interval: Duration::from_millis(50),
-            ..ReaderSettings::default()
-        },
-        clock.clone(),
-    )
-    .await
-    .unwrap();
+    let reader = open_reader(&store, settings, &clock).await;
     assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1600);
     assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1600);
     assert_eq!(count(&reader, t0 + HOUR, t0 + 3 * HOUR).await, 640);
 
     clock.set(t0 + HOUR + 6 * 60_000);
     writer.seal_due_now().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while reader.head().sealed_through() != Some(t0 / HOUR) {
-        assert!(Instant::now() < deadline, "reader never saw the seal");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_sealed(&reader, t0 / HOUR).await;
     assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1600);
     assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1600);
     reader.close().await.unwrap();
