@@ -87,6 +87,35 @@ def cpu_seconds(pid):
         return 0.0
 
 
+def thread_cpu_seconds(pid):
+    """CPU seconds (user + system) of the live threads of `pid`, summed per
+    thread name (worker pools share one name)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat.rsplit(")", 1)[1].split()
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def machine_idle_seconds():
+    """Idle CPU seconds of the whole machine since boot, and the number of
+    CPUs: the first line of /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:]
+    idle = (int(fields[3]) + int(fields[4])) / CLK_TCK  # idle + iowait
+    return idle, os.cpu_count() or 1
+
+
 def status_kb(pid, key):
     try:
         with open(f"/proc/{pid}/status") as f:

@@ -61,7 +61,9 @@ pub struct StorageSettings {
     /// Samples of one series the head holds in the compact format before it
     /// writes them to the store as a segment of the open bucket and frees
     /// them; the seal then writes only the rest. Keeps the head's memory
-    /// flat through a bucket. 0 keeps every sample in memory until the seal.
+    /// flat through a bucket. Each series waits for a count of its own
+    /// between this and half again (`head::staggered`). 0 keeps every
+    /// sample in memory until the seal.
     pub spill_min_samples: u32,
     /// Compression of SlateDB's tables (WAL included): log records and
     /// series labels shrink several times; sealed chunks are compact already.

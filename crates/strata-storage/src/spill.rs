@@ -1,6 +1,7 @@
 //! The spill pass: writes the head's long frozen runs to the store as
 //! segments of their open bucket and frees them, so a writer's head holds
-//! at most `spill_min_samples` compact samples per series (plus the
+//! at most `spill_min_samples` (staggered: up to half again, see
+//! `head::staggered`) compact samples per series (plus the
 //! Gorilla tail) however wide a bucket is. Without it the head grows by a
 //! whole bucket's samples, gigabytes an hour at a few hundred thousand
 //! samples a second, and drops them all at the seal.
@@ -34,7 +35,7 @@ pub struct SpillPass {
 }
 
 /// Spills every chunk of a bucket whose seal is not yet due whose frozen
-/// parts hold at least `spill_min_samples` samples. Runs on a plain thread (the
+/// parts hold at least `spill_min_samples` samples (staggered per series). Runs on a plain thread (the
 /// freezer's), blocking on `runtime` for the writes. Nothing on a reader,
 /// or with spilling off.
 pub(crate) fn spill_pass(

@@ -145,13 +145,14 @@ async fn reader_follows_writer() {
 /// after the seal from the chunk keys that list them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reader_reads_spilled_segments_once() {
-    let (store, settings, clock, writer, t0) = writer_at_t0(200).await;
-    // 4 series × 400 samples at 15 s: 240 in the first bucket, 160 in the
-    // second.
+    let (store, settings, clock, writer, t0) = writer_at_t0(160).await;
+    // 4 series × 340 samples at 15 s: 240 in the first bucket, spilled
+    // (each series' threshold is between 160 and 240), and 100 in the
+    // second, too few to freeze.
     for part in 0..4 {
         let req = (0..4)
             .map(|i| {
-                let samples = (part * 100..(part + 1) * 100)
+                let samples = (part * 85..(part + 1) * 85)
                     .map(|k| (t0 + k * 15_000, (k * i64::from(i)) as f64))
                     .collect();
                 series(i, samples)
@@ -162,15 +163,15 @@ async fn reader_reads_spilled_segments_once() {
     assert_eq!(writer.freeze_and_spill_now().await.unwrap().segments, 4);
     writer.flush().await.unwrap();
     let reader = open_reader(&store, settings, &clock).await;
-    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1600);
-    assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1600);
-    assert_eq!(count(&reader, t0 + HOUR, t0 + 3 * HOUR).await, 640);
+    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1360);
+    assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1360);
+    assert_eq!(count(&reader, t0 + HOUR, t0 + 3 * HOUR).await, 400);
 
     clock.set(t0 + HOUR + 6 * 60_000);
     writer.seal_due_now().await.unwrap();
     wait_sealed(&reader, t0 / HOUR).await;
-    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1600);
-    assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1600);
+    assert_eq!(count(&reader, t0, t0 + 3 * HOUR).await, 1360);
+    assert_eq!(count(&writer, t0, t0 + 3 * HOUR).await, 1360);
     reader.close().await.unwrap();
     writer.close().await.unwrap();
 }

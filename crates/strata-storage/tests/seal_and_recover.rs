@@ -132,8 +132,10 @@ async fn seal_then_recover_round_trip() {
 
     // Freezing the head's chunk tails into the sealed format changes no
     // sample, and a retried request still finds its samples as duplicates.
+    // (Buckets of 240, 240 and 120 samples per series; each series
+    // freezes at a threshold of its own between 80 and 120.)
     assert_eq!(
-        db.head().freeze_tails(100),
+        db.head().freeze_tails(80),
         3 * 3,
         "one per series and bucket"
     );
@@ -414,7 +416,9 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
     let data = many_series(t0, 20);
     let want = expected(&data);
     let settings = StorageSettings {
-        spill_min_samples: 200,
+        // Each series spills at a threshold of its own between 160 and
+        // 240 samples: all of a bucket's 240.
+        spill_min_samples: 160,
         ..settings()
     };
     let api = || [eq("job", "api")];

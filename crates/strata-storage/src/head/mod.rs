@@ -65,6 +65,19 @@ pub(crate) struct SeriesState {
     pub(crate) last_v_bits: u64,
 }
 
+/// `min` raised by up to half again, by a fixed share per series. Series
+/// created together (a target's, scraped together) would otherwise reach a
+/// sample count at the same moment, and the background pass would freeze
+/// or spill all of them in one burst of CPU, writes and freed memory every
+/// few minutes; staggered, it handles a steady share of them each time.
+/// Fibonacci hashing of the id spreads consecutive ids evenly over the
+/// range.
+pub(crate) fn staggered(min: u32, id: u64) -> u32 {
+    let share = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1024
+    let extra = (u64::from(min / 2) * share) >> 10;
+    min.saturating_add(u32::try_from(extra).unwrap_or(u32::MAX))
+}
+
 impl MemSeries {
     fn new(
         id: u64,
@@ -107,7 +120,8 @@ impl MemSeries {
     }
 
     /// Segments of this series' chunks after bucket `after` to spill: those
-    /// whose frozen parts hold at least `min_samples` samples.
+    /// whose frozen parts hold at least `min_samples` samples
+    /// ([staggered](staggered) for this series).
     pub(crate) fn take_spills(
         &self,
         after: i64,
@@ -115,6 +129,7 @@ impl MemSeries {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> Vec<(i64, Spill)> {
+        let min_samples = staggered(min_samples, self.id);
         let st = self.state.lock();
         st.chunks
             .iter()
@@ -161,8 +176,10 @@ impl MemSeries {
     }
 
     /// Freezes the tails of this series' chunks holding at least
-    /// `min_samples` samples; returns how many it froze.
+    /// `min_samples` samples ([staggered](staggered) for this series);
+    /// returns how many it froze.
     fn freeze(&self, min_samples: u32, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> usize {
+        let min_samples = staggered(min_samples, self.id);
         let mut st = self.state.lock();
         st.chunks
             .iter_mut()
@@ -491,6 +508,21 @@ mod tests {
 
     fn labels(v: &str) -> Vec<Label> {
         vec![Label::new("__name__", "m"), Label::new("k", v)]
+    }
+
+    #[test]
+    fn staggered_thresholds_spread_consecutive_series_over_half_again() {
+        assert_eq!(staggered(0, 7), 0, "0 stays off");
+        let mut bins = [0u32; 8];
+        for id in 1..=1000 {
+            let t = staggered(480, id);
+            assert!((480..720).contains(&t), "{t}");
+            bins[((t - 480) / 30) as usize] += 1;
+        }
+        // 1,000 consecutive ids (a target's series) fall evenly, 125 per
+        // eighth of the range.
+        assert!(bins.iter().all(|&n| (110..=140).contains(&n)), "{bins:?}");
+        assert_eq!(staggered(480, 42), staggered(480, 42), "fixed per series");
     }
 
     #[test]
