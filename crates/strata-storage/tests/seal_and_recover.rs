@@ -493,3 +493,57 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
     assert_eq!(read_all(&db).await, want, "sealed, after recovery");
     db.close().await.unwrap();
 }
+
+/// Two minutes after a bucket's end, the chunks of series that have moved
+/// on to the next bucket are spilled whole, however few their samples: the
+/// head keeps nothing of the bucket, and its seal writes only chunk keys.
+#[tokio::test]
+async fn a_closed_bucket_is_spilled_whole_and_its_seal_lists_the_segments() {
+    use std::sync::atomic::Ordering::Relaxed;
+    use strata_storage::Clock;
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 3 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    // 20 series × 300 samples at 15 s: 240 in bucket t0, 60 in the next;
+    // the default threshold (480 and up) is reached by neither.
+    let data: Vec<IngestSeries> = many_series(t0, 20)
+        .into_iter()
+        .map(|mut s| {
+            s.samples.truncate(300);
+            s
+        })
+        .collect();
+    let want = expected(&data);
+    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    write_parts(&db, &data, 0..5).await;
+
+    // One minute after the bucket's end: too early.
+    clock.set(t0 + HOUR + 60_000);
+    assert_eq!(db.freeze_and_spill_now().await.unwrap().segments, 0);
+    // Three minutes after: the bucket, whole; none of the open one.
+    clock.set(t0 + HOUR + 3 * 60_000);
+    let before = db.head().memory_bytes();
+    assert_eq!(db.freeze_and_spill_now().await.unwrap().segments, 20);
+    assert!(
+        db.head().memory_bytes() < before,
+        "the closed bucket is freed"
+    );
+    assert_eq!(read_all(&db).await, want, "spilled and head read");
+
+    // The seal finds nothing in memory for the bucket and lists segments.
+    clock.set(t0 + HOUR + 6 * 60_000);
+    db.seal_due_now().await.unwrap();
+    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
+    assert_eq!(read_all(&db).await, want, "sealed from segments alone");
+    db.close().await.unwrap();
+
+    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    assert_eq!(db.stats().samples_replayed.load(Relaxed), 20 * 60);
+    assert_eq!(read_all(&db).await, want, "after recovery");
+    db.close().await.unwrap();
+}
