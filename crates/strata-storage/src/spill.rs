@@ -27,10 +27,6 @@ use crate::Inner;
 /// Series looked at per write batch; the spill lock is held for one batch.
 const SERIES_PER_BATCH: usize = 4096;
 
-/// How long after a bucket's end its closed chunks (of series that have
-/// moved on to a later bucket) are spilled whole.
-const CLOSED_SPILL_DELAY_MS: i64 = 2 * 60_000;
-
 /// What one spill pass wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpillPass {
@@ -39,9 +35,7 @@ pub struct SpillPass {
 }
 
 /// Spills every chunk of a bucket whose seal is not yet due whose frozen
-/// parts hold at least `spill_min_samples` samples (staggered per series),
-/// and the whole of every closed chunk of a bucket that ended at least
-/// `CLOSED_SPILL_DELAY_MS` ago. Runs on a plain thread (the
+/// parts hold at least `spill_min_samples` samples (staggered per series). Runs on a plain thread (the
 /// freezer's), blocking on `runtime` for the writes. Nothing on a reader,
 /// or with spilling off.
 pub(crate) fn spill_pass(
@@ -74,21 +68,10 @@ pub(crate) fn spill_pass(
             .div_euclid(bucket_ms)
             .saturating_sub(1);
         let after = inner.head.sealing_through().max(due_through);
-        // Buckets that ended at least `CLOSED_SPILL_DELAY` ago: their closed
-        // chunks are spilled whole. The delay leaves a sender's retry of
-        // the bucket's last samples a while to find them as duplicates.
-        let whole_through = inner
-            .clock
-            .now_ms()
-            .saturating_sub(CLOSED_SPILL_DELAY_MS)
-            .div_euclid(bucket_ms)
-            .saturating_sub(1);
         let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
         let mut batch = WriteBatch::new();
         for s in part {
-            for (bucket, spill) in
-                s.take_spills(after, whole_through, min_samples, &mut ts, &mut vs)
-            {
+            for (bucket, spill) in s.take_spills(after, min_samples, &mut ts, &mut vs) {
                 batch.put_with_options(
                     keys::segment_key(bucket, s.id, spill.first_t, spill.last_t),
                     &spill.bytes,

@@ -121,38 +121,20 @@ impl MemSeries {
 
     /// Segments of this series' chunks after bucket `after` to spill: those
     /// whose frozen parts hold at least `min_samples` samples
-    /// ([staggered](staggered) for this series), and every sample of a
-    /// closed chunk of a bucket up to `whole_through`.
-    ///
-    /// A chunk with a later one after it is closed: the series has moved on
-    /// to a later bucket, and any sample for this one would be out of
-    /// order. Its tail is frozen and the whole rest spilled, so the head
-    /// does not keep the last bucket's samples beside the new one's until
-    /// the seal, and the seal has only the chunk key to write.
+    /// ([staggered](staggered) for this series).
     pub(crate) fn take_spills(
         &self,
         after: i64,
-        whole_through: i64,
         min_samples: u32,
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> Vec<(i64, Spill)> {
         let min_samples = staggered(min_samples, self.id);
-        let mut st = self.state.lock();
-        let open = st.chunks.len().saturating_sub(1);
+        let st = self.state.lock();
         st.chunks
-            .iter_mut()
-            .enumerate()
-            .filter(|(_, (b, _))| *b > after)
-            .filter_map(|(i, (b, c))| {
-                let min = if i < open && *b <= whole_through {
-                    c.freeze(1, ts, vs);
-                    1
-                } else {
-                    min_samples
-                };
-                Some((*b, c.take_spill(min, ts, vs)?))
-            })
+            .iter()
+            .filter(|(b, _)| *b > after)
+            .filter_map(|(b, c)| Some((*b, c.take_spill(min_samples, ts, vs)?)))
             .collect()
     }
 
@@ -541,53 +523,6 @@ mod tests {
         // eighth of the range.
         assert!(bins.iter().all(|&n| (110..=140).contains(&n)), "{bins:?}");
         assert_eq!(staggered(480, 42), staggered(480, 42), "fixed per series");
-    }
-
-    #[test]
-    fn a_closed_chunk_is_spilled_whole_once_its_bucket_is_old_enough() {
-        let bucket_ms = 1_000_000;
-        let s = MemSeries::new(
-            7,
-            SeriesLabels::new(&labels("a")[..]),
-            true,
-            0,
-            Arc::new(AtomicUsize::new(0)),
-        );
-        // 100 samples in bucket 0, then 30 in bucket 1: far below a
-        // threshold of 480, and bucket 0's still in its Gorilla tail.
-        let samples: Vec<(i64, f64)> = (0..130)
-            .map(|k| {
-                let t = if k < 100 {
-                    k * 1_000
-                } else {
-                    bucket_ms + k * 1_000
-                };
-                (t, k as f64)
-            })
-            .collect();
-        let out = s.append(&samples, 0, bucket_ms, |_, _, _| {});
-        assert_eq!(out.appended, 130);
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        // Bucket 0 not yet old enough: nothing.
-        assert!(s.take_spills(-1, -1, 480, &mut ts, &mut vs).is_empty());
-        // Old enough: all of bucket 0, none of the open bucket 1.
-        let spills = s.take_spills(-1, 0, 480, &mut ts, &mut vs);
-        assert_eq!(spills.len(), 1);
-        let (bucket, spill) = &spills[0];
-        assert_eq!((*bucket, spill.first_t, spill.last_t), (0, 0, 99_000));
-        s.spilled(*bucket, spill);
-        let mut held = Vec::new();
-        let spilled = s.bucket_samples(0, &mut held, &mut vs).unwrap();
-        assert_eq!(spilled, Some(vec![(0, 99_000)]));
-        assert!(held.is_empty(), "bucket 0 holds nothing in memory");
-        held.clear();
-        assert_eq!(
-            s.bucket_samples(1, &mut held, &mut vs).unwrap(),
-            Some(vec![])
-        );
-        assert_eq!(held.len(), 30);
-        // Nothing left to spill, and the open chunk is never spilled whole.
-        assert!(s.take_spills(-1, 1, 480, &mut ts, &mut vs).is_empty());
     }
 
     #[test]
