@@ -35,9 +35,9 @@ pub struct SpillPass {
 }
 
 /// Spills every chunk of a bucket whose seal is not yet due whose frozen
-/// parts hold at least `spill_min_samples` samples (staggered per series). Runs on a plain thread (the
-/// freezer's), blocking on `runtime` for the writes. Nothing on a reader,
-/// or with spilling off.
+/// parts hold at least `spill_min_samples` samples (staggered per series).
+/// Runs on a plain thread (the freezer's), blocking on `runtime` for the
+/// writes. Nothing on a reader, or with spilling off.
 pub(crate) fn spill_pass(
     inner: &Inner,
     runtime: &tokio::runtime::Handle,
