@@ -77,12 +77,19 @@ def du(path):
     return total
 
 
+def _stat_cpu(path):
+    """Name and CPU seconds (user + system) from a /proc stat file."""
+    with open(path) as f:
+        stat = f.read()
+    name = stat[stat.index("(") + 1:stat.rindex(")")]
+    fields = stat.rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15; fields[0] here is field 3.
+    return name, (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def cpu_seconds(pid):
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        # utime and stime are fields 14 and 15; fields[0] here is field 3.
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return _stat_cpu(f"/proc/{pid}/stat")[1]
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -97,13 +104,10 @@ def thread_cpu_seconds(pid):
         return out
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                stat = f.read()
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat.rsplit(")", 1)[1].split()
-            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+            name, secs = _stat_cpu(f"/proc/{pid}/task/{tid}/stat")
         except (OSError, IndexError, ValueError):
             continue
+        out[name] = out.get(name, 0.0) + secs
     return out
 
 

@@ -321,18 +321,11 @@ impl Coordinator {
                     return Err(e);
                 }
             }
-            let now = self.inner.clock.now_ms();
-            let bucket_ms = self.inner.settings.bucket_ms();
-            let grace = self.inner.settings.grace_ms();
             let Some((&bucket, &first_seq)) = self.open_buckets.iter().next() else {
                 return Ok(());
             };
-            let due = bucket
-                .saturating_add(1)
-                .saturating_mul(bucket_ms)
-                .saturating_add(grace)
-                <= now;
-            if !due {
+            let due_through = self.inner.settings.due_through(self.inner.clock.now_ms());
+            if bucket > due_through {
                 return Ok(());
             }
             self.open_buckets.remove(&bucket);
@@ -342,12 +335,11 @@ impl Coordinator {
             // already due (a backlog after downtime, or backfilled history)
             // there is no such time: paced, each would take the spread and
             // a day of backlog more than a week.
-            let backlog = self.open_buckets.keys().next().is_some_and(|&next| {
-                next.saturating_add(1)
-                    .saturating_mul(bucket_ms)
-                    .saturating_add(grace)
-                    <= now
-            });
+            let backlog = self
+                .open_buckets
+                .keys()
+                .next()
+                .is_some_and(|&next| next <= due_through);
             let replay_from = self
                 .open_buckets
                 .values()

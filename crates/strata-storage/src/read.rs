@@ -246,32 +246,19 @@ impl Storage {
                     .map(|i| found.swap_remove(i).1)
             })
             .collect();
-        let missing: Vec<(usize, (i64, i64))> = listed
+        let missing: Vec<(i64, u64, i64, i64)> = listed
             .iter()
-            .enumerate()
-            .filter(|(i, _)| have.get(*i).is_some_and(Option::is_none))
-            .map(|(i, &range)| (i, range))
+            .zip(&have)
+            .filter(|(_, h)| h.is_none())
+            .map(|(&(first, last_t), _)| (bucket, id, first, last_t))
             .collect();
-        let backend = &self.inner.backend;
-        let read: Vec<(usize, Bytes)> = futures::stream::iter(missing)
-            .map(|(i, (first, last_t))| async move {
-                let v = backend
-                    .get(&keys::segment_key(bucket, id, first, last_t))
-                    .await?
-                    .ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
-                Ok::<_, StorageError>((i, v))
-            })
-            .buffered(POINT_READ_CONCURRENCY)
-            .try_collect()
-            .await?;
-        for (i, v) in read {
-            if let Some(slot) = have.get_mut(i) {
-                *slot = Some(v);
-            }
-        }
+        let mut read = self.segments(&missing).await?.into_iter();
         let mut out = Vec::with_capacity(listed.len() + 1);
-        for (segment, &(first, last_t)) in have.into_iter().zip(&listed) {
-            let segment = segment.ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
+        for (slot, &(first, last_t)) in have.iter_mut().zip(&listed) {
+            let segment = slot
+                .take()
+                .or_else(|| read.next())
+                .ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
             out.push((id, segment));
         }
         if !last.is_empty() {

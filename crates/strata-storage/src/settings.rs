@@ -147,6 +147,15 @@ impl StorageSettings {
         i64::try_from(self.seal_grace.as_millis()).unwrap_or(i64::MAX)
     }
 
+    /// The last bucket whose seal is due at `now_ms`: its end plus the
+    /// grace has passed.
+    pub(crate) fn due_through(&self, now_ms: i64) -> i64 {
+        now_ms
+            .saturating_sub(self.grace_ms())
+            .div_euclid(self.bucket_ms())
+            .saturating_sub(1)
+    }
+
     /// The time a seal spreads its writes over: `seal_spread`, at most half
     /// a bucket so a seal ends well before the next one is due.
     pub(crate) fn effective_seal_spread(&self) -> Duration {

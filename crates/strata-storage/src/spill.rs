@@ -50,8 +50,6 @@ pub(crate) fn spill_pass(
     if min_samples == 0 {
         return Ok(pass);
     }
-    let bucket_ms = inner.settings.bucket_ms();
-    let grace_ms = inner.settings.grace_ms();
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let series = inner.head.all_series();
     for part in series.chunks(SERIES_PER_BATCH) {
@@ -61,12 +59,7 @@ pub(crate) fn spill_pass(
         // Buckets whose seal is due are left to it: it writes them whole
         // soon (a backlog of due buckets can wait a while for its turn),
         // and a bucket sealed from segments takes a read per segment.
-        let due_through = inner
-            .clock
-            .now_ms()
-            .saturating_sub(grace_ms)
-            .div_euclid(bucket_ms)
-            .saturating_sub(1);
+        let due_through = inner.settings.due_through(inner.clock.now_ms());
         let after = inner.head.sealing_through().max(due_through);
         let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
         let mut batch = WriteBatch::new();
