@@ -120,6 +120,57 @@ def machine_idle_seconds():
     return idle, os.cpu_count() or 1
 
 
+def parse_metrics(text):
+    """Samples of a Prometheus text exposition: {(name, labels): value},
+    labels as the text between the braces ("" without)."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, labels = head.partition("{")
+        try:
+            out[(name, labels.rstrip("}"))] = float(value)
+        except ValueError:
+            continue
+    return out
+
+
+def metric_sum(m, name, having=""):
+    """The sum of `name`'s samples whose labels contain `having`."""
+    return sum(v for (n, labels), v in m.items() if n == name and having in labels)
+
+
+def histogram_quantile(before, after, name, q, having=""):
+    """The q-quantile of a cumulative histogram's observations between two
+    scrapes, interpolated linearly inside the bucket as Prometheus'
+    histogram_quantile does; None without observations. Buckets of all
+    series whose labels contain `having` are added up."""
+    bounds = {}
+    for (n, labels), v in after.items():
+        if n != name + "_bucket" or having not in labels:
+            continue
+        le = labels.rsplit('le="', 1)[1].rstrip('"')
+        was = before.get((n, labels), 0.0)
+        bounds[float(le)] = bounds.get(float(le), 0.0) + v - was
+    if not bounds:
+        return None
+    les = sorted(bounds)
+    total = bounds[les[-1]]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_c = 0.0, 0.0
+    for le in les:
+        c = bounds[le]
+        if c >= rank:
+            if le == float("inf"):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_c) / max(c - prev_c, 1e-12)
+        prev_le, prev_c = le, c
+    return les[-1]
+
+
 def status_kb(pid, key):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -221,7 +272,12 @@ class System:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
-    def object_store_requests(self):
+    def metrics(self):
+        """The system's own metrics, parsed (`parse_metrics`), where it has
+        them in a form the benchmarks read."""
+        return None
+
+    def object_store_requests(self, m=None):
         return None
 
 
@@ -241,15 +297,17 @@ class Strata(System):
         e.setdefault("RUST_LOG", "warn")
         return e
 
-    def object_store_requests(self):
+    def metrics(self):
         try:
             _, body = http_get(self.base + "/metrics")
         except OSError:
             return None
-        for line in body.decode().splitlines():
-            if line.startswith("strata_object_store_requests_total"):
-                return int(float(line.split()[-1]))
-        return None
+        return parse_metrics(body.decode())
+
+    def object_store_requests(self, m=None):
+        m = m or self.metrics()
+        v = m.get(("strata_object_store_requests_total", "")) if m else None
+        return None if v is None else int(v)
 
 
 class VictoriaMetrics(System):

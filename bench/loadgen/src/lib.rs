@@ -285,7 +285,11 @@ fn progress(
     let now = Instant::now();
     let mut c = shared.lock();
     let window = c.window.summary();
+    let wait = c.window_wait.summary();
+    let rtt = c.window_rtt.summary();
     c.window.clear();
+    c.window_wait.clear();
+    c.window_rtt.clear();
     let accepted = c.accepted_samples;
     let per_s = (accepted - *last_accepted) as f64 / now.duration_since(last).as_secs_f64();
     *last_accepted = accepted;
@@ -298,6 +302,8 @@ fn progress(
         p50_ms: window.p50_ms,
         p99_ms: window.p99_ms,
         max_ms: window.max_ms,
+        wait_p99_ms: wait.p99_ms,
+        rtt_p99_ms: rtt.p99_ms,
         dropped_samples: c.dropped_samples,
         failed_batches: c.failed_batches,
         retried_attempts: c.retried_attempts,

@@ -64,8 +64,17 @@ impl Sender {
             let Some(t) = template.series.get(p.series as usize) else {
                 continue;
             };
-            // clone_from reuses the strings' buffers once they are warm.
-            series.labels.clone_from(&t.labels);
+            // Copy the labels string by string: `String::clone_from` reuses
+            // the buffers once they are warm, where the derived
+            // `Label::clone_from` would allocate two new strings and free
+            // the old ones for every label of every sample.
+            series.labels.truncate(t.labels.len());
+            for (dst, src) in series.labels.iter_mut().zip(&t.labels) {
+                dst.name.clone_from(&src.name);
+                dst.value.clone_from(&src.value);
+            }
+            let have = series.labels.len();
+            series.labels.extend(t.labels.iter().skip(have).cloned());
             if let Some(l) = series.labels.get_mut(t.instance_pos) {
                 instance_label(p.instance, &mut l.value);
             }
@@ -80,11 +89,13 @@ impl Sender {
 
     /// Sends one batch to its end: accepted, refused, or out of retries.
     pub async fn send(&mut self, batch: Batch) {
+        let waited = batch.scheduled.elapsed();
         self.encode(&batch.points);
         let body = bytes::Bytes::from(std::mem::take(&mut self.body));
         let samples = batch.points.len() as u64;
         let mut backoff = Duration::from_millis(30);
         loop {
+            let attempt_start = Instant::now();
             let outcome = self.attempt(body.clone()).await;
             match outcome {
                 Outcome::Accepted => {
@@ -94,6 +105,8 @@ impl Sender {
                     c.accepted_batches += 1;
                     c.latencies.record(latency);
                     c.window.record(latency);
+                    c.window_wait.record(waited);
+                    c.window_rtt.record(attempt_start.elapsed());
                     break;
                 }
                 Outcome::Refused => {

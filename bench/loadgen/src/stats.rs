@@ -70,6 +70,11 @@ pub struct Counters {
     pub latencies: Latencies,
     /// Since the last progress line.
     pub window: Latencies,
+    /// Since the last progress line, the two parts of each acknowledged
+    /// batch's latency: its wait from the scheduled time until a sender
+    /// started encoding it, and the round trip of its accepted attempt.
+    pub window_wait: Latencies,
+    pub window_rtt: Latencies,
     pub last_error: Option<String>,
 }
 
@@ -124,6 +129,11 @@ pub struct Progress {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// p99 of the wait for a free sender, since the last line.
+    pub wait_p99_ms: f64,
+    /// p99 of the accepted attempt's round trip (request sent to answer
+    /// read), since the last line.
+    pub rtt_p99_ms: f64,
     pub dropped_samples: u64,
     pub failed_batches: u64,
     pub retried_attempts: u64,
@@ -133,7 +143,7 @@ impl std::fmt::Display for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "[{:>6.0}s] accepted {:>9.0}/s  series {:>8}  queue {:>4}  p50 {:>7.1}ms  p99 {:>7.1}ms  max {:>7.1}ms  dropped {}  failed {}  retried {}",
+            "[{:>6.0}s] accepted {:>9.0}/s  series {:>8}  queue {:>4}  p50 {:>7.1}ms  p99 {:>7.1}ms  max {:>7.1}ms  (wait p99 {:.1}ms, rtt p99 {:.1}ms)  dropped {}  failed {}  retried {}",
             self.elapsed_s,
             self.accepted_per_s,
             self.unique_series,
@@ -141,6 +151,8 @@ impl std::fmt::Display for Progress {
             self.p50_ms,
             self.p99_ms,
             self.max_ms,
+            self.wait_p99_ms,
+            self.rtt_p99_ms,
             self.dropped_samples,
             self.failed_batches,
             self.retried_attempts

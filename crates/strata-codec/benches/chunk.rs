@@ -7,12 +7,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod data;
+mod real;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use data::{node_exporter_like, Jitter, Kind, Series, MIX};
+use data::{node_exporter_like, Jitter, Series, MIX};
 use strata_codec::{
     decode_chunk_range_into, decode_into, encode_sealed, encode_sealed_with, ChunkIter,
     SealScratch, XorChunk,
@@ -20,24 +21,31 @@ use strata_codec::{
 use tsz::stream::{BufferedReader, BufferedWriter};
 use tsz::{DataPoint, Decode, Encode, StdDecoder, StdEncoder};
 
-fn strata_encode(s: &Series) -> Vec<u8> {
+/// One series' samples, whichever data set it comes from.
+type Samples<'a> = (&'a [i64], &'a [f64]);
+
+fn samples(s: &Series) -> Samples<'_> {
+    (&s.ts, &s.vs)
+}
+
+fn strata_encode((ts, vs): Samples) -> Vec<u8> {
     let mut c = XorChunk::new();
-    for (&t, &v) in s.ts.iter().zip(&s.vs) {
+    for (&t, &v) in ts.iter().zip(vs) {
         c.append(t, v);
     }
     c.bytes().to_vec()
 }
 
-fn sealed_encode(s: &Series) -> Vec<u8> {
+fn sealed_encode((ts, vs): Samples) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_sealed(&s.ts, &s.vs, &mut out);
+    encode_sealed(ts, vs, &mut out);
     out
 }
 
-fn tsz_encode(s: &Series) -> Box<[u8]> {
-    let start = s.ts.first().copied().unwrap_or(0) as u64;
+fn tsz_encode((ts, vs): Samples) -> Box<[u8]> {
+    let start = ts.first().copied().unwrap_or(0) as u64;
     let mut e = StdEncoder::new(start, BufferedWriter::new());
-    for (&t, &v) in s.ts.iter().zip(&s.vs) {
+    for (&t, &v) in ts.iter().zip(vs) {
         e.encode(DataPoint::new(t as u64, v));
     }
     e.close()
@@ -51,59 +59,68 @@ fn tsz_decode(bytes: Box<[u8]>, ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
     }
 }
 
-/// Checks every codec round-trips the data and prints their sizes.
-fn report_sizes(label: &str, data: &[Series]) {
-    let total: usize = data.iter().map(|s| s.ts.len()).sum();
-    eprintln!("\n[{label}] {} series, {total} samples", data.len());
+/// Bytes of one series in each codec, (gorilla, sealed, tsz), after
+/// checking that each round-trips it bit for bit (tsz: its timestamps).
+fn sizes((ts0, vs0): Samples) -> (usize, usize, usize) {
+    let same = |ts: &[i64], vs: &[f64]| {
+        ts == ts0
+            && vs.len() == vs0.len()
+            && vs.iter().zip(vs0).all(|(x, y)| x.to_bits() == y.to_bits())
+    };
+    let sb = strata_encode((ts0, vs0));
+    let tb = tsz_encode((ts0, vs0));
+    let cb = sealed_encode((ts0, vs0));
+    let (mut ts, mut vs) = (vec![], vec![]);
+    decode_chunk_range_into(&cb, i64::MIN, i64::MAX, &mut ts, &mut vs).unwrap();
+    assert!(same(&ts, &vs), "sealed round trip");
+    let (mut ts, mut vs) = (vec![], vec![]);
+    decode_into(&sb, &mut ts, &mut vs).unwrap();
+    assert!(same(&ts, &vs), "gorilla round trip");
+    let (mut tts, mut tvs) = (vec![], vec![]);
+    tsz_decode(tb.clone(), &mut tts, &mut tvs);
+    assert_eq!(tts, ts0, "tsz round trip");
+    (sb.len(), cb.len(), tb.len())
+}
+
+/// Checks every codec round-trips the data and prints their sizes, by
+/// group and overall.
+fn report_sizes(label: &str, groups: &[(String, Vec<Samples>)]) {
+    let series: usize = groups.iter().map(|(_, g)| g.len()).sum();
+    let total: usize = groups.iter().flat_map(|(_, g)| g).map(|s| s.0.len()).sum();
+    eprintln!("\n[{label}] {series} series, {total} samples");
     eprintln!(
         "{:<12} {:>14} {:>14} {:>14}",
-        "kind", "gorilla B/smpl", "sealed B/smpl", "tsz B/smpl"
+        "group", "gorilla B/smpl", "sealed B/smpl", "tsz B/smpl"
     );
-    let mut all = (0usize, 0usize, 0usize, 0usize);
-    for (kind, _) in MIX {
-        let (mut n, mut a, mut b, mut c) = (0usize, 0usize, 0usize, 0usize);
-        for s in data.iter().filter(|s| s.kind == kind) {
-            let sb = strata_encode(s);
-            let tb = tsz_encode(s);
-            let cb = sealed_encode(s);
-            let (mut ts, mut vs) = (vec![], vec![]);
-            decode_chunk_range_into(&cb, i64::MIN, i64::MAX, &mut ts, &mut vs).unwrap();
-            assert_eq!(ts, s.ts);
-            assert!(vs
-                .iter()
-                .zip(&s.vs)
-                .all(|(x, y)| x.to_bits() == y.to_bits()));
-            let (mut ts, mut vs) = (vec![], vec![]);
-            decode_into(&sb, &mut ts, &mut vs).unwrap();
-            assert_eq!(ts, s.ts);
-            assert!(vs
-                .iter()
-                .zip(&s.vs)
-                .all(|(x, y)| x.to_bits() == y.to_bits()));
-            let (mut tts, mut tvs) = (vec![], vec![]);
-            tsz_decode(tb.clone(), &mut tts, &mut tvs);
-            assert_eq!(tts, s.ts, "tsz round trip");
-            n += s.ts.len();
-            a += sb.len();
-            b += tb.len();
-            c += cb.len();
-        }
-        all = (all.0 + n, all.1 + a, all.2 + b, all.3 + c);
+    let line = |name: &str, (n, a, b, c): (usize, usize, usize, usize)| {
         eprintln!(
-            "{:<12} {:>14.3} {:>14.3} {:>14.3}",
-            format!("{kind:?}"),
+            "{name:<12} {:>14.3} {:>14.3} {:>14.3}",
             a as f64 / n as f64,
-            c as f64 / n as f64,
-            b as f64 / n as f64
+            b as f64 / n as f64,
+            c as f64 / n as f64
         );
+    };
+    let mut all = (0, 0, 0, 0);
+    for (name, group) in groups {
+        let mut sum = (0, 0, 0, 0);
+        for &s in group {
+            let (a, b, c) = sizes(s);
+            sum = (sum.0 + s.0.len(), sum.1 + a, sum.2 + b, sum.3 + c);
+        }
+        all = (all.0 + sum.0, all.1 + sum.1, all.2 + sum.2, all.3 + sum.3);
+        line(name, sum);
     }
-    eprintln!(
-        "{:<12} {:>14.3} {:>14.3} {:>14.3}",
-        "all",
-        all.1 as f64 / all.0 as f64,
-        all.3 as f64 / all.0 as f64,
-        all.2 as f64 / all.0 as f64
-    );
+    line("all", all);
+}
+
+/// The synthetic data grouped by kind, in [`MIX`] order.
+fn by_kind(data: &[Series]) -> Vec<(String, Vec<Samples<'_>>)> {
+    MIX.iter()
+        .map(|(kind, _)| {
+            let group = data.iter().filter(|s| s.kind == *kind).map(samples);
+            (format!("{kind:?}"), group.collect())
+        })
+        .collect()
 }
 
 /// Best of `passes` back-to-back runs of `f` over the data, in ns/sample:
@@ -159,25 +176,97 @@ fn report_best_decode(total: usize, strata: &[Vec<u8>], sealed: &[Vec<u8>], tsz:
 /// Prints the best-pass encode speed of the sealed and Gorilla encoders,
 /// measured interleaved. The sealed encoder reuses one scratch, as the
 /// sealer does.
-fn report_best_encode(total: usize, data: &[Series]) {
+fn report_best_encode(total: usize, data: &[Samples]) {
     let mut scratch = SealScratch::default();
     let mut out = Vec::with_capacity(4096);
     let (mut s, mut g) = (f64::MAX, f64::MAX);
     for _ in 0..10 {
         s = s.min(best_pass(total, 10, || {
-            for series in data {
+            for &(ts, vs) in data {
                 out.clear();
-                encode_sealed_with(&mut scratch, black_box(&series.ts), &series.vs, &mut out);
+                encode_sealed_with(&mut scratch, black_box(ts), vs, &mut out);
                 black_box(&out);
             }
         }));
         g = g.min(best_pass(total, 10, || {
-            for series in data {
+            for &series in data {
                 black_box(strata_encode(black_box(series)));
             }
         }));
     }
     eprintln!("best-pass encode ns/sample: sealed {s:.2}, gorilla {g:.2}");
+}
+
+/// One data set encoded in every codec, and its sample count.
+struct Encoded {
+    gorilla: Vec<Vec<u8>>,
+    sealed: Vec<Vec<u8>>,
+    tsz: Vec<Box<[u8]>>,
+    total: usize,
+}
+
+/// Encodes the data in every codec and prints best-pass speeds.
+fn encode_all(data: &[Samples]) -> Encoded {
+    let total: usize = data.iter().map(|s| s.0.len()).sum();
+    let gorilla: Vec<Vec<u8>> = data.iter().map(|&s| strata_encode(s)).collect();
+    let sealed: Vec<Vec<u8>> = data.iter().map(|&s| sealed_encode(s)).collect();
+    let tsz: Vec<Box<[u8]>> = data.iter().map(|&s| tsz_encode(s)).collect();
+    report_best_decode(total, &gorilla, &sealed, &tsz);
+    report_best_encode(total, data);
+    Encoded {
+        gorilla,
+        sealed,
+        tsz,
+        total,
+    }
+}
+
+/// Real node_exporter data (`real::node_exporter_capture`): sizes by job,
+/// best-pass speeds, and criterion's decode timings.
+fn bench_captured(c: &mut Criterion) {
+    let captured = real::node_exporter_capture();
+    let mut groups: Vec<(String, Vec<Samples>)> = Vec::new();
+    for s in &captured {
+        let entry = (&s.ts[..], &s.vs[..]);
+        match groups.iter_mut().find(|(job, _)| *job == s.job) {
+            Some((_, g)) => g.push(entry),
+            None => groups.push((s.job.clone(), vec![entry])),
+        }
+    }
+    report_sizes("captured node_exporter", &groups);
+    let data: Vec<Samples> = captured.iter().map(|s| (&s.ts[..], &s.vs[..])).collect();
+    let Encoded {
+        sealed, tsz, total, ..
+    } = encode_all(&data);
+    let mut g = c.benchmark_group("chunk_captured");
+    g.throughput(Throughput::Elements(total as u64));
+    let (mut ts, mut vs) = (Vec::with_capacity(400), Vec::with_capacity(400));
+    g.bench_function("decode/sealed", |b| {
+        b.iter(|| {
+            for bytes in &sealed {
+                ts.clear();
+                vs.clear();
+                decode_chunk_range_into(black_box(bytes), i64::MIN, i64::MAX, &mut ts, &mut vs)
+                    .unwrap();
+                black_box((&ts, &vs));
+            }
+        })
+    });
+    g.bench_function("decode/tsz", |b| {
+        b.iter_batched(
+            || tsz.clone(),
+            |chunks| {
+                for bytes in chunks {
+                    ts.clear();
+                    vs.clear();
+                    tsz_decode(bytes, &mut ts, &mut vs);
+                    black_box((&ts, &vs));
+                }
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
 }
 
 fn bench_codecs(c: &mut Criterion) {
@@ -186,38 +275,39 @@ fn bench_codecs(c: &mut Criterion) {
         ("aligned", Jitter::Aligned),
         ("raw_jitter", Jitter::Raw),
     ] {
-        let data = node_exporter_like(42, 2, jitter);
-        report_sizes(name, &data);
+        let series = node_exporter_like(42, 2, jitter);
+        report_sizes(name, &by_kind(&series));
         if jitter != Jitter::Adjusted {
             // Timestamps do not change decode speed much; sizes suffice.
             continue;
         }
-        let total: usize = data.iter().map(|s| s.ts.len()).sum();
-        let strata: Vec<Vec<u8>> = data.iter().map(strata_encode).collect();
-        let tsz: Vec<Box<[u8]>> = data.iter().map(tsz_encode).collect();
-        let sealed: Vec<Vec<u8>> = data.iter().map(sealed_encode).collect();
-        report_best_decode(total, &strata, &sealed, &tsz);
-        report_best_encode(total, &data);
+        let data: Vec<Samples> = series.iter().map(samples).collect();
+        let Encoded {
+            gorilla: strata,
+            sealed,
+            tsz,
+            total,
+        } = encode_all(&data);
 
         let mut g = c.benchmark_group(format!("chunk_{name}"));
         g.throughput(Throughput::Elements(total as u64));
         g.bench_function("encode/strata", |b| {
             b.iter(|| {
-                for s in &data {
+                for &s in &data {
                     black_box(strata_encode(black_box(s)));
                 }
             })
         });
         g.bench_function("encode/sealed", |b| {
             b.iter(|| {
-                for s in &data {
+                for &s in &data {
                     black_box(sealed_encode(black_box(s)));
                 }
             })
         });
         g.bench_function("encode/tsz", |b| {
             b.iter(|| {
-                for s in &data {
+                for &s in &data {
                     black_box(tsz_encode(black_box(s)));
                 }
             })
@@ -271,7 +361,6 @@ fn bench_codecs(c: &mut Criterion) {
         });
         g.finish();
     }
-    let _ = Kind::Constant;
 }
 
 criterion_group! {
@@ -280,6 +369,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .sample_size(20);
-    targets = bench_codecs
+    targets = bench_codecs, bench_captured
 }
 criterion_main!(benches);

@@ -238,6 +238,18 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "Time Durable writes waited for the WAL flush to the object store.",
         &st.durable_wait,
     );
+    histogram(
+        &mut out,
+        "strata_coordinator_apply_seconds",
+        "Time the write coordinator took to apply one group of requests to the head.",
+        &st.group_apply,
+    );
+    histogram(
+        &mut out,
+        "strata_log_write_seconds",
+        "Time of the write coordinator's SlateDB write per group of requests, back-pressure waits included.",
+        &st.log_write,
+    );
     gauge(
         &mut out,
         "strata_coordinator_queue_depth",

@@ -179,7 +179,7 @@ impl Coordinator {
             return;
         }
         if let Some(pending) = self.unlogged.take() {
-            match self.db.write(pending.clone()).await {
+            match self.timed_write(pending.clone()).await {
                 Ok(h) => self.last_handle = Some(h),
                 Err(e) => {
                     add(&self.inner.stats.write_errors, 1);
@@ -192,6 +192,7 @@ impl Coordinator {
                 }
             }
         }
+        let applying = std::time::Instant::now();
         let seq = self.next_seq;
         let first_open = self.frozen_through.saturating_add(1);
         let bucket_ms = self.inner.settings.bucket_ms();
@@ -243,6 +244,7 @@ impl Coordinator {
             outcomes.push(out);
         }
         let stats = &self.inner.stats;
+        stats.group_apply.observe(applying.elapsed());
         let appended: usize = outcomes.iter().map(|o| o.appended).sum();
         add(&stats.samples_appended, appended);
         add(
@@ -272,7 +274,7 @@ impl Coordinator {
             for b in touched {
                 self.open_buckets.entry(b).or_insert(seq);
             }
-            match self.db.write(batch.clone()).await {
+            match self.timed_write(batch.clone()).await {
                 Ok(h) => {
                     self.last_handle = Some(h.clone());
                     Ok(Some(h))
@@ -295,6 +297,14 @@ impl Coordinator {
             };
             let _ = q.reply.send(r);
         }
+    }
+
+    /// One log write to SlateDB, timed for `/metrics`.
+    async fn timed_write(&self, batch: WriteBatch) -> Result<WriteHandle, slatedb::Error> {
+        let started = std::time::Instant::now();
+        let r = self.db.write(batch).await;
+        self.inner.stats.log_write.observe(started.elapsed());
+        r
     }
 
     /// Starts sealing the oldest due bucket, unless a seal is under way.

@@ -17,6 +17,12 @@ pub const LATENCY_BOUNDS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// Bucket bounds for in-process steps, from 50 µs to ten seconds.
+pub const STEP_BOUNDS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 10.0,
+];
+
 impl Histogram {
     pub fn new(bounds: &'static [f64]) -> Self {
         Self {
@@ -83,6 +89,11 @@ pub struct StorageStats {
     pub spill_errors: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
+    /// The coordinator's time per group of requests: applying it to the
+    /// head, and its SlateDB write call (which includes SlateDB's
+    /// back-pressure waits).
+    pub group_apply: Histogram,
+    pub log_write: Histogram,
 }
 
 impl Default for StorageStats {
@@ -105,6 +116,8 @@ impl Default for StorageStats {
             spill_errors: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
+            group_apply: Histogram::new(STEP_BOUNDS),
+            log_write: Histogram::new(STEP_BOUNDS),
         }
     }
 }
