@@ -350,6 +350,17 @@ def make_system(name, workdir, strata_bin):
     raise ValueError(name)
 
 
+def require(systems):
+    """Stops at once, naming what to install, if a system's program is
+    missing: a ramp must not find out after the systems before it ran.
+    (Strata's own binaries are checked by `binaries`.)"""
+    programs = {"victoriametrics": "victoria-metrics", "prometheus": "prometheus"}
+    missing = [programs[s] for s in systems if s in programs and not shutil.which(programs[s])]
+    if missing:
+        raise SystemExit(f"not installed: {', '.join(missing)} (Debian packages "
+                         "victoria-metrics and prometheus: apt-get install -y victoria-metrics prometheus)")
+
+
 def binaries(build):
     """Paths of the strata and strata-loadgen release binaries (STRATA_BIN and
     LOADGEN_BIN override them), building them first if asked or missing."""

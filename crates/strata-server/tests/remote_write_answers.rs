@@ -237,6 +237,24 @@ async fn every_answer() {
         "{metrics}"
     );
     assert!(metrics.contains("code=\"413\""), "{metrics}");
+    // The coordinator timed its groups: each applied to the head, and each
+    // that added samples written to SlateDB.
+    let count = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}_count ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name}_count missing: {metrics}"))
+    };
+    let (applied, logged) = (
+        count("strata_coordinator_apply_seconds"),
+        count("strata_log_write_seconds"),
+    );
+    assert!(logged >= 3, "log writes timed: {logged}");
+    assert!(
+        applied >= logged,
+        "groups applied {applied}, logged {logged}"
+    );
     srv.stop().await;
 }
 
