@@ -1,6 +1,6 @@
 //! A writer and two reader nodes as separate processes on one S3 bucket
-//! (moto, behind a TCP proxy the test can pause): how fresh the readers
-//! are, that they answer as the writer does, that a restarted reader reuses
+//! (moto, behind a TCP proxy the test can pause): that the readers follow
+//! the writer's live log, that they answer as the writer does, that a restarted reader reuses
 //! its disk cache, and what an object-store outage does to all of them.
 
 mod common;
@@ -373,6 +373,10 @@ impl Drop for BareReader {
 
 // ---------------------------------------------------------------- the scenario
 
+/// How long a write may take to reach a reader through the live log: many
+/// poll intervals, far under the hour a seal would take.
+const FRESH_WITHIN: Duration = Duration::from_secs(5);
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -481,13 +485,16 @@ fn writer_and_two_readers_on_s3() {
     lags.sort();
     let (p50, p99) = (percentile(&lags, 0.5), percentile(&lags, 0.99));
     eprintln!(
-        "freshness over {} (write, reader) pairs: p50 {p50:?}, p99 {p99:?}, max {:?}",
+        "freshness over {} (write, reader) pairs: p50 {p50:?}, p99 {p99:?}",
         lags.len(),
-        lags.last().copied().unwrap_or_default()
     );
+    // How fresh is measured by `bench/readers`; here only that each write
+    // reaches the readers from the live log, long before any seal. The bound
+    // is loose so that a busy machine cannot fail it.
+    let max = lags.last().copied().unwrap_or_default();
     assert!(
-        p99 <= Duration::from_secs(1),
-        "freshness p99 {p99:?} is over 1 s"
+        max <= FRESH_WITHIN,
+        "a write took {max:?} to reach a reader (p99 {p99:?}); readers should follow the log within {FRESH_WITHIN:?}"
     );
 
     // Agreement: the readers answer the query set exactly as the writer.
