@@ -268,6 +268,21 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "Estimated bytes held by the head.",
         s.head().memory_bytes() as f64,
     );
+    let cache = s.cache_usage();
+    let _ = writeln!(
+        out,
+        "# HELP strata_memory_cache_bytes Bytes in SlateDB's in-memory block cache, by part.\n\
+         # TYPE strata_memory_cache_bytes gauge\n\
+         strata_memory_cache_bytes{{part=\"blocks\"}} {}\n\
+         strata_memory_cache_bytes{{part=\"meta\"}} {}",
+        cache.blocks_bytes, cache.meta_bytes
+    );
+    gauge(
+        &mut out,
+        "strata_memory_cache_capacity_bytes",
+        "Capacity of SlateDB's in-memory block cache, both parts.",
+        cache.capacity_bytes as f64,
+    );
     gauge(
         &mut out,
         "strata_fenced",

@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 mod backend;
+mod cache;
 pub mod clock;
 mod coordinator;
 pub mod error;
@@ -40,6 +41,7 @@ use strata_codec::{Label, LabelPairs};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+pub use cache::CacheUsage;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use coordinator::{render_labels, ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
@@ -93,6 +95,8 @@ pub(crate) struct Inner {
     pub(crate) fenced: AtomicBool,
     pub(crate) object_store: Arc<ObjectStoreCounters>,
     pub(crate) slatedb_metrics: Arc<DefaultMetricsRecorder>,
+    /// SlateDB's in-memory block cache, to report how full it is.
+    pub(crate) memory_cache: cache::MemoryCache,
     /// Where a writer's garbage is collected once more after a clean close;
     /// `None` on a reader.
     pub(crate) collect_on_close: Option<GarbageTarget>,
@@ -332,8 +336,10 @@ impl Storage {
                     .with_runtime(runtime),
             );
         }
+        let (db_cache, memory_cache) = cache::MemoryCache::new(settings.memory_cache_bytes);
         let db = builder
             .with_settings(slate)
+            .with_db_cache(db_cache, 0)
             .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
             .await?;
@@ -343,6 +349,7 @@ impl Storage {
         let inner = Arc::new(Inner {
             backend,
             slatedb_metrics: metrics,
+            memory_cache,
             head: recovered.head,
             settings,
             clock,
@@ -406,16 +413,11 @@ impl Storage {
             options.object_store_cache_options.root_folder = Some(dir.clone());
             options.object_store_cache_options.max_cache_size_bytes = Some(reader.disk_cache_bytes);
         }
-        let cache = slatedb::db_cache::foyer::FoyerCache::new_with_opts(
-            slatedb::db_cache::foyer::FoyerCacheOptions {
-                max_capacity: reader.memory_cache_bytes,
-                ..slatedb::db_cache::foyer::FoyerCacheOptions::default()
-            },
-        );
+        let (db_cache, memory_cache) = cache::MemoryCache::new(reader.memory_cache_bytes);
         let db = slatedb::DbReader::builder(path.to_owned(), store)
             .with_options(options)
             .with_reader_mode(slatedb::DbReaderMode::FollowLatest)
-            .with_db_cache(Arc::new(cache), 0)
+            .with_db_cache(db_cache, 0)
             .with_metrics_recorder(Arc::clone(&metrics) as Arc<dyn MetricsRecorder>)
             .build()
             .await?;
@@ -425,6 +427,7 @@ impl Storage {
         let inner = Arc::new(Inner {
             backend,
             slatedb_metrics: metrics,
+            memory_cache,
             head: recovered.head,
             settings,
             clock,
@@ -683,6 +686,11 @@ impl Storage {
     /// Requests and errors against the object store so far.
     pub fn object_store_stats(&self) -> ObjectStoreStats {
         self.inner.object_store.snapshot()
+    }
+
+    /// How full SlateDB's in-memory block cache is.
+    pub fn cache_usage(&self) -> CacheUsage {
+        self.inner.memory_cache.usage()
     }
 
     /// Requests waiting in the coordinator's queue.

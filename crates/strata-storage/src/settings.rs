@@ -83,6 +83,12 @@ pub struct StorageSettings {
     /// this the query fails as unavailable (HTTP 503).
     #[serde(with = "humantime_serde")]
     pub read_timeout: Duration,
+    /// Size of the writer's in-memory cache of SlateDB's blocks (a quarter
+    /// of it for indexes and filters). It fills as the writer reads the
+    /// store (new series' postings, spilled segments at the seal, queries)
+    /// and then stays at this size. Reader nodes size theirs with
+    /// `reader.memory_cache_bytes`.
+    pub memory_cache_bytes: u64,
 }
 
 impl Default for StorageSettings {
@@ -101,6 +107,7 @@ impl Default for StorageSettings {
             queue_capacity: 1024,
             write_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(10),
+            memory_cache_bytes: 256 << 20,
         }
     }
 }
@@ -135,6 +142,9 @@ impl StorageSettings {
         }
         if self.read_timeout.is_zero() {
             return Err("read_timeout: must be greater than 0".into());
+        }
+        if self.memory_cache_bytes == 0 {
+            return Err("memory_cache_bytes: must be greater than 0".into());
         }
         Ok(())
     }

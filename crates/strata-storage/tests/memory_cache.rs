@@ -1,0 +1,117 @@
+//! SlateDB's in-memory block cache is sized by `memory_cache_bytes`, fills
+//! as sealed data is read, and never holds more than that.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use strata_codec::{Label, MatchOp, Matcher};
+use strata_storage::{Clock, Durability, IngestSeries, ManualClock, Storage, StorageSettings};
+
+const HOUR: i64 = 3_600_000;
+const CACHE: u64 = 1 << 20;
+const SERIES: u32 = 2_000;
+
+fn settings() -> StorageSettings {
+    StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        memory_cache_bytes: CACHE,
+        ..StorageSettings::default()
+    }
+}
+
+/// `SERIES` random-walk gauges, two hours of 15 s samples from `t0`.
+fn data(t0: i64) -> Vec<IngestSeries> {
+    (0..SERIES)
+        .map(|i| IngestSeries {
+            labels: vec![
+                Label::new("__name__", "node_memory_free_bytes"),
+                Label::new("instance", format!("host-{i}")),
+            ],
+            samples: (0..480)
+                .map(|k| {
+                    let v = (f64::from(k) * 0.37 + f64::from(i)).sin() * 1e9;
+                    (t0 + i64::from(k) * 15_000, v.round())
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_cache_fills_with_sealed_reads_up_to_its_size() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    // SlateDB expires keys by the real clock, so the data must be recent.
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 3 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    db.write(data(t0), Durability::Applied).await.unwrap();
+    clock.set(t0 + 2 * HOUR + 6 * 60_000);
+    db.seal_due_now().await.unwrap();
+    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR + 1));
+    db.close().await.unwrap();
+
+    // Reopened, the sealed chunks are in SlateDB's tables, not its
+    // memtable: reading them goes through the cache.
+    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    let before = db.cache_usage();
+    assert_eq!(before.capacity_bytes, CACHE);
+    let all = db
+        .select(
+            &[Matcher::new(MatchOp::Equal, "__name__", "node_memory_free_bytes").unwrap()],
+            t0,
+            t0 + 2 * HOUR,
+        )
+        .await
+        .unwrap();
+    assert_eq!(all.len(), SERIES as usize);
+    let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
+    assert_eq!(samples, SERIES as usize * 480);
+
+    let after = db.cache_usage();
+    assert!(
+        after.blocks_bytes > before.blocks_bytes && after.meta_bytes > 0,
+        "reading sealed chunks filled no cache: {before:?} -> {after:?}"
+    );
+    // The store holds more than the cache, yet the cache holds no more
+    // than its size: a quarter for metadata, the rest for blocks.
+    let stored: u64 = store
+        .list(None)
+        .map(|m| m.unwrap().size)
+        .collect::<Vec<_>>()
+        .await
+        .iter()
+        .sum();
+    assert!(stored > 2 * CACHE, "store holds only {stored} bytes");
+    let blocks_share = CACHE - CACHE / 4;
+    assert!(
+        after.blocks_bytes >= blocks_share / 2,
+        "the read should have filled the blocks' share: {after:?}"
+    );
+    assert!(
+        after.blocks_bytes <= blocks_share && after.meta_bytes <= CACHE / 4,
+        "cache over its size {CACHE}: {after:?}"
+    );
+    db.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_zero_cache_is_refused_by_name() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let settings = StorageSettings {
+        memory_cache_bytes: 0,
+        ..StorageSettings::default()
+    };
+    let err = Storage::open(store, "db", settings, Arc::new(ManualClock::new(0)))
+        .await
+        .err()
+        .expect("a zero cache must be refused");
+    assert!(err.to_string().contains("memory_cache_bytes"), "{err}");
+}
