@@ -65,9 +65,14 @@ impl MemoryCache {
 }
 
 /// One part, weighed in bytes, sharded by the machine's threads as
-/// SlateDB's own foyer cache is.
+/// SlateDB's own foyer cache is, but with shards of at least 16 MiB: each
+/// shard evicts on its own, and one smaller than a block would hold it
+/// over its share.
 fn part(capacity: u64) -> Part {
-    let shards = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shards = usize::try_from(capacity >> 24)
+        .unwrap_or(usize::MAX)
+        .clamp(1, threads);
     foyer::CacheBuilder::new(usize::try_from(capacity).unwrap_or(usize::MAX))
         .with_weighter(|_, v: &CachedEntry| v.size())
         .with_shards(shards)
