@@ -1,7 +1,8 @@
 //! A writer and two reader nodes as separate processes on one S3 bucket
 //! (moto, behind a TCP proxy the test can pause): that the readers follow
-//! the writer's live log, that they answer as the writer does, that a restarted reader reuses
-//! its disk cache, and what an object-store outage does to all of them.
+//! the writer's live log, that they answer as the writer does, that a
+//! restarted reader reuses its disk cache, and what an object-store outage
+//! does to all of them.
 
 mod common;
 

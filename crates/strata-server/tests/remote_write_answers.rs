@@ -251,15 +251,15 @@ async fn every_answer() {
         count("strata_log_write_seconds"),
     );
     assert!(logged >= 3, "log writes timed: {logged}");
+    assert!(
+        applied >= logged,
+        "groups applied {applied}, logged {logged}"
+    );
     // SlateDB's block cache is reported, at its configured size.
     assert!(
         metrics.contains("strata_memory_cache_capacity_bytes 268435456")
             && metrics.contains("strata_memory_cache_bytes{part=\"meta\"}"),
         "{metrics}"
-    );
-    assert!(
-        applied >= logged,
-        "groups applied {applied}, logged {logged}"
     );
     srv.stop().await;
 }
