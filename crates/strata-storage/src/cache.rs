@@ -27,7 +27,6 @@ pub struct CacheUsage {
 }
 
 /// Handles on the cache's parts, to read their usage.
-#[derive(Clone)]
 pub(crate) struct MemoryCache {
     blocks: Part,
     meta: Part,
