@@ -216,6 +216,30 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
     );
     counter(
         &mut out,
+        "strata_late_samples_total",
+        "Late samples (of buckets already sealed) written to the store as late segments.",
+        l(&st.late_samples),
+    );
+    counter(
+        &mut out,
+        "strata_late_segments_total",
+        "Late segments written to sealed buckets.",
+        l(&st.late_segments),
+    );
+    counter(
+        &mut out,
+        "strata_late_errors_total",
+        "Late passes that failed to write to the store (the samples stay in memory and are retried).",
+        l(&st.late_errors),
+    );
+    counter(
+        &mut out,
+        "strata_buckets_folded_total",
+        "Sealed buckets whose late segments were folded into their chunks.",
+        l(&st.buckets_folded),
+    );
+    counter(
+        &mut out,
         "strata_sealed_index_bytes_total",
         "Bytes of postings and series keys written while sealing.",
         l(&st.sealed_index_bytes),
@@ -267,6 +291,12 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "strata_head_memory_bytes",
         "Estimated bytes held by the head.",
         s.head().memory_bytes() as f64,
+    );
+    gauge(
+        &mut out,
+        "strata_head_extra_samples",
+        "Out-of-order samples, and late samples not yet written to their sealed bucket, held in the head.",
+        s.head().extra_samples() as f64,
     );
     let cache = s.cache_usage();
     let _ = writeln!(

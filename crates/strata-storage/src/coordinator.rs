@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::StorageError;
-use crate::head::{MemSeries, Rejection};
+use crate::head::{AppendPolicy, MemSeries, Rejection};
 use crate::keys;
 use crate::sealer::{self, SealJob};
 use crate::stats::add;
@@ -197,6 +197,13 @@ impl Coordinator {
         let first_open = self.frozen_through.saturating_add(1);
         let bucket_ms = self.inner.settings.bucket_ms();
         let now = self.inner.clock.now_ms();
+        let policy = AppendPolicy {
+            first_open,
+            bucket_ms,
+            late_from: self.inner.settings.late_from(now),
+            keep_late: true,
+        };
+        let mut extra = 0;
         self.record.new_series.clear();
         self.record.samples.clear();
         let mut batch = WriteBatch::new();
@@ -213,12 +220,15 @@ impl Coordinator {
                 let samples = &mut self.record.samples;
                 let before = samples.len();
                 let given = q.samples.get(rs.samples.clone()).unwrap_or_default();
-                let r = s.append(given, first_open, bucket_ms, |t, v, b| {
+                let r = s.append(given, &policy, |t, v, b| {
                     samples.push(LogSample { series: s.id, t, v });
-                    if touched.last() != Some(&b) {
+                    // Sealed buckets stay sealed: their samples are kept
+                    // apart and written by the late pass.
+                    if b >= first_open && touched.last() != Some(&b) {
                         touched.push(b);
                     }
                 });
+                extra += r.extra;
                 if samples.len() > before && !s.logged.swap(true, Ordering::AcqRel) {
                     self.record.new_series.push(NewSeries {
                         id: s.id,
@@ -242,6 +252,10 @@ impl Coordinator {
                 }
             }
             outcomes.push(out);
+        }
+        if extra > 0 {
+            self.inner.head.extra_added(extra);
+            self.inner.late.note_added(self.inner.head.extra_samples());
         }
         let stats = &self.inner.stats;
         stats.group_apply.observe(applying.elapsed());

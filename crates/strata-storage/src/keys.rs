@@ -13,6 +13,9 @@ pub const POSTINGS: u8 = b'I';
 pub const CHUNK: u8 = b'C';
 /// Metadata: `M | name`.
 pub const META: u8 = b'M';
+/// A series with late segments in a sealed bucket, not yet folded into
+/// its chunk: `J | bucket i64 | series id u64`, empty value.
+pub const LATE: u8 = b'J';
 
 /// Separates a label name from its value in a postings key; never part of
 /// valid UTF-8.
@@ -105,6 +108,51 @@ pub fn segment_parts(key: &[u8]) -> Option<(i64, u64, i64, i64)> {
     ))
 }
 
+/// Length of a late segment's key.
+pub const LATE_SEGMENT_KEY_LEN: usize = 41;
+
+/// The key of a late segment: samples of series `series` in sealed bucket
+/// `bucket` from `first_t` to `last_t`, written after the seal. `seq`
+/// orders late segments by when they were written (a later one wins a
+/// timestamp both hold), and keeps two with the same range apart.
+pub fn late_segment_key(bucket: i64, series: u64, first_t: i64, last_t: i64, seq: u64) -> Vec<u8> {
+    let mut k = segment_key(bucket, series, first_t, last_t);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// `(bucket, series, first_t, last_t, seq)` of a late segment key.
+pub fn late_segment_parts(key: &[u8]) -> Option<(i64, u64, i64, i64, u64)> {
+    if key.len() != LATE_SEGMENT_KEY_LEN || key.first() != Some(&CHUNK) {
+        return None;
+    }
+    let (b, s, f, l) = segment_parts(key.get(..SEGMENT_KEY_LEN)?)?;
+    Some((b, s, f, l, read_u64(key.get(SEGMENT_KEY_LEN..)?)?))
+}
+
+/// `J | bucket`: the prefix of the late-series keys of one bucket.
+pub fn late_prefix(bucket: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.push(LATE);
+    push_i64(&mut k, bucket);
+    k
+}
+
+/// `J | bucket | series`: series `series` has late segments in `bucket`.
+pub fn late_key(bucket: i64, series: u64) -> Vec<u8> {
+    let mut k = late_prefix(bucket);
+    k.extend_from_slice(&series.to_be_bytes());
+    k
+}
+
+/// `(bucket, series)` of a late-series key.
+pub fn late_key_parts(key: &[u8]) -> Option<(i64, u64)> {
+    if key.len() != 17 || key.first() != Some(&LATE) {
+        return None;
+    }
+    Some((read_i64(key.get(1..9)?)?, read_u64(key.get(9..17)?)?))
+}
+
 /// `I | bucket`: the prefix of every postings key of one bucket.
 pub fn postings_bucket_prefix(bucket: i64) -> Vec<u8> {
     let mut k = Vec::with_capacity(32);
@@ -177,6 +225,14 @@ mod tests {
         assert_eq!(chunk_series(&late), Some(42));
         assert_eq!(segment_parts(&early), Some((3, 42, -5, 10)));
         assert_eq!(segment_parts(&chunk), None);
+        let l = late_segment_key(3, 42, -5, 10, 7);
+        assert!(l.starts_with(&chunk) && l < chunk_key(3, 43));
+        assert_eq!(late_segment_parts(&l), Some((3, 42, -5, 10, 7)));
+        assert_eq!(segment_parts(&l), None);
+        assert_eq!(late_segment_parts(&early), None);
+        assert_eq!(chunk_series(&l), Some(42));
+        assert_eq!(late_key_parts(&late_key(-3, 9)), Some((-3, 9)));
+        assert!(late_key(-3, 9).starts_with(&late_prefix(-3)));
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub mod faults;
 pub mod head;
 pub mod instrumented;
 pub mod keys;
+mod late;
+mod merge;
 mod object_store_url;
 mod postings;
 mod read;
@@ -33,6 +35,7 @@ pub mod values;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::Db;
@@ -48,6 +51,7 @@ pub use error::StorageError;
 pub use faults::{Fault, Faults, FaultyStore, Op, When};
 pub use head::{tenant_of, Rejection, TENANT_LABEL};
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
+pub use late::{BucketLayout, FoldPass, LatePass};
 pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
 pub use read::SeriesData;
 pub use settings::{Compression, ReaderSettings, StorageSettings};
@@ -103,6 +107,8 @@ pub(crate) struct Inner {
     /// Held by the spill pass while it writes a batch, and by the sealer to
     /// mark a bucket as being sealed.
     pub(crate) spill_lock: tokio::sync::Mutex<()>,
+    /// Late samples: the late pass's lock, wake-up and sequence.
+    pub(crate) late: Arc<late::LateState>,
 }
 
 impl Inner {
@@ -184,6 +190,55 @@ fn start_freezer(inner: &Arc<Inner>, replayed: bool) {
         tracing::warn!(error = %e, "cannot start the head freezer; the head stays in Gorilla chunks");
     }
 }
+
+/// Starts the writer's late pass: writes the head's late samples (of sealed
+/// buckets) to the store every [`late::LATE_INTERVAL`] while it holds any,
+/// at once when it holds many, and folds quiet buckets' late segments into
+/// their chunks every [`late::FOLD_INTERVAL`]; on a thread of low
+/// priority, until the storage is dropped.
+fn start_late_pass(inner: &Arc<Inner>) {
+    if inner.backend.writer().is_none() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(inner);
+    let state = Arc::clone(&inner.late);
+    let started = std::thread::Builder::new()
+        .name("strata-late".into())
+        .spawn(move || {
+            sealer::lower_priority();
+            let mut last_fold = std::time::Instant::now();
+            loop {
+                state.wait(late::LATE_INTERVAL);
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let Some(db) = inner.backend.writer() else {
+                    return;
+                };
+                if inner.head.extra_samples() > 0 {
+                    if let Err(e) = runtime.block_on(late::flush(&inner, db)) {
+                        tracing::warn!(error = %e, "cannot write late samples; they stay in memory");
+                    }
+                }
+                if last_fold.elapsed() >= late::FOLD_INTERVAL {
+                    last_fold = std::time::Instant::now();
+                    let view = Storage::view(Arc::clone(&inner));
+                    if let Err(e) = runtime.block_on(late::fold(&view, false)) {
+                        tracing::warn!(error = %e, "cannot fold late segments; will retry");
+                    }
+                }
+            }
+        });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start the late pass; late samples stay in memory until a seal");
+    }
+}
+
+/// Timestamps and values of one series, ascending.
+type Samples = (Vec<i64>, Vec<f64>);
 
 /// A writer's database, for one last garbage collection after it closes.
 pub(crate) struct GarbageTarget {
@@ -346,6 +401,7 @@ impl Storage {
         let backend =
             backend::Backend::new(backend::Handle::Writer(db.clone()), settings.read_timeout);
         let recovered = recovery::recover(&backend, &settings).await?;
+        let now = clock.now_ms();
         let inner = Arc::new(Inner {
             backend,
             slatedb_metrics: metrics,
@@ -358,9 +414,11 @@ impl Storage {
             collect_on_close,
             object_store: counters,
             spill_lock: tokio::sync::Mutex::new(()),
+            late: Arc::new(late::LateState::new(now)),
         });
         add_replayed(&inner, recovered.samples_replayed);
         start_freezer(&inner, recovered.samples_replayed > 0);
+        start_late_pass(&inner);
         let (tx, rx) = mpsc::channel(inner.settings.queue_capacity);
         let coordinator = coordinator::Coordinator::new(
             Arc::clone(&inner),
@@ -424,6 +482,7 @@ impl Storage {
         let backend =
             backend::Backend::new(backend::Handle::Reader(Box::new(db)), settings.read_timeout);
         let recovered = recovery::recover(&backend, &settings).await?;
+        let now = clock.now_ms();
         let inner = Arc::new(Inner {
             backend,
             slatedb_metrics: metrics,
@@ -436,6 +495,7 @@ impl Storage {
             collect_on_close: None,
             object_store: counters,
             spill_lock: tokio::sync::Mutex::new(()),
+            late: Arc::new(late::LateState::new(now)),
         });
         add_replayed(&inner, recovered.samples_replayed);
         start_freezer(&inner, recovered.samples_replayed > 0);
@@ -452,6 +512,31 @@ impl Storage {
             task: Mutex::new(Some(handle)),
             stop_tailer: Some(stop),
         })
+    }
+
+    /// A read-only view of `inner` for the background passes.
+    fn view(inner: Arc<Inner>) -> Self {
+        Self {
+            inner,
+            tx: None,
+            task: Mutex::new(None),
+            stop_tailer: None,
+        }
+    }
+
+    /// Writes the head's late samples (of sealed buckets) to the store now
+    /// as late segments, and frees them.
+    pub async fn flush_late_now(&self) -> Result<LatePass, StorageError> {
+        let db = self.inner.backend.writer().ok_or(StorageError::ReadOnly)?;
+        late::flush(&self.inner, db).await
+    }
+
+    /// Folds the late segments of every sealed bucket into its chunks now.
+    pub async fn fold_late_now(&self) -> Result<FoldPass, StorageError> {
+        if self.inner.backend.writer().is_none() {
+            return Err(StorageError::ReadOnly);
+        }
+        late::fold(self, true).await
     }
 
     /// Whether this is a read-only reader node.
@@ -551,6 +636,7 @@ impl Storage {
         }
         let known = head.get_many(kept.iter().map(|s| &s.labels));
         let mut resolved = Vec::with_capacity(kept.len());
+        let mut fresh = Vec::with_capacity(kept.len());
         let mut samples = Vec::with_capacity(kept.iter().map(|s| s.samples.len()).sum());
         for (s, known) in kept.iter().zip(known) {
             let limit = limits.max_active_series;
@@ -569,6 +655,7 @@ impl Storage {
                 None => head.get_or_create(&s.labels, now),
             };
             new_series += usize::from(created);
+            fresh.push(created);
             let at = samples.len();
             samples.extend_from_slice(&s.samples);
             resolved.push(ResolvedSeries {
@@ -576,11 +663,31 @@ impl Storage {
                 samples: at..samples.len(),
             });
         }
+        drop(kept);
+        let bucket_ms = self.inner.settings.bucket_ms();
+        if let (Some(sealed), Some(_)) =
+            (head.sealed_through(), self.inner.settings.late_window_ms())
+        {
+            let sealed_end = sealed.saturating_add(1).saturating_mul(bucket_ms);
+            if samples.iter().any(|&(t, _)| t < sealed_end) {
+                let (series, kept) = self
+                    .drop_stored(resolved, &fresh, samples, sealed_end, &mut refused)
+                    .await?;
+                resolved = series;
+                samples = kept;
+                // Late samples wait while the head holds many: the late
+                // pass writes them out (bounded by write_timeout).
+                while head.extra_samples() > late::LATE_MAX_SAMPLES {
+                    self.inner.late.note_added(head.extra_samples());
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
         stats::add(&self.inner.stats.series_created, new_series);
         stats::add(&self.inner.stats.samples_rejected, refused.rejected);
+        stats::add(&self.inner.stats.samples_duplicate, refused.duplicates);
         let tx = self.sender()?;
         let (reply, rx) = oneshot::channel();
-        drop(kept);
         tx.send(Command::Write {
             series: resolved,
             samples,
@@ -594,6 +701,7 @@ impl Storage {
             .map_err(|_| StorageError::Closed)?
             .map_err(|e| self.inner.note_fenced(e))?;
         outcome.rejected += refused.rejected;
+        outcome.duplicates += refused.duplicates;
         if refused.first_rejection.is_some() {
             outcome.first_rejection = refused.first_rejection;
         }
@@ -607,6 +715,121 @@ impl Storage {
             }
         }
         Ok(outcome)
+    }
+
+    /// Takes out of a write the samples of sealed buckets (before
+    /// `sealed_end`) that the store already holds: the same value is a
+    /// duplicate (a sender re-sending its backlog, an import run twice),
+    /// another value a conflict. Reads the series' stored samples of each
+    /// such bucket, on the request's own task; series new to the head have
+    /// none.
+    async fn drop_stored(
+        &self,
+        series: Vec<ResolvedSeries>,
+        fresh: &[bool],
+        samples: Vec<(i64, f64)>,
+        sealed_end: i64,
+        refused: &mut WriteOutcome,
+    ) -> Result<(Vec<ResolvedSeries>, Vec<(i64, f64)>), StorageError> {
+        let bucket_ms = self.inner.settings.bucket_ms();
+        // (series index, bucket) of every stored bucket to look at.
+        let mut wanted: Vec<(usize, i64)> = Vec::new();
+        for (i, rs) in series.iter().enumerate() {
+            if fresh.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            let mut last = None;
+            for &(t, _) in samples.get(rs.samples.clone()).unwrap_or_default() {
+                let b = t.div_euclid(bucket_ms);
+                if t < sealed_end && last != Some(b) {
+                    last = Some(b);
+                    wanted.push((i, b));
+                }
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        // A series holds data in a sealed bucket only if the bucket's
+        // postings or late markers list it: one read per bucket instead of
+        // one per series finds that history sent for the first time (a
+        // backfill, an import) has nothing to compare with.
+        let mut buckets: Vec<i64> = wanted.iter().map(|&(_, b)| b).collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        let listed: Vec<(i64, Vec<u64>)> = futures::stream::iter(buckets)
+            .map(|b| async move {
+                let mut ids = self.late_ids(b).await?;
+                if let Some(v) = self.inner.backend.get(&keys::all_postings_key(b)).await? {
+                    values::decode_postings(&v, &mut ids)?;
+                }
+                ids.sort_unstable();
+                Ok::<_, StorageError>((b, ids))
+            })
+            .buffered(8)
+            .try_collect()
+            .await?;
+        let listed: rustc_hash::FxHashMap<i64, Vec<u64>> = listed.into_iter().collect();
+        wanted.retain(|&(i, b)| {
+            let id = series.get(i).map_or(0, |rs| rs.series.id);
+            listed
+                .get(&b)
+                .is_some_and(|ids| ids.binary_search(&id).is_ok())
+        });
+        let stored: Vec<((usize, i64), Option<Samples>)> = futures::stream::iter(wanted)
+            .map(|(i, b)| {
+                let id = series.get(i).map_or(0, |rs| rs.series.id);
+                async move {
+                    let got = match self.series_bucket(b, id).await? {
+                        Some(sb) => Some(sb.samples(i64::MIN, i64::MAX)?),
+                        None => None,
+                    };
+                    Ok::<_, StorageError>(((i, b), got))
+                }
+            })
+            .buffered(16)
+            .try_collect()
+            .await?;
+        if stored.iter().all(|(_, got)| got.is_none()) {
+            return Ok((series, samples));
+        }
+        let stored: rustc_hash::FxHashMap<(usize, i64), Samples> = stored
+            .into_iter()
+            .filter_map(|(k, got)| Some((k, got?)))
+            .collect();
+        let mut kept = Vec::with_capacity(samples.len());
+        let mut out = Vec::with_capacity(series.len());
+        for (i, rs) in series.into_iter().enumerate() {
+            let at = kept.len();
+            for &(t, v) in samples.get(rs.samples.clone()).unwrap_or_default() {
+                let held = stored
+                    .get(&(i, t.div_euclid(bucket_ms)))
+                    .and_then(|(ts, vs)| vs.get(ts.binary_search(&t).ok()?).copied());
+                match held {
+                    None => kept.push((t, v)),
+                    Some(h) if h.to_bits() == v.to_bits() => refused.duplicates += 1,
+                    Some(h) => {
+                        refused.rejected += 1;
+                        if refused.first_rejection.is_none() {
+                            refused.first_rejection = Some((
+                                render_labels(&rs.series.labels),
+                                Rejection::Conflicting {
+                                    t,
+                                    value: v,
+                                    existing: h,
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
+            if kept.len() > at {
+                out.push(ResolvedSeries {
+                    series: rs.series,
+                    samples: at..kept.len(),
+                });
+            }
+        }
+        Ok((out, kept))
     }
 
     /// Seals every bucket that is due now, and waits for it.
@@ -658,6 +881,13 @@ impl Storage {
         }
         if self.inner.fenced.load(Ordering::Acquire) {
             return Ok(());
+        }
+        if let Some(db) = self.inner.backend.writer() {
+            // The log would replay them too; written now, the next start
+            // has less to replay.
+            if let Err(e) = late::flush(&self.inner, db).await {
+                tracing::warn!(error = %e, "cannot write late samples at close; the log keeps them");
+            }
         }
         self.inner.backend.close().await?;
         if let Some(target) = &self.inner.collect_on_close {

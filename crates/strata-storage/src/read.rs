@@ -15,6 +15,7 @@ use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, M
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
 use crate::keys;
+use crate::merge::{merge_into, merge_newer};
 use crate::postings::{combine, union, MatcherSet};
 use crate::values;
 use crate::Storage;
@@ -32,56 +33,82 @@ fn missing_segment(bucket: i64, series: u64, first: i64, last: i64) -> StorageEr
     ))
 }
 
-/// Two ascending sample runs with no timestamp in common, merged. The runs
-/// of one series read from spilled segments and from the head's memory
-/// follow each other within a bucket, but the head's memory may also hold
-/// earlier buckets (a backlog not sealed yet), so the spilled samples fall
-/// somewhere inside it: the merge copies whole runs, each found by binary
-/// search, not sample by sample.
-fn merge_sorted(a: (Vec<i64>, Vec<f64>), b: (Vec<i64>, Vec<f64>)) -> (Vec<i64>, Vec<f64>) {
-    let ((a_ts, a_vs), (b_ts, b_vs)) = (a, b);
-    match (a_ts.first(), a_ts.last(), b_ts.first(), b_ts.last()) {
-        (None, ..) => return (b_ts, b_vs),
-        (_, _, None, _) => return (a_ts, a_vs),
-        (_, Some(&a_last), Some(&b_first), _) if a_last < b_first => {
-            let (mut ts, mut vs) = (a_ts, a_vs);
-            ts.extend(b_ts);
-            vs.extend(b_vs);
-            return (ts, vs);
+/// The keys of one series in one sealed bucket, as a scan finds them.
+#[derive(Default)]
+struct FoundKeys {
+    chunk: Option<Bytes>,
+    segments: Vec<((i64, i64), Bytes)>,
+    late: Vec<(u64, (i64, i64), Bytes)>,
+}
+
+impl FoundKeys {
+    fn add(&mut self, kv: slatedb::KeyValue) {
+        if kv.key.len() == keys::CHUNK_KEY_LEN {
+            self.chunk = Some(kv.value);
+        } else if let Some((_, _, first, last)) = keys::segment_parts(&kv.key) {
+            self.segments.push(((first, last), kv.value));
+        } else if let Some((_, _, first, last, seq)) = keys::late_segment_parts(&kv.key) {
+            self.late.push((seq, (first, last), kv.value));
         }
-        (Some(&a_first), _, _, Some(&b_last)) if b_last < a_first => {
-            let (mut ts, mut vs) = (b_ts, b_vs);
-            ts.extend(a_ts);
-            vs.extend(a_vs);
-            return (ts, vs);
+    }
+}
+
+/// What is stored of one series in one sealed bucket.
+#[derive(Default)]
+pub(crate) struct SeriesBucket {
+    pub id: u64,
+    /// In-order parts, in time order, each after the one before.
+    pub in_order: Vec<Bytes>,
+    /// Late segments, oldest write first; each sorted, overlapping the
+    /// rest anywhere.
+    pub late: Vec<Bytes>,
+    /// `(first, last)` of every spilled-segment key found, listed or not.
+    pub spill_keys: Vec<(i64, i64)>,
+    /// `((first, last), seq)` of every late-segment key found.
+    pub late_keys: Vec<((i64, i64), u64)>,
+}
+
+impl SeriesBucket {
+    fn parts_into(self, out: &mut Vec<SealedPart>) {
+        let id = self.id;
+        out.extend(self.in_order.into_iter().map(|bytes| SealedPart {
+            id,
+            bytes,
+            late: false,
+        }));
+        out.extend(self.late.into_iter().map(|bytes| SealedPart {
+            id,
+            bytes,
+            late: true,
+        }));
+    }
+
+    /// Every sample in `[mint, maxt]`, ascending; where a timestamp is
+    /// held twice, the later write's sample.
+    pub(crate) fn samples(
+        &self,
+        mint: i64,
+        maxt: i64,
+    ) -> Result<(Vec<i64>, Vec<f64>), StorageError> {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        for part in &self.in_order {
+            decode_chunk_range_into(part, mint, maxt, &mut ts, &mut vs)?;
         }
-        _ => {}
-    }
-    let n = a_ts.len() + b_ts.len();
-    let (mut ts, mut vs) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    // `x` is the side whose next sample comes first; copy its run up to
-    // the other side's next sample, then swap.
-    let (mut x, mut y) = (
-        (a_ts.as_slice(), a_vs.as_slice()),
-        (b_ts.as_slice(), b_vs.as_slice()),
-    );
-    while let (Some(&xt), Some(&yt)) = (x.0.first(), y.0.first()) {
-        if yt < xt {
-            std::mem::swap(&mut x, &mut y);
-            continue;
+        for part in &self.late {
+            let (mut lts, mut lvs) = (Vec::new(), Vec::new());
+            decode_chunk_range_into(part, mint, maxt, &mut lts, &mut lvs)?;
+            merge_into(&mut ts, &mut vs, (lts, lvs));
         }
-        let run = x.0.partition_point(|&t| t <= yt);
-        let (t_run, t_rest) = x.0.split_at(run);
-        let (v_run, v_rest) = x.1.split_at(run.min(x.1.len()));
-        ts.extend_from_slice(t_run);
-        vs.extend_from_slice(v_run);
-        x = (t_rest, v_rest);
+        Ok((ts, vs))
     }
-    for side in [x, y] {
-        ts.extend_from_slice(side.0);
-        vs.extend_from_slice(side.1);
-    }
-    (ts, vs)
+}
+
+/// One stored part of a series in a sealed bucket.
+struct SealedPart {
+    id: u64,
+    bytes: Bytes,
+    /// A late segment: merged into what came before, not appended.
+    late: bool,
 }
 
 /// One series' samples in a time range.
@@ -156,38 +183,68 @@ impl Storage {
                 values::decode_postings(&v, &mut all)?;
             }
         }
-        Ok(combine(sets, || all))
+        let mut ids = combine(sets, || all);
+        // Series with late segments not yet folded may be missing from the
+        // postings (they joined the bucket late): matched by their labels.
+        let late = self.late_ids(bucket).await?;
+        if !late.is_empty() {
+            for id in late {
+                if ids.binary_search(&id).is_ok() {
+                    continue;
+                }
+                if let Some(s) = self.labels_of(id).await? {
+                    let labels = s.labels.to_labels();
+                    if matchers.iter().all(|m| m.matches_labels(&labels)) {
+                        ids.push(id);
+                    }
+                }
+            }
+            ids.sort_unstable();
+        }
+        Ok(ids)
     }
 
-    /// The sealed chunks of the series matching `matchers` in `bucket`,
-    /// ascending by series id, a series' chunks in time order (several
-    /// when its head spilled segments before the seal). Few series:
-    /// concurrent point reads; many: one ordered scan of the bucket's
-    /// chunks that seeks from id to id.
+    /// Series with late segments in sealed `bucket` not yet folded.
+    pub(crate) async fn late_ids(&self, bucket: i64) -> Result<Vec<u64>, StorageError> {
+        let prefix = keys::late_prefix(bucket);
+        let end = keys::prefix_end(&prefix);
+        let mut it = self.inner.backend.scan(prefix..end).await?;
+        let mut ids = Vec::new();
+        while let Some(kv) = it.next().await? {
+            if let Some((_, id)) = keys::late_key_parts(&kv.key) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The sealed data of the series matching `matchers` in `bucket`,
+    /// ascending by series id; a series' in-order parts first, in time
+    /// order (several when its head spilled segments before the seal),
+    /// then its late segments, oldest write first. Few series: a short
+    /// scan each; many: one ordered scan of the bucket's chunks that seeks
+    /// from id to id.
     async fn sealed_chunks(
         &self,
         bucket: i64,
         matchers: &[Matcher],
-    ) -> Result<Vec<(u64, Bytes)>, StorageError> {
+    ) -> Result<Vec<SealedPart>, StorageError> {
         let ids = self.sealed_ids(bucket, matchers).await?;
-        let backend = &self.inner.backend;
+        let mut out = Vec::with_capacity(ids.len());
         if ids.len() <= POINT_READS_UP_TO {
-            let got: Vec<Vec<(u64, Bytes)>> = futures::stream::iter(ids)
-                .map(|id| async move {
-                    match backend.get(&keys::chunk_key(bucket, id)).await? {
-                        Some(chunk) => self.with_segments(bucket, id, chunk, Vec::new()).await,
-                        None => Ok(Vec::new()),
-                    }
-                })
+            let got: Vec<Option<SeriesBucket>> = futures::stream::iter(ids)
+                .map(|id| self.series_bucket(bucket, id))
                 .buffered(POINT_READ_CONCURRENCY)
                 .try_collect()
                 .await?;
-            return Ok(got.into_iter().flatten().collect());
+            for sb in got.into_iter().flatten() {
+                sb.parts_into(&mut out);
+            }
+            return Ok(out);
         }
         let prefix = keys::chunk_prefix(bucket);
         let end = keys::prefix_end(&prefix);
-        let mut it = backend.scan(prefix..end).await?;
-        let mut out = Vec::with_capacity(ids.len());
+        let mut it = self.inner.backend.scan(prefix..end).await?;
         // The next key the iterator holds: it cannot seek back to it.
         let mut next: Option<slatedb::KeyValue> = None;
         for id in ids {
@@ -201,49 +258,81 @@ impl Storage {
                     break;
                 }
             }
-            // The series' chunk key, then its segments' keys.
-            let mut chunk = None;
-            let mut segments = Vec::new();
+            let mut found = FoundKeys::default();
             while let Some(kv) = next.take() {
                 if keys::chunk_series(&kv.key) != Some(id) {
                     next = Some(kv);
                     break;
                 }
-                if kv.key.len() == keys::CHUNK_KEY_LEN {
-                    chunk = Some(kv.value);
-                } else if let Some((_, _, first, last)) = keys::segment_parts(&kv.key) {
-                    segments.push(((first, last), kv.value));
-                }
+                found.add(kv);
                 next = it.next().await?;
             }
-            if let Some(chunk) = chunk {
-                out.extend(self.with_segments(bucket, id, chunk, segments).await?);
+            if let Some(sb) = self.resolve(bucket, id, found).await? {
+                sb.parts_into(&mut out);
             }
         }
         Ok(out)
     }
 
-    /// A series' chunks in `bucket` from its chunk key's value: the value
-    /// itself, or the segments it lists (from `found`, else read) and the
-    /// chunk after them.
-    async fn with_segments(
+    /// Everything stored of series `id` in sealed bucket `bucket`: its
+    /// chunk key, the segments the chunk lists, and its late segments, from
+    /// one scan of the series' keys (one snapshot, so a fold running
+    /// meanwhile is seen wholly or not at all).
+    pub(crate) async fn series_bucket(
         &self,
         bucket: i64,
         id: u64,
-        chunk: Bytes,
-        mut found: Vec<((i64, i64), Bytes)>,
-    ) -> Result<Vec<(u64, Bytes)>, StorageError> {
+    ) -> Result<Option<SeriesBucket>, StorageError> {
+        let prefix = keys::chunk_key(bucket, id);
+        let end = keys::prefix_end(&prefix);
+        let mut it = self.inner.backend.scan(prefix..end).await?;
+        let mut found = FoundKeys::default();
+        while let Some(kv) = it.next().await? {
+            found.add(kv);
+        }
+        self.resolve(bucket, id, found).await
+    }
+
+    /// A series' parts in `bucket` from its keys: the chunk key's value
+    /// itself, or the segments it lists (from `found`, else read) and the
+    /// chunk after them; then the late segments.
+    async fn resolve(
+        &self,
+        bucket: i64,
+        id: u64,
+        found: FoundKeys,
+    ) -> Result<Option<SeriesBucket>, StorageError> {
+        let FoundKeys {
+            chunk,
+            mut segments,
+            mut late,
+        } = found;
+        let mut sb = SeriesBucket {
+            id,
+            ..SeriesBucket::default()
+        };
+        sb.spill_keys = segments
+            .iter()
+            .map(|&((first, last), _)| (first, last))
+            .collect();
+        late.sort_by_key(|(seq, _, _)| *seq);
+        sb.late_keys = late.iter().map(|(seq, range, _)| (*range, *seq)).collect();
+        sb.late = late.into_iter().map(|(_, _, v)| v).collect();
+        let Some(chunk) = chunk else {
+            return Ok((!sb.late.is_empty()).then_some(sb));
+        };
         let Some((listed, last)) = values::decode_segmented(&chunk)? else {
-            return Ok(vec![(id, chunk)]);
+            sb.in_order.push(chunk);
+            return Ok(Some(sb));
         };
         // Segments the scan already found; the others are read at once.
         let mut have: Vec<Option<Bytes>> = listed
             .iter()
             .map(|range| {
-                found
+                segments
                     .iter()
                     .position(|(r, _)| r == range)
-                    .map(|i| found.swap_remove(i).1)
+                    .map(|i| segments.swap_remove(i).1)
             })
             .collect();
         let missing: Vec<(i64, u64, i64, i64)> = listed
@@ -253,18 +342,17 @@ impl Storage {
             .map(|(&(first, last_t), _)| (bucket, id, first, last_t))
             .collect();
         let mut read = self.segments(&missing).await?.into_iter();
-        let mut out = Vec::with_capacity(listed.len() + 1);
         for (slot, &(first, last_t)) in have.iter_mut().zip(&listed) {
             let segment = slot
                 .take()
                 .or_else(|| read.next())
                 .ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
-            out.push((id, segment));
+            sb.in_order.push(segment);
         }
         if !last.is_empty() {
-            out.push((id, chunk.slice_ref(last)));
+            sb.in_order.push(chunk.slice_ref(last));
         }
-        Ok(out)
+        Ok(Some(sb))
     }
 
     /// The values of segment keys `(bucket, series, first_t, last_t)`, in
@@ -304,7 +392,7 @@ impl Storage {
     }
 
     /// Labels of a series by id: from the head, else from its `S` key.
-    async fn labels_of(&self, id: u64) -> Result<Option<Arc<MemSeries>>, StorageError> {
+    pub(crate) async fn labels_of(&self, id: u64) -> Result<Option<Arc<MemSeries>>, StorageError> {
         if let Some(s) = self.inner.head.series_by_id(id) {
             return Ok(Some(s));
         }
@@ -337,8 +425,16 @@ impl Storage {
         let reads = head.read_ranges(matchers, sealed_before, bucket_ms, mint, maxt);
         let sealed_after = head.sealed_through().unwrap_or(NONE_SEALED);
         let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
+        let mut extras: Vec<(u64, Vec<i64>, Vec<f64>)> = Vec::new();
         let mut spilled = Vec::new();
         for mut read in reads {
+            if !read.extra_ts.is_empty() {
+                extras.push((
+                    read.id,
+                    std::mem::take(&mut read.extra_ts),
+                    std::mem::take(&mut read.extra_vs),
+                ));
+            }
             if sealed_after != sealed_before {
                 // Head data of buckets sealed meanwhile may be partial; drop
                 // it and read those buckets from the store.
@@ -369,7 +465,7 @@ impl Storage {
         let sealed = futures::stream::iter(buckets)
             .map(|b| self.sealed_chunks(b, matchers))
             .buffered(BUCKET_FETCH_CONCURRENCY)
-            .try_collect::<Vec<Vec<(u64, Bytes)>>>();
+            .try_collect::<Vec<Vec<SealedPart>>>();
         let (fetched, ()) = futures::try_join!(
             sealed,
             self.add_spilled(&mut spilled, &mut head_parts, mint, maxt)
@@ -377,16 +473,22 @@ impl Storage {
         // Each series' buffers are sized once for all its chunks, so
         // decoding never moves samples already decoded.
         let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
-        for (id, chunk) in fetched.iter().flatten() {
-            *sizes.entry(*id).or_default() += chunk_len_hint(chunk);
+        for part in fetched.iter().flatten() {
+            *sizes.entry(part.id).or_default() += chunk_len_hint(&part.bytes);
         }
         for (id, (ts, _)) in &head_parts {
             if let Some(n) = sizes.get_mut(id) {
                 *n += ts.len();
             }
         }
-        for chunks in fetched {
-            for (id, chunk) in chunks {
+        let (mut late_ts, mut late_vs) = (Vec::new(), Vec::new());
+        for parts in fetched {
+            for SealedPart {
+                id,
+                bytes: chunk,
+                late,
+            } in parts
+            {
                 let entry = match out.entry(id) {
                     std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                     std::collections::btree_map::Entry::Vacant(e) => {
@@ -401,6 +503,17 @@ impl Storage {
                         })
                     }
                 };
+                if late {
+                    late_ts.clear();
+                    late_vs.clear();
+                    decode_chunk_range_into(&chunk, mint, maxt, &mut late_ts, &mut late_vs)?;
+                    merge_into(
+                        &mut entry.timestamps,
+                        &mut entry.values,
+                        (std::mem::take(&mut late_ts), std::mem::take(&mut late_vs)),
+                    );
+                    continue;
+                }
                 decode_chunk_range_into(
                     &chunk,
                     mint,
@@ -410,6 +523,11 @@ impl Storage {
                 )?;
             }
         }
+        // Head samples come after the sealed buckets', but for late ones
+        // (merged, winning where the store holds the timestamp too).
+        let head_parts = head_parts
+            .into_iter()
+            .chain(extras.into_iter().map(|(id, ts, vs)| (id, (ts, vs))));
         for (id, (ts, vs)) in head_parts {
             if ts.is_empty() {
                 continue;
@@ -417,8 +535,7 @@ impl Storage {
             match out.entry(id) {
                 std::collections::btree_map::Entry::Occupied(e) => {
                     let entry = e.into_mut();
-                    entry.timestamps.extend(ts);
-                    entry.values.extend(vs);
+                    merge_into(&mut entry.timestamps, &mut entry.values, (ts, vs));
                 }
                 std::collections::btree_map::Entry::Vacant(e) => {
                     let Some(s) = head.series_by_id(id) else {
@@ -477,7 +594,7 @@ impl Storage {
                 }
                 Some(_) => {
                     let (t, v) =
-                        merge_sorted((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
+                        merge_newer((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
                     *head_ts = t;
                     *head_vs = v;
                 }
@@ -559,33 +676,5 @@ impl Storage {
         values.sort_unstable();
         values.dedup();
         Ok(values)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(ts: &[i64]) -> (Vec<i64>, Vec<f64>) {
-        (ts.to_vec(), ts.iter().map(|&t| t as f64 * 0.5).collect())
-    }
-
-    #[test]
-    fn merges_runs_in_any_order() {
-        let cases: [(&[i64], &[i64]); 6] = [
-            (&[], &[1, 2]),
-            (&[1, 2], &[]),
-            (&[1, 2], &[3, 4]),
-            (&[5, 6], &[1, 2]),
-            (&[4, 5, 6], &[1, 2, 3, 7, 8, 9]),
-            (&[1, 3, 10, 11, 20], &[2, 4, 5, 12, 30, 31]),
-        ];
-        for (a, b) in cases {
-            let (ts, vs) = merge_sorted(run(a), run(b));
-            let mut want: Vec<i64> = a.iter().chain(b).copied().collect();
-            want.sort_unstable();
-            assert_eq!(ts, want, "{a:?} {b:?}");
-            assert_eq!(vs, run(&want).1);
-        }
     }
 }

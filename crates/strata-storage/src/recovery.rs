@@ -10,7 +10,7 @@ use strata_codec::LogRecord;
 
 use crate::backend::Backend;
 use crate::error::StorageError;
-use crate::head::{Head, MemSeries, NONE_SEALED};
+use crate::head::{AppendPolicy, Head, MemSeries, NONE_SEALED};
 use crate::keys;
 use crate::settings::StorageSettings;
 use crate::values;
@@ -67,16 +67,20 @@ pub(crate) struct LogFollower {
     /// One series cache per partition.
     partitions: Vec<FxHashMap<u64, Arc<MemSeries>>>,
     bucket_ms: i64,
+    /// Whether samples of sealed buckets are kept (a writer) or skipped (a
+    /// reader node).
+    keep_late: bool,
 }
 
 /// What one partition applied: samples, and the first seq per bucket.
 struct PartitionResult {
     applied: usize,
+    extra: usize,
     open_buckets: BTreeMap<i64, u64>,
 }
 
 impl LogFollower {
-    pub(crate) fn new(next_seq: u64, bucket_ms: i64) -> Self {
+    pub(crate) fn new(next_seq: u64, bucket_ms: i64, keep_late: bool) -> Self {
         let threads = std::thread::available_parallelism()
             .map_or(1, std::num::NonZeroUsize::get)
             .clamp(1, 8);
@@ -85,6 +89,7 @@ impl LogFollower {
             open_buckets: BTreeMap::new(),
             partitions: (0..threads).map(|_| FxHashMap::default()).collect(),
             bucket_ms,
+            keep_late,
         }
     }
 
@@ -97,6 +102,16 @@ impl LogFollower {
         sealed_through: i64,
     ) -> Result<usize, StorageError> {
         let first_open = sealed_through.saturating_add(1);
+        // Every logged sample was accepted when it was written. Late ones
+        // (sealed buckets) are kept by a writer, which may not have
+        // written them to the store yet, and skipped by a reader node,
+        // which reads them from the store once the writer has.
+        let policy = AppendPolicy {
+            first_open,
+            bucket_ms: self.bucket_ms,
+            late_from: Some(i64::MIN),
+            keep_late: self.keep_late,
+        };
         let mut applied = 0usize;
         let mut it = db
             .scan(keys::log_key(self.next_seq).to_vec()..vec![keys::LOG + 1])
@@ -122,24 +137,23 @@ impl LogFollower {
             }
             pending.push((seq, record));
             if pending.len() >= RECORDS_PER_APPLY {
-                applied += self.apply(&pending, head, first_open);
+                applied += self.apply(&pending, head, &policy);
                 pending.clear();
             }
         }
-        applied += self.apply(&pending, head, first_open);
+        applied += self.apply(&pending, head, &policy);
         Ok(applied)
     }
 
-    fn apply(&mut self, records: &[(u64, LogRecord)], head: &Head, first_open: i64) -> usize {
+    fn apply(&mut self, records: &[(u64, LogRecord)], head: &Head, policy: &AppendPolicy) -> usize {
         if records.is_empty() {
             return 0;
         }
         let parts = self.partitions.len();
-        let bucket_ms = self.bucket_ms;
         let results: Vec<PartitionResult> = if parts == 1 {
             self.partitions
                 .iter_mut()
-                .map(|cache| apply_partition(records, head, first_open, bucket_ms, 0, 1, cache))
+                .map(|cache| apply_partition(records, head, policy, 0, 1, cache))
                 .collect()
         } else {
             std::thread::scope(|scope| {
@@ -148,9 +162,7 @@ impl LogFollower {
                     .iter_mut()
                     .enumerate()
                     .map(|(p, cache)| {
-                        scope.spawn(move || {
-                            apply_partition(records, head, first_open, bucket_ms, p, parts, cache)
-                        })
+                        scope.spawn(move || apply_partition(records, head, policy, p, parts, cache))
                     })
                     .collect();
                 handles.into_iter().filter_map(|h| h.join().ok()).collect()
@@ -159,6 +171,7 @@ impl LogFollower {
         let mut applied = 0;
         for r in results {
             applied += r.applied;
+            head.extra_added(r.extra);
             for (b, seq) in r.open_buckets {
                 let e = self.open_buckets.entry(b).or_insert(seq);
                 *e = (*e).min(seq);
@@ -193,14 +206,14 @@ struct Pending {
 fn apply_partition(
     records: &[(u64, LogRecord)],
     head: &Head,
-    first_open: i64,
-    bucket_ms: i64,
+    policy: &AppendPolicy,
     part: usize,
     parts: usize,
     cache: &mut FxHashMap<u64, Arc<MemSeries>>,
 ) -> PartitionResult {
     let mut result = PartitionResult {
         applied: 0,
+        extra: 0,
         open_buckets: BTreeMap::new(),
     };
     let mut mine = partition_samples(records, part, parts);
@@ -231,15 +244,16 @@ fn apply_partition(
         let open_buckets = &mut result.open_buckets;
         let mut cursor = run.iter();
         let mut last_bucket = None;
-        let out = series.append(&buf, first_open, bucket_ms, |t, _, b| {
+        let out = series.append(&buf, policy, |t, _, b| {
             let seq = cursor.find(|p| p.t == t).map_or(0, seq_of);
-            if last_bucket != Some(b) {
+            if b >= policy.first_open && last_bucket != Some(b) {
                 last_bucket = Some(b);
                 let first_seq = open_buckets.entry(b).or_insert(seq);
                 *first_seq = (*first_seq).min(seq);
             }
         });
         result.applied += out.appended;
+        result.extra += out.extra;
     }
     result
 }
@@ -349,13 +363,14 @@ pub(crate) async fn recover(
     db: &Backend,
     settings: &StorageSettings,
 ) -> Result<Recovered, StorageError> {
+    let writer = db.writer().is_some();
     let started = std::time::Instant::now();
     let cp = read_checkpoint(db).await?;
     let head = Head::new(cp.next_series_id, cp.sealed_through);
     let n_series = load_series(db, &head).await?;
     let sealed_through = cp.sealed_through.unwrap_or(NONE_SEALED);
     let spilled = restore_spilled(db, &head, sealed_through).await?;
-    let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms());
+    let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms(), writer);
     let replayed = follower.catch_up(db, &head, sealed_through).await?;
     follower.next_seq = follower.next_seq.max(cp.next_log_seq);
     // A bucket with spilled segments is open even if none of its samples

@@ -124,6 +124,9 @@ pub(crate) async fn seal(
         return Err(e);
     }
 
+    // Late samples of older buckets logged before this seal began are
+    // written before the checkpoint lets their log records go.
+    crate::late::flush(&inner, &db).await?;
     let checkpoint = Checkpoint {
         sealed_through: Some(bucket),
         replay_from: job.replay_from,
@@ -217,9 +220,24 @@ fn encode_bucket(
         // key listing them with the rest.
         ts.clear();
         vs.clear();
-        let Some(spilled) = s.bucket_samples(bucket, &mut ts, &mut vs)? else {
+        let Some(taken) = s.seal_samples(bucket, &mut ts, &mut vs)? else {
             continue;
         };
+        let spilled = taken.spilled;
+        if let (Some(&first), Some(&last)) = (taken.late.0.first(), taken.late.0.last()) {
+            // Out-of-order samples beside spilled segments, which they may
+            // fall between: a late segment, folded in later.
+            let mut late = Vec::new();
+            strata_codec::encode_sealed(&taken.late.0, &taken.late.1, &mut late);
+            written.chunk_bytes += late.len();
+            let seq = inner.late.next_seq();
+            batch.put_with_options(
+                keys::late_segment_key(bucket, s.id, first, last, seq),
+                late,
+                &expire,
+            );
+            batch.put_with_options(keys::late_key(bucket, s.id), [], &expire);
+        }
         let mut bytes = Vec::new();
         if !ts.is_empty() {
             strata_codec::encode_sealed(&ts, &vs, &mut bytes);

@@ -45,6 +45,14 @@ pub struct StorageSettings {
     /// How long sealed data is kept.
     #[serde(with = "humantime_serde")]
     pub retention: Duration,
+    /// How far back from now out-of-order samples, and samples of buckets
+    /// already sealed (late samples: a sender's backlog, backfilled or
+    /// imported history), are accepted. Unset: the whole retention. `0s`
+    /// keeps Prometheus' strict rules: a sample older than its series'
+    /// newest is rejected as out of order, one in a sealed bucket as too
+    /// old. At most the retention (older data would expire at once).
+    #[serde(with = "humantime_serde")]
+    pub out_of_order_window: Option<Duration>,
     /// How long a log record is kept; it must outlive the time from a write
     /// to the seal of its bucket (bucket + grace), plus any writer downtime
     /// you want to survive without losing unsealed data.
@@ -98,6 +106,7 @@ impl Default for StorageSettings {
             bucket_duration: Duration::from_secs(3600),
             seal_grace: Duration::from_secs(300),
             retention: Duration::from_secs(15 * 24 * 3600),
+            out_of_order_window: None,
             log_retention: Duration::from_secs(24 * 3600),
             seal_check_interval: Duration::from_secs(10),
             seal_spread: Duration::from_secs(600),
@@ -170,6 +179,22 @@ impl StorageSettings {
     /// a bucket so a seal ends well before the next one is due.
     pub(crate) fn effective_seal_spread(&self) -> Duration {
         self.seal_spread.min(self.bucket_duration / 2)
+    }
+
+    /// The out-of-order window in ms, at most the retention; `None` when
+    /// it is 0 (strict order).
+    pub(crate) fn late_window_ms(&self) -> Option<i64> {
+        let window = self.out_of_order_window.unwrap_or(self.retention);
+        if window.is_zero() {
+            return None;
+        }
+        let ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+        Some(ms.min(self.retention_ms()))
+    }
+
+    /// The earliest out-of-order or late sample accepted at `now_ms`.
+    pub(crate) fn late_from(&self, now_ms: i64) -> Option<i64> {
+        self.late_window_ms().map(|w| now_ms.saturating_sub(w))
     }
 
     pub(crate) fn retention_ms(&self) -> i64 {

@@ -87,6 +87,13 @@ pub struct StorageStats {
     pub segments_spilled: AtomicU64,
     pub spilled_bytes: AtomicU64,
     pub spill_errors: AtomicU64,
+    /// Late samples (of sealed buckets) written as late segments, those
+    /// segments, failed late passes, and buckets whose late segments were
+    /// folded into their chunks.
+    pub late_samples: AtomicU64,
+    pub late_segments: AtomicU64,
+    pub late_errors: AtomicU64,
+    pub buckets_folded: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
     /// The coordinator's time per group of requests: applying it to the
@@ -114,6 +121,10 @@ impl Default for StorageStats {
             segments_spilled: AtomicU64::new(0),
             spilled_bytes: AtomicU64::new(0),
             spill_errors: AtomicU64::new(0),
+            late_samples: AtomicU64::new(0),
+            late_segments: AtomicU64::new(0),
+            late_errors: AtomicU64::new(0),
+            buckets_folded: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
             group_apply: Histogram::new(STEP_BOUNDS),

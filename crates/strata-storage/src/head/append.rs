@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::extra::{ExtraRun, Taken};
 use super::{HeadChunk, MemSeries};
 
 /// Why a sample was not stored.
@@ -13,6 +14,9 @@ pub enum Rejection {
     Conflicting { t: i64, value: f64, existing: f64 },
     /// Its bucket is already sealed (or being sealed).
     TooOld { t: i64, open_from_ms: i64 },
+    /// Out of order or in a sealed bucket, and older than the window
+    /// allows (`storage.out_of_order_window`, at most the retention).
+    OutsideWindow { t: i64, min_t: i64 },
     /// Further in the future than the limit allows.
     TooFarInFuture { t: i64, max_t: i64 },
     /// A new (or inactive) series while its tenant has this many active
@@ -35,6 +39,10 @@ impl fmt::Display for Rejection {
                 f,
                 "sample too old: timestamp {t} is in a sealed bucket (samples must be at or after {open_from_ms})"
             ),
+            Self::OutsideWindow { t, min_t } => write!(
+                f,
+                "sample too old: timestamp {t} is out of order or in a sealed bucket, and before {min_t} (now minus storage.out_of_order_window, at most the retention)"
+            ),
             Self::TooFarInFuture { t, max_t } => write!(
                 f,
                 "sample too far in the future: timestamp {t} is after {max_t} (now plus limits.max_future)"
@@ -54,6 +62,9 @@ pub struct AppendOutcome {
     pub duplicates: usize,
     pub rejected: usize,
     pub first_rejection: Option<Rejection>,
+    /// Of the appended samples, those kept beside the in-order chunks (out
+    /// of order, or in a sealed bucket).
+    pub extra: usize,
 }
 
 impl AppendOutcome {
@@ -65,60 +76,115 @@ impl AppendOutcome {
     }
 }
 
+/// What a series accepts.
+#[derive(Clone, Copy, Debug)]
+pub struct AppendPolicy {
+    /// Buckets before this one are sealed (or being sealed).
+    pub first_open: i64,
+    pub bucket_ms: i64,
+    /// Out-of-order samples, and samples of sealed buckets, at or after
+    /// this time are kept; `None` rejects them all (a window of 0).
+    pub late_from: Option<i64>,
+    /// Whether samples of sealed buckets are kept (a writer) or skipped
+    /// without a word (a reader node replaying the log: the writer writes
+    /// them to the store, where the reader reads them).
+    pub keep_late: bool,
+}
+
+impl AppendPolicy {
+    /// Prometheus' rules: in order only, nothing in a sealed bucket.
+    pub fn strict(first_open: i64, bucket_ms: i64) -> Self {
+        Self {
+            first_open,
+            bucket_ms,
+            late_from: None,
+            keep_late: true,
+        }
+    }
+}
+
+/// A stored sample at a timestamp, as its value's bits.
+fn stored_at(
+    st: &super::SeriesState,
+    bucket: i64,
+    t: i64,
+    decoded: &mut Option<(i64, Vec<(i64, u64)>)>,
+) -> Option<u64> {
+    if let Some(v) = st
+        .extras
+        .iter()
+        .filter(|r| r.bucket == bucket)
+        .find_map(|r| r.value_at(t))
+    {
+        return Some(v.to_bits());
+    }
+    if decoded.as_ref().is_none_or(|(b, _)| *b != bucket) {
+        let samples = st
+            .chunks
+            .iter()
+            .find(|(b, _)| *b == bucket)
+            .map(|(_, c)| {
+                let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                // Written here: an error would be a bug, and the samples
+                // before it are still right.
+                let _ = c.decode_into(&mut ts, &mut vs);
+                ts.into_iter().zip(vs.iter().map(|v| v.to_bits())).collect()
+            })
+            .unwrap_or_default();
+        *decoded = Some((bucket, samples));
+    }
+    let (_, samples) = decoded.as_ref()?;
+    let i = samples.binary_search_by_key(&t, |&(st, _)| st).ok()?;
+    samples.get(i).map(|&(_, bits)| bits)
+}
+
 impl MemSeries {
-    /// Appends samples in order. Samples in buckets before `first_open` are
-    /// too old. Calls `accepted(t, v, bucket)` for each appended sample so
-    /// the caller can log it.
+    /// Appends samples. In order, each goes to its bucket's chunk; an
+    /// older one (out of order, or in a sealed bucket) is kept beside the
+    /// chunks if `policy` allows it. A timestamp already held with the same
+    /// value is a duplicate, with another value a conflict. Calls
+    /// `accepted(t, v, bucket)` for each sample kept, so the caller can log
+    /// it.
     pub fn append(
         &self,
         samples: &[(i64, f64)],
-        first_open: i64,
-        bucket_ms: i64,
+        policy: &AppendPolicy,
         mut accepted: impl FnMut(i64, f64, i64),
     ) -> AppendOutcome {
         let mut out = AppendOutcome::default();
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         // The head samples of one bucket, decoded once when a request
         // re-sends older samples (a client retrying after an error).
         let mut older: Option<(i64, Vec<(i64, u64)>)> = None;
+        let bucket_ms = policy.bucket_ms;
         for &(t, v) in samples {
-            if t <= st.last_t {
-                if t < st.last_t {
-                    let bucket = t.div_euclid(bucket_ms);
-                    if older.as_ref().is_none_or(|(b, _)| *b != bucket) {
-                        let decoded = st
-                            .chunks
-                            .iter()
-                            .find(|(b, _)| *b == bucket)
-                            .map(|(_, c)| {
-                                let (mut ts, mut vs) = (Vec::new(), Vec::new());
-                                // Written here: an error would be a bug, and
-                                // the samples before it are still right.
-                                let _ = c.decode_into(&mut ts, &mut vs);
-                                ts.into_iter().zip(vs.iter().map(|v| v.to_bits())).collect()
-                            })
-                            .unwrap_or_default();
-                        older = Some((bucket, decoded));
+            let bucket = t.div_euclid(bucket_ms);
+            let sealed = bucket < policy.first_open;
+            if t > st.last_t && !sealed {
+                let chunk = match st.chunks.last_mut() {
+                    Some((b, c)) if *b == bucket => c,
+                    _ => {
+                        if st.chunks.is_empty() {
+                            self.active
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        st.chunks.push((bucket, HeadChunk::default()));
+                        match st.chunks.last_mut() {
+                            Some((_, c)) => c,
+                            None => continue,
+                        }
                     }
-                    let stored = older.as_ref().and_then(|(_, samples)| {
-                        samples
-                            .binary_search_by_key(&t, |&(st, _)| st)
-                            .ok()
-                            .and_then(|i| samples.get(i))
-                    });
-                    match stored {
-                        Some(&(_, bits)) if bits == v.to_bits() => out.duplicates += 1,
-                        Some(&(_, bits)) => out.reject(Rejection::Conflicting {
-                            t,
-                            value: v,
-                            existing: f64::from_bits(bits),
-                        }),
-                        None => out.reject(Rejection::OutOfOrder {
-                            t,
-                            last_t: st.last_t,
-                        }),
-                    }
-                } else if v.to_bits() == st.last_v_bits {
+                };
+                chunk.append(t, v);
+                st.last_t = t;
+                st.last_v_bits = v.to_bits();
+                out.appended += 1;
+                accepted(t, v, bucket);
+                continue;
+            }
+            if t == st.last_t {
+                if v.to_bits() == st.last_v_bits {
                     out.duplicates += 1;
                 } else {
                     out.reject(Rejection::Conflicting {
@@ -129,33 +195,89 @@ impl MemSeries {
                 }
                 continue;
             }
-            let bucket = t.div_euclid(bucket_ms);
-            if bucket < first_open {
-                out.reject(Rejection::TooOld {
+            if let Some(bits) = stored_at(st, bucket, t, &mut older) {
+                if bits == v.to_bits() {
+                    out.duplicates += 1;
+                } else {
+                    out.reject(Rejection::Conflicting {
+                        t,
+                        value: v,
+                        existing: f64::from_bits(bits),
+                    });
+                }
+                continue;
+            }
+            let Some(late_from) = policy.late_from else {
+                out.reject(if sealed {
+                    Rejection::TooOld {
+                        t,
+                        open_from_ms: policy.first_open.saturating_mul(bucket_ms),
+                    }
+                } else {
+                    Rejection::OutOfOrder {
+                        t,
+                        last_t: st.last_t,
+                    }
+                });
+                continue;
+            };
+            if t < late_from {
+                out.reject(Rejection::OutsideWindow {
                     t,
-                    open_from_ms: first_open.saturating_mul(bucket_ms),
+                    min_t: late_from,
                 });
                 continue;
             }
-            let chunk = match st.chunks.last_mut() {
-                Some((b, c)) if *b == bucket => c,
-                _ => {
-                    if st.chunks.is_empty() {
-                        self.active
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if sealed && !policy.keep_late {
+                continue;
+            }
+            if !sealed {
+                // In order within its own bucket: the bucket's chunk takes
+                // it (a series may run ahead in a later bucket).
+                let at = st.chunks.partition_point(|(b, _)| *b < bucket);
+                match st.chunks.get_mut(at) {
+                    Some((b, c)) if *b == bucket => {
+                        if c.last_t().is_none_or(|l| l < t) {
+                            c.append(t, v);
+                            if older.as_ref().is_some_and(|(b, _)| *b == bucket) {
+                                older = None;
+                            }
+                            out.appended += 1;
+                            accepted(t, v, bucket);
+                            continue;
+                        }
                     }
-                    st.chunks.push((bucket, HeadChunk::default()));
-                    match st.chunks.last_mut() {
-                        Some((_, c)) => c,
-                        None => continue,
+                    _ => {
+                        if st.chunks.is_empty() {
+                            self.active
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        let mut c = HeadChunk::default();
+                        c.append(t, v);
+                        st.chunks.insert(at, (bucket, c));
+                        out.appended += 1;
+                        accepted(t, v, bucket);
+                        continue;
                     }
                 }
+            }
+            let run = match st
+                .extras
+                .iter()
+                .position(|r| r.bucket == bucket && r.taken == Taken::No)
+            {
+                Some(i) => i,
+                None => {
+                    st.extras.push(ExtraRun::new(bucket));
+                    st.extras.len() - 1
+                }
             };
-            chunk.append(t, v);
-            st.last_t = t;
-            st.last_v_bits = v.to_bits();
-            out.appended += 1;
-            accepted(t, v, bucket);
+            if let Some(r) = st.extras.get_mut(run) {
+                r.insert(t, v);
+                out.appended += 1;
+                out.extra += 1;
+                accepted(t, v, bucket);
+            }
         }
         out
     }
@@ -181,8 +303,7 @@ mod tests {
                 (2000, 3.0),
                 (3000, f64::NAN),
             ],
-            0,
-            3_600_000,
+            &AppendPolicy::strict(0, 3_600_000),
             |t, _, _| logged.push(t),
         );
         assert_eq!(out.appended, 3);
@@ -206,8 +327,7 @@ mod tests {
                 (1500, 9.0),
                 (3000, f64::NAN),
             ],
-            0,
-            3_600_000,
+            &AppendPolicy::strict(0, 3_600_000),
             |_, _, _| panic!("nothing new"),
         );
         assert_eq!((out.duplicates, out.rejected), (3, 2), "{out:?}");
@@ -215,7 +335,11 @@ mod tests {
             out.first_rejection,
             Some(Rejection::Conflicting { t: 1000, .. })
         ));
-        let out = s.append(&[(3000, f64::NAN)], 0, 3_600_000, |_, _, _| {});
+        let out = s.append(
+            &[(3000, f64::NAN)],
+            &AppendPolicy::strict(0, 3_600_000),
+            |_, _, _| {},
+        );
         assert_eq!(out.duplicates, 1, "same NaN bits is a duplicate");
     }
 
@@ -223,11 +347,91 @@ mod tests {
     fn sealed_buckets_reject() {
         let head = Head::new(1, None);
         let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
-        let out = s.append(&[(10, 1.0), (3_600_000, 2.0)], 1, 3_600_000, |_, _, _| {});
+        let out = s.append(
+            &[(10, 1.0), (3_600_000, 2.0)],
+            &AppendPolicy::strict(1, 3_600_000),
+            |_, _, _| {},
+        );
         assert_eq!(out.appended, 1);
         assert!(matches!(
             out.first_rejection,
             Some(Rejection::TooOld { .. })
         ));
+    }
+
+    fn read_all(s: &MemSeries) -> Vec<(i64, f64)> {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let st = s.state.lock();
+        for (_, c) in &st.chunks {
+            c.decode_into(&mut ts, &mut vs).unwrap();
+        }
+        let (ets, evs) = super::super::extra::merged(st.extras.iter(), i64::MIN, i64::MAX);
+        let mut all: Vec<(i64, f64)> = ts.into_iter().zip(vs).collect();
+        all.extend(ets.into_iter().zip(evs));
+        all.sort_by_key(|&(t, _)| t);
+        all
+    }
+
+    #[test]
+    fn out_of_order_and_late_samples_within_the_window() {
+        let head = Head::new(1, None);
+        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
+        let hour = 3_600_000;
+        let policy = AppendPolicy {
+            first_open: 2,
+            bucket_ms: hour,
+            late_from: Some(hour / 2),
+            keep_late: true,
+        };
+        let mut logged = Vec::new();
+        // In order in bucket 3, then back into bucket 2 (open, no chunk
+        // yet: in order there), older in bucket 3 (out of order), into
+        // sealed bucket 1 (late), and before the window.
+        let out = s.append(
+            &[
+                (3 * hour + 10, 1.0),
+                (3 * hour + 20, 2.0),
+                (2 * hour + 5, 3.0),
+                (2 * hour + 7, 4.0),
+                (3 * hour + 15, 5.0),
+                (2 * hour + 6, 6.0),
+                (hour + 1, 7.0),
+                (hour + 1, 7.0),
+                (hour + 1, 8.0),
+                (3 * hour + 15, 5.0),
+                (3 * hour + 15, 9.0),
+                (10, 10.0),
+            ],
+            &policy,
+            |t, _, b| logged.push((t, b)),
+        );
+        assert_eq!(out.appended, 7, "{out:?}");
+        assert_eq!(out.extra, 3, "{out:?}");
+        assert_eq!(out.duplicates, 2, "{out:?}");
+        assert_eq!(out.rejected, 3, "{out:?}");
+        assert!(matches!(
+            out.first_rejection,
+            Some(Rejection::Conflicting { t, .. }) if t == hour + 1
+        ));
+        assert_eq!(logged.len(), 7);
+        assert_eq!(
+            read_all(&s),
+            vec![
+                (hour + 1, 7.0),
+                (2 * hour + 5, 3.0),
+                (2 * hour + 6, 6.0),
+                (2 * hour + 7, 4.0),
+                (3 * hour + 10, 1.0),
+                (3 * hour + 15, 5.0),
+                (3 * hour + 20, 2.0),
+            ]
+        );
+        // A reader node skips the sealed bucket's samples without a word.
+        let reader = AppendPolicy {
+            keep_late: false,
+            ..policy
+        };
+        let out = s.append(&[(hour + 2, 1.0)], &reader, |_, _, _| panic!("skipped"));
+        assert_eq!(out, AppendOutcome::default());
     }
 }

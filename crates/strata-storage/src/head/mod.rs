@@ -1,12 +1,15 @@
-//! The head: the in-memory delta of every unsealed bucket. One open Gorilla
-//! chunk per series per bucket, a series map keyed by a label-set hash, and
-//! in-memory postings for selection.
+//! The head: the in-memory delta of every unsealed bucket. Per series and
+//! bucket one in-order chunk (frozen parts in the sealed format and a
+//! Gorilla tail), beside it the out-of-order samples, and late samples of
+//! sealed buckets until the late pass writes them; a series map keyed by a
+//! label-set hash, and in-memory postings for selection.
 //!
 //! Split by operation as Prometheus' head is: `append.rs` adds samples,
 //! `read.rs` selects series and reads their samples.
 
 mod append;
 mod chunk;
+mod extra;
 mod labels;
 mod read;
 
@@ -19,8 +22,9 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHasher};
 use strata_codec::{CodecError, Label, LabelPairs};
 
-pub use append::{AppendOutcome, Rejection};
+pub use append::{AppendOutcome, AppendPolicy, Rejection};
 pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
+use extra::{ExtraRun, Taken};
 pub use labels::SeriesLabels;
 pub use read::HeadRead;
 
@@ -58,9 +62,13 @@ pub struct MemSeries {
     active: Arc<AtomicUsize>,
 }
 
-/// The mutable part of a series: its open chunks, oldest bucket first.
+/// The mutable part of a series: its open chunks, oldest bucket first, and
+/// the samples kept beside them.
 pub(crate) struct SeriesState {
     pub(crate) chunks: Vec<(i64, HeadChunk)>,
+    /// Out-of-order samples of open buckets and late samples of sealed
+    /// ones (see `extra.rs`).
+    pub(crate) extras: Vec<ExtraRun>,
     pub(crate) last_t: i64,
     pub(crate) last_v_bits: u64,
 }
@@ -94,29 +102,110 @@ impl MemSeries {
             active,
             state: Mutex::new(SeriesState {
                 chunks: Vec::new(),
+                extras: Vec::new(),
                 last_t: i64::MIN,
                 last_v_bits: 0,
             }),
         }
     }
 
-    /// Appends this series' samples of `bucket` held in memory to `ts`/`vs`
-    /// and returns the time ranges of its segments already spilled to the
-    /// store; `None` if the series has no samples in `bucket`.
-    pub(crate) fn bucket_samples(
+    /// The seal of `bucket`: appends this series' samples of the bucket
+    /// held in memory to `ts`/`vs`, in order, and returns the segments
+    /// already spilled to the store; `None` if the series has no samples
+    /// in `bucket`. Its extra samples are taken for the seal: merged into
+    /// `ts`/`vs`, or, after spilled segments (which they may fall
+    /// between), returned apart to be written as a late segment.
+    pub(crate) fn seal_samples(
         &self,
         bucket: i64,
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
-    ) -> Result<Option<Vec<(i64, i64)>>, CodecError> {
-        let st = self.state.lock();
-        match st.chunks.iter().find(|(b, _)| *b == bucket) {
-            Some((_, c)) => {
-                c.decode_into(ts, vs)?;
-                Ok(Some(c.spilled_segments().to_vec()))
-            }
-            None => Ok(None),
+    ) -> Result<Option<SealSamples>, CodecError> {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let mut spilled = Vec::new();
+        let chunk = st.chunks.iter().find(|(b, _)| *b == bucket);
+        if let Some((_, c)) = chunk {
+            c.decode_into(ts, vs)?;
+            spilled = c.spilled_segments().to_vec();
         }
+        let mut extras = false;
+        for r in st.extras.iter_mut().filter(|r| r.bucket == bucket) {
+            if r.taken != Taken::Late {
+                r.taken = Taken::Seal;
+                extras = true;
+            }
+        }
+        if chunk.is_none() && !extras {
+            return Ok(None);
+        }
+        let late = extra::merged(
+            st.extras
+                .iter()
+                .filter(|r| r.bucket == bucket && r.taken == Taken::Seal),
+            i64::MIN,
+            i64::MAX,
+        );
+        if spilled.is_empty() && !late.0.is_empty() {
+            let (t, v) = crate::merge::merge_newer((std::mem::take(ts), std::mem::take(vs)), late);
+            *ts = t;
+            *vs = v;
+            return Ok(Some(SealSamples {
+                spilled,
+                late: (Vec::new(), Vec::new()),
+            }));
+        }
+        Ok(Some(SealSamples { spilled, late }))
+    }
+
+    /// The late pass: takes this series' extra samples of buckets up to
+    /// `sealed_through` that no seal holds, merged per bucket. They stay
+    /// readable until [`Self::late_written`].
+    pub(crate) fn take_late(&self, sealed_through: i64) -> Vec<(i64, Vec<i64>, Vec<f64>)> {
+        let mut st = self.state.lock();
+        let mut buckets: Vec<i64> = Vec::new();
+        for r in st.extras.iter_mut() {
+            if r.bucket <= sealed_through && r.taken != Taken::Seal {
+                r.taken = Taken::Late;
+                if !buckets.contains(&r.bucket) {
+                    buckets.push(r.bucket);
+                }
+            }
+        }
+        buckets.sort_unstable();
+        buckets
+            .into_iter()
+            .map(|b| {
+                let (ts, vs) = extra::merged(
+                    st.extras
+                        .iter()
+                        .filter(|r| r.bucket == b && r.taken == Taken::Late),
+                    i64::MIN,
+                    i64::MAX,
+                );
+                (b, ts, vs)
+            })
+            .collect()
+    }
+
+    /// Drops the extra samples [`Self::take_late`] took, now written;
+    /// returns how many.
+    pub(crate) fn late_written(&self) -> usize {
+        let mut st = self.state.lock();
+        let before: usize = st.extras.iter().map(ExtraRun::len).sum();
+        st.extras.retain(|r| r.taken != Taken::Late);
+        st.extras.shrink_to_fit();
+        before - st.extras.iter().map(ExtraRun::len).sum::<usize>()
+    }
+
+    /// Whether the series holds extra samples of buckets up to `bucket`
+    /// that no seal holds.
+    pub(crate) fn has_late(&self, bucket: i64) -> bool {
+        self.state
+            .lock()
+            .extras
+            .iter()
+            .any(|r| r.bucket <= bucket && r.taken != Taken::Seal)
     }
 
     /// Segments of this series' chunks after bucket `after` to spill: those
@@ -187,21 +276,43 @@ impl MemSeries {
             .sum()
     }
 
-    /// Frees the chunks of every bucket up to `bucket`; the series stops
-    /// counting as active when none is left.
-    pub(crate) fn drop_through(&self, bucket: i64) {
+    /// Frees the chunks of every bucket up to `bucket`, and the extra
+    /// samples their seal took; the series stops counting as active when
+    /// no chunk is left. Returns the extra samples freed.
+    pub(crate) fn drop_through(&self, bucket: i64) -> usize {
         let mut st = self.state.lock();
         let had = !st.chunks.is_empty();
         st.chunks.retain(|(b, _)| *b > bucket);
         if had && st.chunks.is_empty() {
             self.active.fetch_sub(1, Ordering::Relaxed);
         }
+        let mut freed = 0;
+        if !st.extras.is_empty() {
+            st.extras.retain(|r| {
+                let sealed = r.bucket <= bucket && r.taken == Taken::Seal;
+                if sealed {
+                    freed += r.len();
+                }
+                !sealed
+            });
+        }
+        freed
     }
 
     /// Whether the series has samples in a bucket not yet sealed.
     pub fn is_active(&self) -> bool {
         !self.state.lock().chunks.is_empty()
     }
+}
+
+/// What the seal of a bucket takes from one series (see
+/// [`MemSeries::seal_samples`]).
+pub(crate) struct SealSamples {
+    /// Time ranges of the segments spilled to the store, oldest first.
+    pub spilled: Vec<(i64, i64)>,
+    /// Extra samples to write as a late segment (only beside spilled
+    /// segments; otherwise they are merged into the chunk).
+    pub late: (Vec<i64>, Vec<f64>),
 }
 
 /// Hashes a label set; equal sets hash equal, collisions are resolved by
@@ -286,6 +397,8 @@ pub struct Head {
     /// The newest bucket whose seal has begun: its chunks are no longer
     /// spilled.
     sealing_through: AtomicI64,
+    /// Out-of-order and late samples held beside the chunks.
+    extra_samples: AtomicUsize,
 }
 
 impl Head {
@@ -295,6 +408,7 @@ impl Head {
             next_id: AtomicU64::new(next_id.max(1)),
             sealed_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
             sealing_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
+            extra_samples: AtomicUsize::new(0),
         }
     }
 
@@ -438,9 +552,29 @@ impl Head {
     pub fn mark_sealed(&self, bucket: i64) {
         self.sealed_through.fetch_max(bucket, Ordering::AcqRel);
         self.begin_seal(bucket);
-        for s in self.all_series() {
-            s.drop_through(bucket);
-        }
+        let freed: usize = self
+            .all_series()
+            .iter()
+            .map(|s| s.drop_through(bucket))
+            .sum();
+        self.extra_freed(freed);
+    }
+
+    /// Out-of-order and late samples held beside the chunks.
+    pub fn extra_samples(&self) -> usize {
+        self.extra_samples.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn extra_added(&self, n: usize) {
+        self.extra_samples.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn extra_freed(&self, n: usize) {
+        let _ = self
+            .extra_samples
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(n))
+            });
     }
 
     /// Freezes every chunk tail of at least `min_samples` samples into the
@@ -464,6 +598,8 @@ impl Head {
             let st = s.state.lock();
             total += st.chunks.capacity() * std::mem::size_of::<(i64, HeadChunk)>();
             total += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
+            total += st.extras.capacity() * std::mem::size_of::<ExtraRun>();
+            total += st.extras.iter().map(ExtraRun::heap_bytes).sum::<usize>();
         }
         total
     }

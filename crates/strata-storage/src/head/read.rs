@@ -85,6 +85,11 @@ pub struct HeadRead {
     /// of its bucket in memory. Together they are all the series' head
     /// samples at the time of the read.
     pub spilled: Vec<(i64, i64, i64)>,
+    /// Out-of-order samples and late samples of sealed buckets in the
+    /// range, ascending: to be merged with everything else read, winning
+    /// where a timestamp is also found elsewhere.
+    pub extra_ts: Vec<i64>,
+    pub extra_vs: Vec<f64>,
 }
 
 impl Head {
@@ -116,7 +121,10 @@ fn read_series_ranges(series: &[Arc<MemSeries>], range: HeadRange) -> Vec<HeadRe
         part.iter()
             .filter_map(|s| {
                 let read = s.read_range(range)?;
-                (!read.timestamps.is_empty() || !read.spilled.is_empty()).then_some(read)
+                (!read.timestamps.is_empty()
+                    || !read.spilled.is_empty()
+                    || !read.extra_ts.is_empty())
+                .then_some(read)
             })
             .collect()
     };
@@ -148,7 +156,12 @@ impl MemSeries {
         };
         let buckets: Vec<&(i64, HeadChunk)> =
             st.chunks.iter().filter(|(b, _)| in_range(*b)).collect();
-        if buckets.is_empty() {
+        let (extra_ts, extra_vs) = if st.extras.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            super::extra::merged(st.extras.iter(), range.mint, range.maxt)
+        };
+        if buckets.is_empty() && extra_ts.is_empty() {
             return None;
         }
         let spilled = buckets
@@ -174,6 +187,8 @@ impl MemSeries {
             timestamps,
             values,
             spilled,
+            extra_ts,
+            extra_vs,
         })
     }
 
@@ -185,6 +200,9 @@ impl MemSeries {
                 && c.first_t().is_some_and(|f| f <= maxt)
                 && c.last_t().is_some_and(|l| l >= mint)
                 && b.saturating_mul(bucket_ms) <= maxt
+        }) || st.extras.iter().any(|r| {
+            let from = r.ts.partition_point(|&t| t < mint);
+            r.ts.get(from).is_some_and(|&t| t <= maxt)
         })
     }
 }

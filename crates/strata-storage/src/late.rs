@@ -1,0 +1,366 @@
+//! Late samples: samples of buckets already sealed (a sender's backlog
+//! after an outage, backfilled or imported history, out-of-order samples
+//! beside spilled segments).
+//!
+//! ```text
+//!  coordinator: logged like every sample, kept in the head beside the chunks
+//!  late pass:   head ─▶ `C | bucket | series | first | last | seq` late segment
+//!               + `J | bucket | series` marker ─▶ freed from the head
+//!  reads:       a sealed bucket's chunk, then its late segments merged in
+//!               (a later write wins a timestamp held twice)
+//!  fold:        chunk + late segments ─▶ one chunk; postings of series that
+//!               joined late; late segments, spilled segments and `J` deleted
+//! ```
+//!
+//! The late pass runs every few seconds while the head holds late samples,
+//! and at once when it holds many (a backfill); the seal runs it before its
+//! checkpoint lets the log records go. A bucket is folded once no late
+//! segment has been written to it for a while, so reads go back to one
+//! chunk per series and bucket, and its bytes to the in-order figure.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use slatedb::WriteBatch;
+use strata_codec::LabelPairs;
+
+use crate::error::StorageError;
+use crate::keys;
+use crate::stats::add;
+use crate::values;
+use crate::{Inner, Storage};
+
+/// Series handled per write batch of the late pass and the fold.
+const SERIES_PER_BATCH: usize = 1024;
+
+/// How often the late pass looks at the head while it holds late samples.
+pub(crate) const LATE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Late samples in the head that wake the late pass at once.
+pub(crate) const LATE_WAKE_SAMPLES: usize = 1 << 20;
+
+/// Late samples in the head above which writes wait for the late pass:
+/// the head's memory stays bounded however fast history is sent.
+pub(crate) const LATE_MAX_SAMPLES: usize = 8 << 20;
+
+/// A bucket is folded once no late segment was written to it for this
+/// long: a backfill writing one bucket in many requests is folded once.
+pub(crate) const FOLD_QUIET: Duration = Duration::from_secs(30);
+
+/// How often the background pass looks for buckets to fold.
+pub(crate) const FOLD_INTERVAL: Duration = Duration::from_secs(30);
+
+/// The late pass's shared state.
+pub(crate) struct LateState {
+    /// Held while late segments are written and while a bucket is folded,
+    /// so a fold never misses a segment written during it.
+    pub(crate) lock: tokio::sync::Mutex<()>,
+    /// Orders late segments by when they were written.
+    seq: AtomicU64,
+    /// Set when the head holds many late samples.
+    wake: Mutex<bool>,
+    woken: Condvar,
+    /// When a late segment was last written to each bucket (ms).
+    written: Mutex<BTreeMap<i64, i64>>,
+}
+
+impl LateState {
+    pub(crate) fn new(now_ms: i64) -> Self {
+        Self {
+            lock: tokio::sync::Mutex::new(()),
+            // Later than any seq an earlier process used, unless the clock
+            // went back: a thousand writes per millisecond of room.
+            seq: AtomicU64::new(u64::try_from(now_ms).unwrap_or(0).saturating_mul(1024)),
+            wake: Mutex::new(false),
+            woken: Condvar::new(),
+            written: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The coordinator added extra samples: wakes the late pass when the
+    /// head holds many.
+    pub(crate) fn note_added(&self, held: usize) {
+        if held >= LATE_WAKE_SAMPLES {
+            *self.wake.lock() = true;
+            self.woken.notify_all();
+        }
+    }
+
+    /// Waits until woken or `timeout` passes.
+    pub(crate) fn wait(&self, timeout: Duration) {
+        let mut wake = self.wake.lock();
+        if !*wake {
+            self.woken.wait_for(&mut wake, timeout);
+        }
+        *wake = false;
+    }
+}
+
+/// What one late pass wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatePass {
+    pub segments: usize,
+    pub samples: usize,
+    pub bytes: usize,
+}
+
+/// What one fold did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FoldPass {
+    pub buckets: usize,
+    pub series: usize,
+    /// Series that joined their bucket late, added to its postings.
+    pub joined: usize,
+    /// Late and spilled segment keys deleted.
+    pub segments_deleted: usize,
+}
+
+/// Writes the head's late samples of sealed buckets as late segments and
+/// frees them. Nothing on a reader.
+pub(crate) async fn flush(inner: &Inner, db: &slatedb::Db) -> Result<LatePass, StorageError> {
+    let mut pass = LatePass::default();
+    let Some(sealed) = inner.head.sealed_through() else {
+        return Ok(pass);
+    };
+    if inner.head.extra_samples() == 0 {
+        return Ok(pass);
+    }
+    let _writing = inner.late.lock.lock().await;
+    let series = inner.head.all_series();
+    let now = inner.clock.now_ms();
+    for part in series.chunks(SERIES_PER_BATCH * 4) {
+        let mut batch = WriteBatch::new();
+        let mut taken = Vec::new();
+        let mut buckets = Vec::new();
+        for s in part {
+            if !s.has_late(sealed) {
+                continue;
+            }
+            for (bucket, ts, vs) in s.take_late(sealed) {
+                let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
+                    continue;
+                };
+                let mut bytes = Vec::new();
+                strata_codec::encode_sealed(&ts, &vs, &mut bytes);
+                let ttl = inner.bucket_ttl(bucket);
+                pass.segments += 1;
+                pass.samples += ts.len();
+                pass.bytes += bytes.len();
+                batch.put_with_options(
+                    keys::late_segment_key(bucket, s.id, first, last, inner.late.next_seq()),
+                    bytes,
+                    &ttl,
+                );
+                batch.put_with_options(keys::late_key(bucket, s.id), [], &ttl);
+                if !buckets.contains(&bucket) {
+                    buckets.push(bucket);
+                }
+            }
+            taken.push(Arc::clone(s));
+        }
+        if taken.is_empty() {
+            continue;
+        }
+        // Durable before the head lets go: a seal may delete the log
+        // records holding these samples right after.
+        let written = async { db.write(batch).await?.await_durable().await };
+        if let Err(e) = written.await {
+            add(&inner.stats.late_errors, 1);
+            return Err(inner.note_fenced(e.into()));
+        }
+        let freed: usize = taken.iter().map(|s| s.late_written()).sum();
+        inner.head.extra_freed(freed);
+        let mut at = inner.late.written.lock();
+        for b in buckets {
+            at.insert(b, now);
+        }
+    }
+    add(&inner.stats.late_segments, pass.segments);
+    add(&inner.stats.late_samples, pass.samples);
+    Ok(pass)
+}
+
+/// Folds the late segments of sealed buckets into their chunks: every
+/// bucket with late segments when `all`, else those no late segment was
+/// written to for [`FOLD_QUIET`].
+pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, StorageError> {
+    let inner = &storage.inner;
+    let mut pass = FoldPass::default();
+    let (Some(db), Some(sealed)) = (inner.backend.writer(), inner.head.sealed_through()) else {
+        return Ok(pass);
+    };
+    let mut pending: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
+    {
+        let mut it = inner
+            .backend
+            .scan(vec![keys::LATE]..vec![keys::LATE + 1])
+            .await?;
+        while let Some(kv) = it.next().await? {
+            if let Some((bucket, id)) = keys::late_key_parts(&kv.key) {
+                pending.entry(bucket).or_default().push(id);
+            }
+        }
+    }
+    let now = inner.clock.now_ms();
+    let quiet = i64::try_from(FOLD_QUIET.as_millis()).unwrap_or(i64::MAX);
+    for (bucket, ids) in pending {
+        if bucket > sealed {
+            continue;
+        }
+        let recent = inner
+            .late
+            .written
+            .lock()
+            .get(&bucket)
+            .is_some_and(|&at| now.saturating_sub(at) < quiet);
+        if recent && !all {
+            continue;
+        }
+        let _writing = inner.late.lock.lock().await;
+        let started = std::time::Instant::now();
+        let folded = fold_bucket(storage, db, bucket, &ids).await?;
+        inner.late.written.lock().remove(&bucket);
+        pass.buckets += 1;
+        pass.series += folded.series;
+        pass.joined += folded.joined;
+        pass.segments_deleted += folded.segments_deleted;
+        tracing::info!(
+            bucket,
+            series = folded.series,
+            joined = folded.joined,
+            segments_deleted = folded.segments_deleted,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "folded late segments into the bucket's chunks"
+        );
+    }
+    add(&inner.stats.buckets_folded, pass.buckets);
+    Ok(pass)
+}
+
+/// Folds the late segments of `ids` in sealed `bucket`. Postings first (a
+/// series that joined late is found through its `J` key until then), then
+/// per batch of series their new chunks with their old segments and `J`
+/// keys deleted in the same batch, so a read sees a series before or after
+/// its fold, never half of it.
+async fn fold_bucket(
+    storage: &Storage,
+    db: &slatedb::Db,
+    bucket: i64,
+    ids: &[u64],
+) -> Result<FoldPass, StorageError> {
+    let inner = &storage.inner;
+    let ttl = inner.bucket_ttl(bucket);
+    let mut pass = FoldPass::default();
+
+    let mut all = Vec::new();
+    if let Some(v) = inner.backend.get(&keys::all_postings_key(bucket)).await? {
+        values::decode_postings(&v, &mut all)?;
+    }
+    let joined: Vec<u64> = ids
+        .iter()
+        .copied()
+        .filter(|id| all.binary_search(id).is_err())
+        .collect();
+    if !joined.is_empty() {
+        let mut lists: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
+        for &id in &joined {
+            let Some(s) = storage.labels_of(id).await? else {
+                tracing::error!(bucket, series = id, "late segment of an unknown series");
+                continue;
+            };
+            for (name, value) in s.labels.pairs() {
+                lists
+                    .entry((name.to_owned(), value.to_owned()))
+                    .or_default()
+                    .push(id);
+            }
+        }
+        let mut batch = WriteBatch::new();
+        for ((name, value), mut add_ids) in lists {
+            let key = keys::postings_key(bucket, &name, &value);
+            let mut have = Vec::new();
+            if let Some(v) = inner.backend.get(&key).await? {
+                values::decode_postings(&v, &mut have)?;
+            }
+            have.append(&mut add_ids);
+            have.sort_unstable();
+            have.dedup();
+            batch.put_with_options(key, values::encode_postings(&have), &ttl);
+        }
+        all.extend(&joined);
+        all.sort_unstable();
+        all.dedup();
+        batch.put_with_options(
+            keys::all_postings_key(bucket),
+            values::encode_postings(&all),
+            &ttl,
+        );
+        db.write(batch).await?.await_durable().await?;
+        pass.joined = joined.len();
+    }
+
+    for part in ids.chunks(SERIES_PER_BATCH) {
+        let mut batch = WriteBatch::new();
+        for &id in part {
+            batch.delete(keys::late_key(bucket, id));
+            let Some(sb) = storage.series_bucket(bucket, id).await? else {
+                continue;
+            };
+            let (ts, vs) = sb.samples(i64::MIN, i64::MAX)?;
+            let mut bytes = Vec::new();
+            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
+            batch.put_with_options(keys::chunk_key(bucket, id), bytes, &ttl);
+            for &(first, last) in &sb.spill_keys {
+                batch.delete(keys::segment_key(bucket, id, first, last));
+            }
+            for &((first, last), seq) in &sb.late_keys {
+                batch.delete(keys::late_segment_key(bucket, id, first, last, seq));
+            }
+            pass.segments_deleted += sb.spill_keys.len() + sb.late_keys.len();
+            pass.series += 1;
+        }
+        db.write(batch).await?.await_durable().await?;
+    }
+    Ok(pass)
+}
+
+/// The keys of one sealed bucket, by kind: what a fold leaves is one chunk
+/// key per series and nothing else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BucketLayout {
+    pub chunk_keys: usize,
+    pub spilled_segments: usize,
+    pub late_segments: usize,
+    /// Series marked as having late segments not yet folded.
+    pub late_series: usize,
+    /// Bytes of every chunk and segment value.
+    pub bytes: usize,
+}
+
+impl Storage {
+    /// Counts the keys of `bucket` by kind (a full scan of the bucket).
+    pub async fn bucket_layout(&self, bucket: i64) -> Result<BucketLayout, StorageError> {
+        let mut layout = BucketLayout::default();
+        let prefix = keys::chunk_prefix(bucket);
+        let end = keys::prefix_end(&prefix);
+        let mut it = self.inner.backend.scan(prefix..end).await?;
+        while let Some(kv) = it.next().await? {
+            layout.bytes += kv.value.len();
+            match kv.key.len() {
+                keys::CHUNK_KEY_LEN => layout.chunk_keys += 1,
+                keys::SEGMENT_KEY_LEN => layout.spilled_segments += 1,
+                keys::LATE_SEGMENT_KEY_LEN => layout.late_segments += 1,
+                _ => {}
+            }
+        }
+        layout.late_series = self.late_ids(bucket).await?.len();
+        Ok(layout)
+    }
+}
