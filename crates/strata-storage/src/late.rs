@@ -36,6 +36,10 @@ use crate::{Inner, Storage};
 /// Series handled per write batch of the late pass and the fold.
 const SERIES_PER_BATCH: usize = 1024;
 
+/// Up to this many postings keys a fold reads one by one; more, it scans
+/// the bucket's postings once.
+const POSTINGS_GETS_UP_TO: usize = 256;
+
 /// How often the late pass looks at the head while it holds late samples.
 pub(crate) const LATE_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -282,13 +286,38 @@ async fn fold_bucket(
                     .push(id);
             }
         }
+        // The postings they join: a few read one by one, many by one scan
+        // of the bucket's postings.
+        let mut stored: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
+        if lists.len() > POSTINGS_GETS_UP_TO {
+            let prefix = keys::postings_bucket_prefix(bucket);
+            let end = keys::prefix_end(&prefix);
+            let mut it = inner.backend.scan(prefix..end).await?;
+            while let Some(kv) = it.next().await? {
+                let Some((name, value)) = keys::postings_name_value(&kv.key) else {
+                    continue;
+                };
+                let pair = (name.to_owned(), value.to_owned());
+                if lists.contains_key(&pair) {
+                    let mut have = Vec::new();
+                    values::decode_postings(&kv.value, &mut have)?;
+                    stored.insert(pair, have);
+                }
+            }
+        } else {
+            for (name, value) in lists.keys() {
+                let key = keys::postings_key(bucket, name, value);
+                if let Some(v) = inner.backend.get(&key).await? {
+                    let mut have = Vec::new();
+                    values::decode_postings(&v, &mut have)?;
+                    stored.insert((name.clone(), value.clone()), have);
+                }
+            }
+        }
         let mut batch = WriteBatch::new();
         for ((name, value), mut add_ids) in lists {
             let key = keys::postings_key(bucket, &name, &value);
-            let mut have = Vec::new();
-            if let Some(v) = inner.backend.get(&key).await? {
-                values::decode_postings(&v, &mut have)?;
-            }
+            let mut have = stored.remove(&(name, value)).unwrap_or_default();
             have.append(&mut add_ids);
             have.sort_unstable();
             have.dedup();
@@ -306,13 +335,15 @@ async fn fold_bucket(
         pass.joined = joined.len();
     }
 
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
     for part in ids.chunks(SERIES_PER_BATCH) {
         let mut batch = WriteBatch::new();
         for &id in part {
             batch.delete(keys::late_key(bucket, id));
-            let Some(sb) = storage.series_bucket(bucket, id).await? else {
-                continue;
-            };
+        }
+        for sb in storage.series_buckets(bucket, part).await? {
+            let id = sb.id;
             let (ts, vs) = sb.samples(i64::MIN, i64::MAX)?;
             let mut bytes = Vec::new();
             strata_codec::encode_sealed(&ts, &vs, &mut bytes);

@@ -242,12 +242,26 @@ impl Storage {
             }
             return Ok(out);
         }
+        for sb in self.series_buckets(bucket, &ids).await? {
+            sb.parts_into(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// [`Self::series_bucket`] for many series (`ids` ascending): one
+    /// ordered scan of the bucket that seeks from id to id.
+    pub(crate) async fn series_buckets(
+        &self,
+        bucket: i64,
+        ids: &[u64],
+    ) -> Result<Vec<SeriesBucket>, StorageError> {
+        let mut out = Vec::with_capacity(ids.len());
         let prefix = keys::chunk_prefix(bucket);
         let end = keys::prefix_end(&prefix);
         let mut it = self.inner.backend.scan(prefix..end).await?;
         // The next key the iterator holds: it cannot seek back to it.
         let mut next: Option<slatedb::KeyValue> = None;
-        for id in ids {
+        for &id in ids {
             let behind = next
                 .as_ref()
                 .is_none_or(|kv| keys::chunk_series(&kv.key).is_some_and(|s| s < id));
@@ -268,7 +282,7 @@ impl Storage {
                 next = it.next().await?;
             }
             if let Some(sb) = self.resolve(bucket, id, found).await? {
-                sb.parts_into(&mut out);
+                out.push(sb);
             }
         }
         Ok(out)
