@@ -202,6 +202,7 @@ impl Coordinator {
             bucket_ms,
             late_from: self.inner.settings.late_from(now),
             keep_late: true,
+            replay: false,
         };
         let mut extra = 0;
         self.record.new_series.clear();

@@ -111,6 +111,7 @@ impl LogFollower {
             bucket_ms: self.bucket_ms,
             late_from: Some(i64::MIN),
             keep_late: self.keep_late,
+            replay: true,
         };
         let mut applied = 0usize;
         let mut it = db

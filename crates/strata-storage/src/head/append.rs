@@ -89,6 +89,9 @@ pub struct AppendPolicy {
     /// without a word (a reader node replaying the log: the writer writes
     /// them to the store, where the reader reads them).
     pub keep_late: bool,
+    /// Replaying the log: samples a spilled segment already holds are
+    /// skipped (see `HeadChunk::replayed_spilled`).
+    pub replay: bool,
 }
 
 impl AppendPolicy {
@@ -99,6 +102,7 @@ impl AppendPolicy {
             bucket_ms,
             late_from: None,
             keep_late: true,
+            replay: false,
         }
     }
 }
@@ -161,6 +165,16 @@ impl MemSeries {
         for &(t, v) in samples {
             let bucket = t.div_euclid(bucket_ms);
             let sealed = bucket < policy.first_open;
+            if policy.replay && !sealed {
+                let spilled = st
+                    .chunks
+                    .iter_mut()
+                    .find(|(b, _)| *b == bucket)
+                    .is_some_and(|(_, c)| c.replayed_spilled(t));
+                if spilled {
+                    continue;
+                }
+            }
             if t > st.last_t && !sealed {
                 let chunk = match st.chunks.last_mut() {
                     Some((b, c)) if *b == bucket => c,
@@ -382,6 +396,7 @@ mod tests {
             bucket_ms: hour,
             late_from: Some(hour / 2),
             keep_late: true,
+            replay: false,
         };
         let mut logged = Vec::new();
         // In order in bucket 3, then back into bucket 2 (open, no chunk

@@ -43,7 +43,6 @@ pub(crate) struct Spill {
     parts: usize,
 }
 
-#[derive(Default)]
 pub(crate) struct HeadChunk {
     /// Time ranges of the segments written to the store, oldest first, all
     /// before every sample still held.
@@ -55,9 +54,35 @@ pub(crate) struct HeadChunk {
     frozen_len: u32,
     /// The newest samples, after every frozen one.
     tail: XorChunk,
+    /// Log replay: the newest timestamp of this bucket replayed so far. A
+    /// replayed sample after it was in order when first written, so if it
+    /// is not after the spilled segments, a segment holds it.
+    pub(crate) replayed_through: i64,
+}
+
+impl Default for HeadChunk {
+    fn default() -> Self {
+        Self {
+            spilled: Vec::new(),
+            spilled_len: 0,
+            frozen: Vec::new(),
+            frozen_len: 0,
+            tail: XorChunk::default(),
+            replayed_through: i64::MIN,
+        }
+    }
 }
 
 impl HeadChunk {
+    /// Log replay: whether the replayed sample at `t` is one a spilled
+    /// segment holds (it was in order when first written, and is not after
+    /// the segments); notes `t` as replayed.
+    pub(crate) fn replayed_spilled(&mut self, t: i64) -> bool {
+        let in_order = t > self.replayed_through;
+        self.replayed_through = self.replayed_through.max(t);
+        in_order && self.spilled.last().is_some_and(|&(_, last)| t <= last)
+    }
+
     /// Appends a sample later than every sample held.
     pub(crate) fn append(&mut self, t: i64, v: f64) {
         self.tail.append(t, v);
