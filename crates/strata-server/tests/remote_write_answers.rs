@@ -177,7 +177,8 @@ async fn every_answer() {
     );
     assert_eq!(raw(&url, "partial_ok").await.len(), 1);
 
-    // Out-of-order and conflicting duplicates: valid samples still land.
+    // An out-of-order sample is kept (within storage.out_of_order_window);
+    // a conflicting duplicate is refused; valid samples still land.
     let (s, m, _) = post(
         &url,
         body(vec![ts(
@@ -193,12 +194,16 @@ async fn every_answer() {
     )
     .await;
     assert_eq!(s, 400, "{m}");
-    assert!(m.contains("2 of 4 samples rejected"), "{m}");
-    assert!(m.contains("out of order"), "{m}");
+    assert!(m.contains("1 of 4 samples rejected"), "{m}");
+    assert!(m.contains("duplicate sample for timestamp"), "{m}");
     assert!(m.contains("good_total"), "{m}");
     let after = raw(&url, "good_total").await;
-    assert_eq!(after[0].1.len(), 4, "the in-order sample was written");
-    assert_eq!(after[0].1[..3], before[0].1[..]);
+    assert_eq!(
+        after[0].1.len(),
+        5,
+        "the out-of-order and the in-order sample were written: {after:?}"
+    );
+    assert_eq!(after[0].1[1..4], before[0].1[..]);
 
     // Remote write 2.0 answers with the written counts.
     let mut b2 = V2RequestBuilder::new();
@@ -233,7 +238,7 @@ async fn every_answer() {
         .await
         .unwrap();
     assert!(
-        metrics.contains("strata_samples_rejected_total 2"),
+        metrics.contains("strata_samples_rejected_total 1"),
         "{metrics}"
     );
     assert!(metrics.contains("code=\"413\""), "{metrics}");
