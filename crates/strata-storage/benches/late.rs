@@ -90,7 +90,7 @@ async fn select_ms(db: &Storage, hour: i64) -> f64 {
     for _ in 0..5 {
         let started = Instant::now();
         let got = db
-            .select(&[m.clone()], hour, hour + HOUR - 1)
+            .select(std::slice::from_ref(&m), hour, hour + HOUR - 1)
             .await
             .unwrap();
         assert_eq!(got.len(), SERIES / 2);
