@@ -182,16 +182,41 @@ impl PrometheusProcess {
     /// (a Prometheus scraping itself), and waits for `/-/ready`.
     pub fn start_on(port: u16, config_yaml: &str, extra_args: &[&str]) -> Self {
         require_binary(PROMETHEUS_BIN, "prometheus");
+        Self::launch(
+            Path::new(PROMETHEUS_BIN),
+            port,
+            config_yaml,
+            None,
+            extra_args,
+        )
+    }
+
+    /// Starts the Prometheus binary `bin` (another version than Debian's)
+    /// on the existing TSDB in `data`, on a free port.
+    pub fn start_binary_on_tsdb(
+        bin: &Path,
+        config_yaml: &str,
+        data: &Path,
+        extra_args: &[&str],
+    ) -> Self {
+        Self::launch(bin, free_port(), config_yaml, Some(data), extra_args)
+    }
+
+    fn launch(
+        bin: &Path,
+        port: u16,
+        config_yaml: &str,
+        data: Option<&Path>,
+        extra_args: &[&str],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir for Prometheus");
         let config = dir.path().join("prometheus.yml");
         std::fs::write(&config, config_yaml).expect("write prometheus.yml");
         let log = dir.path().join("prometheus.log");
-        let mut cmd = Command::new(PROMETHEUS_BIN);
+        let data = data.map_or_else(|| dir.path().join("data"), Path::to_path_buf);
+        let mut cmd = Command::new(bin);
         cmd.arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .args(extra_args);
         let mut child = spawn_logged(cmd, &log, "prometheus");
