@@ -1,8 +1,10 @@
 //! `POST /api/v1/import/prometheus`: the answers at the HTTP level (bad
 //! lines, rejections, limits, tenants, credentials, encodings), and the
-//! migration of a real Prometheus 3 TSDB with the recipe of
-//! docs/operations.md: `promtool tsdb dump-openmetrics | curl`, read back
-//! series by series against Prometheus 3 serving the same TSDB.
+//! migrations of docs/operations.md with real components: a Prometheus 3
+//! TSDB moved with `promtool tsdb dump-openmetrics | curl`, read back
+//! series by series against Prometheus 3 serving the same TSDB; and
+//! VictoriaMetrics' `/api/v1/export?format=prometheus` piped in, read back
+//! against its own JSON export.
 //!
 //! The migration tests need Prometheus 3's `prometheus` and `promtool`:
 //! they look in `$STRATA_PROMETHEUS3_BIN_DIR`, else in
@@ -17,7 +19,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::inproc::{now_ms, raw, raw_as, Server};
-use common::{http_request, matrix_diff, query_matrix, Matrix, PrometheusProcess, StrataProcess};
+use common::{
+    http_request, matrix_diff, query_matrix, wait_until, Labels, Matrix, PrometheusProcess,
+    StrataProcess, VictoriaMetricsProcess,
+};
 
 const PATH: &str = "/api/v1/import/prometheus";
 
@@ -607,4 +612,139 @@ fn prometheus3_tsdb_history_moves_into_a_strata_in_service() {
             });
         },
     );
+}
+
+// ---- Migration from VictoriaMetrics ---------------------------------------
+
+/// A value as VictoriaMetrics' JSON export writes it.
+fn vm_value(v: &serde_json::Value) -> f64 {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64().unwrap(),
+        serde_json::Value::String(s) if s == "Infinity" => f64::INFINITY,
+        serde_json::Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+        _ => f64::NAN,
+    }
+}
+
+/// Every series in VictoriaMetrics, from its JSON-lines export: per label
+/// set, (ms, value).
+fn vm_export(port: u16) -> std::collections::BTreeMap<Labels, Vec<(i64, f64)>> {
+    let r = http_request(
+        port,
+        "GET",
+        "/api/v1/export?match%5B%5D=%7B__name__%21%3D%22%22%7D",
+        &[],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut out = std::collections::BTreeMap::new();
+    for line in r.text().lines().filter(|l| !l.is_empty()) {
+        // Older VictoriaMetrics (Debian's 1.79) writes infinities bare,
+        // which is not JSON; newer ones write "Infinity".
+        let (head, values) = line.split_once("\"values\":[").unwrap();
+        let (values, tail) = values.split_once(']').unwrap();
+        let values = values
+            .replace("+Inf", "\"Infinity\"")
+            .replace("-Inf", "\"-Infinity\"");
+        let line = format!("{head}\"values\":[{values}]{tail}");
+        let j: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("VictoriaMetrics export line {line:?}: {e}"));
+        let labels: Labels = j["metric"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+            .collect();
+        let samples = j["timestamps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(j["values"].as_array().unwrap())
+            .map(|(t, v)| (t.as_i64().unwrap(), vm_value(v)))
+            .collect();
+        out.insert(labels, samples);
+    }
+    out
+}
+
+/// VictoriaMetrics' history moved with `/api/v1/export?format=prometheus`
+/// piped into the import (data of the last hour, which Strata takes
+/// today), read back equal to VictoriaMetrics' own JSON export.
+#[test]
+fn victoria_metrics_export_moves_with_curl() {
+    let vm = VictoriaMetricsProcess::start();
+    let to = now_ms() - 60_000;
+    let from = to - 50 * 60_000;
+    let mut lines = String::new();
+    let mut samples = 0;
+    for s in 0..20usize {
+        let labels = match s {
+            0 => {
+                "vm_special{note=\"quote \\\" backslash \\\\ newline \\n tab\there é\"}".to_string()
+            }
+            _ => format!(
+                "vm_requests_total{{instance=\"host-{}\",job=\"api\",code=\"{}\"}}",
+                s % 7,
+                s
+            ),
+        };
+        for k in 0..200i64 {
+            let t = from + k * 15_000 + (k * 37 % 900);
+            let v = match (s, k % 4) {
+                (0, 0) => "+Inf".to_string(),
+                (0, 1) => "-Inf".to_string(),
+                (0, _) => format!("{}", (k as f64) * -0.25),
+                _ => format!("{}", (k * s as i64) as f64 * 1.5),
+            };
+            lines.push_str(&format!("{labels} {v} {t}\n"));
+            samples += 1;
+        }
+    }
+    let r = http_request(
+        vm.port,
+        "POST",
+        "/api/v1/import/prometheus",
+        &[],
+        lines.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 204, "VictoriaMetrics import: {}", r.text());
+    wait_until(
+        Duration::from_secs(30),
+        "VictoriaMetrics holds every sample",
+        || {
+            let _ = http_request(vm.port, "GET", "/internal/force_flush", &[], b"");
+            vm_export(vm.port).values().map(Vec::len).sum::<usize>() == samples
+        },
+    );
+    let want = vm_export(vm.port);
+    assert_eq!(want.len(), 20);
+
+    let strata_dir = tempfile::tempdir().unwrap();
+    let strata = StrataProcess::start(strata_dir.path(), &[("STRATA_STORAGE_SEAL_GRACE", "1h")]);
+    // The recipe of docs/operations.md, but for the addresses.
+    let recipe = format!(
+        "set -o pipefail; \
+         curl -sS --fail-with-body http://127.0.0.1:{}/api/v1/export \
+           -d 'match[]={{__name__!=\"\"}}' -d format=prometheus \
+         | curl -sS --fail-with-body -w '%{{http_code}}' -X POST -T - \
+           http://127.0.0.1:{}/api/v1/import/prometheus",
+        vm.port, strata.port
+    );
+    let answer = run(Command::new("bash").args(["-c", &recipe]));
+    assert_eq!(answer.trim(), "204", "import answered: {answer}");
+
+    let got = query_matrix(strata.port, "{__name__=~\"vm_.+\"}[55m]", to);
+    assert_eq!(got.len(), want.len(), "series: {:?}", got.keys());
+    for (labels, want) in &want {
+        let got = got
+            .get(labels)
+            .unwrap_or_else(|| panic!("Strata lacks {labels:?}"));
+        let got: Vec<(i64, f64)> = got
+            .iter()
+            .map(|(t, v)| (*t, v.parse::<f64>().unwrap()))
+            .collect();
+        assert_eq!(&got, want, "{labels:?}");
+    }
 }

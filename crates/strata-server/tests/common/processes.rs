@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use super::{free_port, http_get, require_binary, NODE_EXPORTER_BIN, PROMETHEUS_BIN};
+use super::{
+    free_port, http_get, require_binary, NODE_EXPORTER_BIN, PROMETHEUS_BIN, VICTORIA_METRICS_BIN,
+};
 
 /// How long a process may take to answer its readiness endpoint.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -283,6 +285,47 @@ impl Drop for NodeExporterProcess {
         kill(&mut self.child);
         if std::thread::panicking() {
             print_log("node_exporter", &self.log);
+        }
+    }
+}
+
+/// Debian's single-node VictoriaMetrics on its own temporary folder.
+pub struct VictoriaMetricsProcess {
+    pub port: u16,
+    pub child: Child,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+impl VictoriaMetricsProcess {
+    pub fn start() -> Self {
+        require_binary(VICTORIA_METRICS_BIN, "victoria-metrics");
+        let dir = tempfile::tempdir().expect("temp dir for VictoriaMetrics");
+        let log = dir.path().join("victoria-metrics.log");
+        let port = free_port();
+        let mut cmd = Command::new(VICTORIA_METRICS_BIN);
+        cmd.arg(format!(
+            "-storageDataPath={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+        .arg("-retentionPeriod=100y");
+        let mut child = spawn_logged(cmd, &log, "victoria-metrics");
+        wait_ready(&mut child, port, "/health", "victoria-metrics", &log);
+        Self {
+            port,
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for VictoriaMetricsProcess {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+        if std::thread::panicking() {
+            print_log("victoria-metrics", &self.log);
         }
     }
 }
