@@ -252,6 +252,62 @@ async fn gzip_and_request_checks() {
     srv.stop().await;
 }
 
+/// When storage cannot take writes the import stops with remote write's
+/// 503 and `Retry-After`, saying how far it got; what was written stays,
+/// and once the store heals imports answer 204 again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_failure_stops_the_import_with_503() {
+    use strata_storage::{Fault, Faults, Op, When};
+    let faults = Faults::new();
+    let layer = faults.clone();
+    let srv = Server::start_layered(
+        tempfile::tempdir().unwrap(),
+        &[("STRATA_STORAGE_WRITE_TIMEOUT", "1s")],
+        std::sync::Arc::new(move |store| layer.wrap(store)),
+    )
+    .await;
+    let t = now_ms() - 60_000;
+    let lines = |name: &str, from: i64| -> String {
+        (0..100)
+            .map(|i| format!("{name}{{i=\"{}\"}} {i} {}\n", i % 5, from + i))
+            .collect()
+    };
+    let durable = [("X-Strata-Durability", "durable")];
+    expect(
+        "before",
+        &import(&srv.url, "", lines("imp_before", t), &durable).await,
+        204,
+        &[],
+    );
+    faults.set_all(&Op::WRITES, Fault::Status(503), When::Always);
+    let r = reqwest::Client::new()
+        .post(format!("{}{PATH}", srv.url))
+        .header("X-Strata-Durability", "durable")
+        .body(lines("imp_during", t + 1000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert!(r.headers().get("retry-after").is_some());
+    let msg = r.text().await.unwrap();
+    assert!(
+        msg.starts_with("import stopped after line 100: ")
+            && msg.contains("100 lines read, 0 not parsed; 0 of 100 samples written"),
+        "{msg}"
+    );
+    faults.heal();
+    assert!(srv.healthy().await);
+    expect(
+        "after",
+        &import(&srv.url, "", lines("imp_after", t + 2000), &durable).await,
+        204,
+        &[],
+    );
+    let before = raw(&srv.url, "imp_before").await;
+    assert_eq!(before.iter().map(|s| s.1.len()).sum::<usize>(), 100);
+    srv.stop().await;
+}
+
 /// A body far over the remote-write body limit streams in, in batches the
 /// per-request limits allow, and every sample arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
