@@ -330,9 +330,12 @@ impl ParseEnd {
     fn bad_line(&mut self, line: u64, problem: &str, text: &[u8]) {
         self.bad_lines += 1;
         if self.line_errors.len() < MAX_QUOTED {
-            let shown: String = String::from_utf8_lossy(text).chars().take(200).collect();
-            self.line_errors
-                .push(format!("line {line}: {problem}: {shown:?}"));
+            let mut msg = format!("line {line}: {problem}");
+            if !text.is_empty() {
+                let shown: String = String::from_utf8_lossy(text).chars().take(200).collect();
+                msg.push_str(&format!(": {shown:?}"));
+            }
+            self.line_errors.push(msg);
         }
     }
 }
