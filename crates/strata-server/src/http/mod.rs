@@ -1,6 +1,7 @@
-//! The HTTP API: remote write, operations endpoints and the Prometheus
-//! query API (from `strata-promql`).
+//! The HTTP API: remote write, import, operations endpoints and the
+//! Prometheus query API (from `strata-promql`).
 
+pub mod import;
 mod ops;
 pub mod write;
 
@@ -44,10 +45,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/write", post(write::remote_write))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(Arc::clone(&state));
+    // Imports stream their body, however large.
+    let import = Router::new()
+        .route(import::PATH, post(import::import_prometheus))
+        .layer(DefaultBodyLimit::disable())
+        .with_state(Arc::clone(&state));
     let guarded = Router::new()
         .route("/metrics", get(ops::metrics))
         .with_state(Arc::clone(&state))
         .merge(write)
+        .merge(import)
         .merge(strata_promql::router_with(resolve, limits))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
     Router::new()
@@ -59,7 +66,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 /// Which side of the API a path belongs to.
 fn access_of(path: &str) -> Access {
-    if path == "/api/v1/write" {
+    if path == "/api/v1/write" || path == import::PATH {
         Access::Write
     } else {
         Access::Read
@@ -69,7 +76,7 @@ fn access_of(path: &str) -> Access {
 /// An error in the form the endpoint's clients read: Prometheus' JSON
 /// envelope for the query API, plain text elsewhere.
 fn refuse(path: &str, status: StatusCode, error_type: &str, msg: &str) -> Response {
-    if path.starts_with("/api/v1/") && path != "/api/v1/write" {
+    if path.starts_with("/api/v1/") && path != "/api/v1/write" && path != import::PATH {
         let body = serde_json::json!({"status": "error", "errorType": error_type, "error": msg});
         (
             status,

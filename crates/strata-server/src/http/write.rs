@@ -76,7 +76,11 @@ pub async fn remote_write(
 
 /// Moves series over a label limit, or with the reserved tenant label, to
 /// the rejected list; with a named tenant, labels the others with it.
-fn check_series(decoded: &mut DecodedWrite<RawSeries>, limits: &LimitsConfig, tenant: &Tenant) {
+pub(crate) fn check_series(
+    decoded: &mut DecodedWrite<RawSeries>,
+    limits: &LimitsConfig,
+    tenant: &Tenant,
+) {
     let tenant_label = tenant.0.as_deref().and_then(|t| {
         RawLabel::new(
             Bytes::from_static(TENANT_LABEL.as_bytes()),

@@ -18,11 +18,14 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use http::{http_get, http_request, query_string, HttpResponse};
-pub use processes::{NodeExporterProcess, PrometheusProcess, StrataProcess};
+pub use processes::{
+    NodeExporterProcess, PrometheusProcess, StrataProcess, VictoriaMetricsProcess,
+};
 pub use query::{matrix_diff, query_matrix, query_vector, Labels, Matrix};
 
 pub const PROMETHEUS_BIN: &str = "/usr/bin/prometheus";
 pub const NODE_EXPORTER_BIN: &str = "/usr/bin/prometheus-node-exporter";
+pub const VICTORIA_METRICS_BIN: &str = "/usr/bin/victoria-metrics";
 
 /// A port nobody listens on right now (the kernel's pick for 127.0.0.1:0).
 pub fn free_port() -> u16 {

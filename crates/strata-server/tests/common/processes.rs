@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use super::{free_port, http_get, require_binary, NODE_EXPORTER_BIN, PROMETHEUS_BIN};
+use super::{
+    free_port, http_get, require_binary, NODE_EXPORTER_BIN, PROMETHEUS_BIN, VICTORIA_METRICS_BIN,
+};
 
 /// How long a process may take to answer its readiness endpoint.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -182,16 +184,41 @@ impl PrometheusProcess {
     /// (a Prometheus scraping itself), and waits for `/-/ready`.
     pub fn start_on(port: u16, config_yaml: &str, extra_args: &[&str]) -> Self {
         require_binary(PROMETHEUS_BIN, "prometheus");
+        Self::launch(
+            Path::new(PROMETHEUS_BIN),
+            port,
+            config_yaml,
+            None,
+            extra_args,
+        )
+    }
+
+    /// Starts the Prometheus binary `bin` (another version than Debian's)
+    /// on the existing TSDB in `data`, on a free port.
+    pub fn start_binary_on_tsdb(
+        bin: &Path,
+        config_yaml: &str,
+        data: &Path,
+        extra_args: &[&str],
+    ) -> Self {
+        Self::launch(bin, free_port(), config_yaml, Some(data), extra_args)
+    }
+
+    fn launch(
+        bin: &Path,
+        port: u16,
+        config_yaml: &str,
+        data: Option<&Path>,
+        extra_args: &[&str],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir for Prometheus");
         let config = dir.path().join("prometheus.yml");
         std::fs::write(&config, config_yaml).expect("write prometheus.yml");
         let log = dir.path().join("prometheus.log");
-        let mut cmd = Command::new(PROMETHEUS_BIN);
+        let data = data.map_or_else(|| dir.path().join("data"), Path::to_path_buf);
+        let mut cmd = Command::new(bin);
         cmd.arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .args(extra_args);
         let mut child = spawn_logged(cmd, &log, "prometheus");
@@ -258,6 +285,47 @@ impl Drop for NodeExporterProcess {
         kill(&mut self.child);
         if std::thread::panicking() {
             print_log("node_exporter", &self.log);
+        }
+    }
+}
+
+/// Debian's single-node VictoriaMetrics on its own temporary folder.
+pub struct VictoriaMetricsProcess {
+    pub port: u16,
+    pub child: Child,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+impl VictoriaMetricsProcess {
+    pub fn start() -> Self {
+        require_binary(VICTORIA_METRICS_BIN, "victoria-metrics");
+        let dir = tempfile::tempdir().expect("temp dir for VictoriaMetrics");
+        let log = dir.path().join("victoria-metrics.log");
+        let port = free_port();
+        let mut cmd = Command::new(VICTORIA_METRICS_BIN);
+        cmd.arg(format!(
+            "-storageDataPath={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+        .arg("-retentionPeriod=100y");
+        let mut child = spawn_logged(cmd, &log, "victoria-metrics");
+        wait_ready(&mut child, port, "/health", "victoria-metrics", &log);
+        Self {
+            port,
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for VictoriaMetricsProcess {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+        if std::thread::panicking() {
+            print_log("victoria-metrics", &self.log);
         }
     }
 }
