@@ -1,13 +1,15 @@
 //! Decode cost per sample of a realistic remote-write request: 2000 samples
 //! over node_exporter-like series, one sample per series as Prometheus sends
-//! them in steady state.
+//! them in steady state. Also the same series with labels in vmagent's
+//! scrape order (sorted on receipt) and compressed with zstd (vmagent's
+//! first choice).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use strata_codec::Label;
 use strata_remote_write::proto::v1;
 use strata_remote_write::{
-    decode, decode_protobuf, decode_raw, decompress, encode_v1, encode_v2, DecodeLimits,
+    decode, decode_protobuf, decode_raw, decompress, encode_v1, encode_v2, DecodeLimits, Encoding,
     V2RequestBuilder, Version,
 };
 
@@ -66,6 +68,34 @@ fn node_series() -> Vec<Series> {
         .collect()
 }
 
+/// The same series with labels as vmagent sends them: the page's labels
+/// first, then the target's (`instance`, `job`), so not sorted.
+fn scrape_order(series: &[Series]) -> Vec<Series> {
+    series
+        .iter()
+        .map(|(labels, samples)| {
+            let (target, page): (Vec<Label>, Vec<Label>) = labels
+                .iter()
+                .cloned()
+                .partition(|l| l.name == "instance" || l.name == "job");
+            (page.into_iter().chain(target).collect(), samples.clone())
+        })
+        .collect()
+}
+
+fn v1_body(series: &[Series]) -> Vec<u8> {
+    let req = v1::WriteRequest {
+        timeseries: series
+            .iter()
+            .map(|(l, s)| v1::TimeSeries::from_samples(l, s))
+            .collect(),
+        metadata: Vec::new(),
+    };
+    let mut body = Vec::new();
+    encode_v1(&req, &mut body);
+    body
+}
+
 fn bodies() -> [(Version, Vec<u8>); 2] {
     let series = node_series();
     let v1_req = v1::WriteRequest {
@@ -106,13 +136,32 @@ fn bench_decode(c: &mut Criterion) {
         );
         // What the server runs: labels stay slices of the body.
         group.bench_with_input(BenchmarkId::new("server", &name), &body, |b, body| {
-            b.iter(|| decode_raw(version, black_box(body), &limits).expect("valid body"))
+            b.iter(|| {
+                decode_raw(version, Encoding::Snappy, black_box(body), &limits).expect("valid body")
+            })
         });
         group.bench_with_input(BenchmarkId::new("protobuf", &name), &raw, |b, raw| {
             b.iter(|| decode_protobuf(version, black_box(raw)).expect("valid body"))
         });
         group.bench_with_input(BenchmarkId::new("snappy", &name), &body, |b, body| {
             b.iter(|| decompress(black_box(body), &limits).expect("valid body"))
+        });
+    }
+    // vmagent's requests: labels in scrape order, snappy and zstd.
+    let unsorted = v1_body(&scrape_order(&node_series()));
+    let raw = decompress(&unsorted, &limits).expect("valid body");
+    let zstd_body = zstd::bulk::compress(&raw, 1).expect("compresses");
+    for (name, encoding, body) in [
+        ("V1-scrape-order", Encoding::Snappy, &unsorted),
+        ("V1-scrape-order-zstd", Encoding::Zstd, &zstd_body),
+    ] {
+        let d = decode_raw(Version::V1, encoding, body, &limits).expect("valid body");
+        assert_eq!(d.sample_count(), SAMPLES);
+        assert!(d.rejected.is_empty());
+        group.bench_with_input(BenchmarkId::new("server", name), body, |b, body| {
+            b.iter(|| {
+                decode_raw(Version::V1, encoding, black_box(body), &limits).expect("valid body")
+            })
         });
     }
     group.finish();

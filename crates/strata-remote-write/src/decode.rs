@@ -9,15 +9,17 @@ use strata_codec::{Label, LabelPairs};
 
 use crate::validate::{check_labels, labels_from_raw, render_labels};
 use crate::wire::{self, Sample};
-use crate::{Version, WriteError};
+use crate::{Encoding, Version, WriteError};
 
 /// Size limits applied before any large allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeLimits {
     /// Largest accepted compressed body (413 above it).
     pub max_body_bytes: usize,
-    /// Largest accepted decompressed length, as the snappy header declares
-    /// it (413 above it, checked before the buffer is allocated).
+    /// Largest accepted decompressed length (413 above it): as the snappy
+    /// header declares it, checked before the buffer is allocated; for zstd
+    /// as the frame header declares it, or else while decoding, which stops
+    /// at the limit.
     pub max_decoded_bytes: usize,
 }
 
@@ -199,7 +201,8 @@ impl<S> DecodedWrite<S> {
 /// The reason given for series that carry only native histograms.
 pub const HISTOGRAMS_UNSUPPORTED: &str = "native histograms are not supported yet";
 
-/// Decodes and validates a snappy-compressed request body of `version`.
+/// Decodes and validates a snappy-compressed request body of `version`
+/// ([`decode_encoded`] for zstd).
 ///
 /// Whole-request problems are errors (413 for sizes, 400 for corrupt snappy,
 /// bad protobuf or a malformed 2.0 symbols table). Series-level problems go
@@ -212,31 +215,80 @@ pub fn decode(
     body: &[u8],
     limits: &DecodeLimits,
 ) -> Result<DecodedWrite, WriteError> {
-    decode_raw(version, body, limits).map(DecodedWrite::into_owned)
+    decode_encoded(version, Encoding::Snappy, body, limits)
 }
 
-/// [`decode`], with labels left as slices of the decompressed body: no
-/// allocation per label, for a server that builds owned labels only for
+/// [`decode`] for a body compressed with `encoding`.
+pub fn decode_encoded(
+    version: Version,
+    encoding: Encoding,
+    body: &[u8],
+    limits: &DecodeLimits,
+) -> Result<DecodedWrite, WriteError> {
+    decode_raw(version, encoding, body, limits).map(DecodedWrite::into_owned)
+}
+
+/// [`decode_encoded`], with labels left as slices of the decompressed body:
+/// no allocation per label, for a server that builds owned labels only for
 /// series it has not seen.
 pub fn decode_raw(
     version: Version,
+    encoding: Encoding,
     body: &[u8],
     limits: &DecodeLimits,
 ) -> Result<DecodedWrite<RawSeries>, WriteError> {
-    let raw = decompress(body, limits)?;
+    let raw = match encoding {
+        Encoding::Snappy => decompress(body, limits)?,
+        Encoding::Zstd => decompress_zstd(body, limits)?,
+    };
     decode_protobuf_bytes(version, Bytes::from(raw))
 }
 
-/// Checks the size limits and decompresses a snappy block-format body. The
-/// declared length is checked against `max_decoded_bytes` before the output
-/// buffer is allocated.
-pub fn decompress(body: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, WriteError> {
+/// Refuses a body over `max_body_bytes`.
+fn check_body_size(body: &[u8], limits: &DecodeLimits) -> Result<(), WriteError> {
     if body.len() > limits.max_body_bytes {
         return Err(WriteError::BodyTooLarge {
             size: body.len(),
             limit: limits.max_body_bytes,
         });
     }
+    Ok(())
+}
+
+/// Checks the size limits and decompresses a zstd body (one frame or
+/// several). A frame header that declares a size over `max_decoded_bytes`
+/// is refused before anything is allocated; otherwise decoding stops one
+/// byte past the limit, so a small bomb costs at most the limit.
+pub fn decompress_zstd(body: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, WriteError> {
+    use std::io::Read as _;
+    check_body_size(body, limits)?;
+    let limit = limits.max_decoded_bytes;
+    let too_large = || WriteError::ZstdTooLarge { limit };
+    let declared = zstd::zstd_safe::get_frame_content_size(body).ok().flatten();
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let decoder =
+        zstd::stream::read::Decoder::with_buffer(body).map_err(WriteError::CorruptZstd)?;
+    // The declared size of the first frame, or a guess from a typical
+    // ratio; the vector grows past it if needed, up to the limit.
+    let guess = declared.map_or(body.len().saturating_mul(4), |n| n as usize);
+    let mut out = Vec::with_capacity(guess.min(limit));
+    decoder
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(WriteError::CorruptZstd)?;
+    if out.len() > limit {
+        return Err(too_large());
+    }
+    Ok(out)
+}
+
+/// Checks the size limits and decompresses a snappy block-format body. The
+/// declared length is checked against `max_decoded_bytes` before the output
+/// buffer is allocated.
+pub fn decompress(body: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, WriteError> {
+    check_body_size(body, limits)?;
     // The header is a varint; read it here too, so a length beyond what
     // the snappy crate can represent (4 GiB and up) is still "too large".
     if let Some(declared) = declared_len(body) {
@@ -319,8 +371,8 @@ fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite<RawSeries> {
     {
         out.exemplars += exemplars.len();
         match labels_from_raw(labels) {
-            Ok(labels) => {
-                let checked = check_labels(&labels);
+            Ok(mut labels) => {
+                let checked = check_labels(&mut labels);
                 out.accept(labels, checked, samples, histograms.len());
             }
             Err((rendered, problem)) => {
@@ -371,8 +423,8 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
     {
         out.exemplars += exemplars.len();
         let (labels, checked) = match symbols.labels(&labels_refs) {
-            Ok(labels) => {
-                let checked = check_labels(&labels)
+            Ok(mut labels) => {
+                let checked = check_labels(&mut labels)
                     .and_then(|()| metadata.map_or(Ok(()), |m| symbols.metadata(&m)));
                 (labels, checked)
             }

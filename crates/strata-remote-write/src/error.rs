@@ -17,8 +17,8 @@ pub enum WriteError {
          prometheus.WriteRequest, io.prometheus.write.v2.Request"
     )]
     UnsupportedProto { proto: String },
-    /// The Content-Encoding is not snappy.
-    #[error("unsupported content encoding {encoding:?}; only snappy is accepted")]
+    /// The Content-Encoding is neither snappy nor zstd.
+    #[error("unsupported content encoding {encoding:?}; accepted: snappy, zstd")]
     UnsupportedEncoding { encoding: String },
     /// The compressed body is larger than `DecodeLimits::max_body_bytes`.
     #[error("request body of {size} bytes exceeds the limit of {limit} bytes")]
@@ -26,9 +26,17 @@ pub enum WriteError {
     /// The snappy header declares more than `DecodeLimits::max_decoded_bytes`.
     #[error("snappy body declares {declared} decoded bytes, over the limit of {limit} bytes")]
     DecodedTooLarge { declared: usize, limit: usize },
+    /// A zstd body decodes to more than `DecodeLimits::max_decoded_bytes`
+    /// (found from the frame header when it declares the size, otherwise
+    /// while decoding, which stops there).
+    #[error("zstd body decodes to more than the limit of {limit} bytes")]
+    ZstdTooLarge { limit: usize },
     /// The body is not valid snappy block format.
     #[error("corrupt snappy body: {0}")]
     CorruptSnappy(#[source] snap::Error),
+    /// The body is not valid zstd.
+    #[error("corrupt zstd body: {0}")]
+    CorruptZstd(#[source] std::io::Error),
     /// The decompressed body is not a valid protobuf message of the version.
     #[error("invalid protobuf {message}: {source}")]
     Protobuf {
@@ -49,8 +57,13 @@ impl WriteError {
             Self::UnsupportedContentType { .. }
             | Self::UnsupportedProto { .. }
             | Self::UnsupportedEncoding { .. } => 415,
-            Self::BodyTooLarge { .. } | Self::DecodedTooLarge { .. } => 413,
-            Self::CorruptSnappy(_) | Self::Protobuf { .. } | Self::InvalidSymbols(_) => 400,
+            Self::BodyTooLarge { .. }
+            | Self::DecodedTooLarge { .. }
+            | Self::ZstdTooLarge { .. } => 413,
+            Self::CorruptSnappy(_)
+            | Self::CorruptZstd(_)
+            | Self::Protobuf { .. }
+            | Self::InvalidSymbols(_) => 400,
         }
     }
 }

@@ -123,8 +123,8 @@ pub(crate) fn decode(raw: &Bytes) -> Option<DecodedWrite<RawSeries>> {
             return None;
         }
         let (start, end) = r.len_delimited()?;
-        let (labels, samples) = series(raw, start, end, &mut scratch)?;
-        let checked = check_labels(&labels);
+        let (mut labels, samples) = series(raw, start, end, &mut scratch)?;
+        let checked = check_labels(&mut labels);
         out.accept_samples(labels, checked, samples, 0);
     }
     Some(out)

@@ -11,11 +11,12 @@
 //! Choices where the specifications leave room, following Prometheus' own
 //! receiver unless said otherwise:
 //!
-//! - No Content-Type means 1.0; no Content-Encoding means snappy.
+//! - No Content-Type means 1.0; no Content-Encoding means snappy; zstd is
+//!   accepted too (vmagent's first choice, as VictoriaMetrics accepts it).
 //! - Label names may be any non-empty UTF-8 (Prometheus 3's rule); values
-//!   must be non-empty UTF-8; names strictly increasing bytewise; `__name__`
-//!   present. A bad series is rejected alone; the rest of the request is
-//!   kept.
+//!   must be non-empty UTF-8; labels in any order (sorted on receipt, as
+//!   Prometheus does), names unique; `__name__` present. A bad series is
+//!   rejected alone; the rest of the request is kept.
 //! - Native histograms are counted, not stored: a series with only
 //!   histograms is rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with
 //!   floats too keeps its floats and gets a rejection entry for its
@@ -38,9 +39,10 @@ mod validate;
 mod wire;
 
 pub use decode::{
-    decode, decode_protobuf, decode_raw, decompress, DecodeLimits, DecodedWrite, RawLabel,
-    RawLabels, RawSeries, RejectedSeries, SeriesSamples, HISTOGRAMS_UNSUPPORTED,
+    decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, DecodeLimits,
+    DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries, SeriesSamples,
+    HISTOGRAMS_UNSUPPORTED,
 };
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;
-pub use negotiate::{negotiate, Version, MEDIA_TYPE, PROTO_V1, PROTO_V2};
+pub use negotiate::{negotiate, Encoding, Version, MEDIA_TYPE, PROTO_V1, PROTO_V2};

@@ -44,8 +44,30 @@ impl Version {
     }
 }
 
-/// Picks the protocol version from the request's Content-Type and checks its
-/// Content-Encoding, both as Prometheus' own receiver does:
+/// How a request body is compressed, from its Content-Encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Snappy block format: the remote-write specifications' encoding.
+    Snappy,
+    /// Zstandard frames: what vmagent sends first (VictoriaMetrics' "remote
+    /// write protocol" is the 1.0 message compressed with zstd), and what
+    /// VictoriaMetrics accepts.
+    Zstd,
+}
+
+impl Encoding {
+    /// The Content-Encoding value, lower case.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Snappy => "snappy",
+            Self::Zstd => "zstd",
+        }
+    }
+}
+
+/// Picks the protocol version from the request's Content-Type and the body's
+/// compression from its Content-Encoding, as Prometheus' own receiver does
+/// except that zstd is accepted too:
 ///
 /// - Content-Type absent (or blank): 1.0, so that pre-2.0 clients that send
 ///   no header keep working.
@@ -53,28 +75,31 @@ impl Version {
 ///   `proto` parameter: 1.0; `proto=prometheus.WriteRequest`: 1.0;
 ///   `proto=io.prometheus.write.v2.Request`: 2.0 (the value may be quoted;
 ///   it is compared exactly). Other parameters are ignored.
-/// - Content-Encoding absent (or blank): snappy is assumed; `snappy` in any
-///   case is accepted; anything else is refused.
+/// - Content-Encoding absent (or blank): snappy is assumed; `snappy` and
+///   `zstd` in any case are accepted, for either version; anything else is
+///   refused. (vmagent offers zstd first and falls back to snappy for good
+///   on a 415 or 400, so accepting it keeps its smaller bodies.)
 ///
 /// Every refusal is a 415 that names the offending value.
 pub fn negotiate(
     content_type: Option<&str>,
     content_encoding: Option<&str>,
-) -> Result<Version, WriteError> {
+) -> Result<(Version, Encoding), WriteError> {
     let version = match content_type.map(str::trim) {
         None | Some("") => Version::V1,
         Some(ct) => parse_content_type(ct)?,
     };
-    match content_encoding.map(str::trim) {
-        None | Some("") => {}
-        Some(enc) if enc.eq_ignore_ascii_case("snappy") => {}
+    let encoding = match content_encoding.map(str::trim) {
+        None | Some("") => Encoding::Snappy,
+        Some(enc) if enc.eq_ignore_ascii_case("snappy") => Encoding::Snappy,
+        Some(enc) if enc.eq_ignore_ascii_case("zstd") => Encoding::Zstd,
         Some(enc) => {
             return Err(WriteError::UnsupportedEncoding {
                 encoding: enc.to_owned(),
             })
         }
-    }
-    Ok(version)
+    };
+    Ok((version, encoding))
 }
 
 fn parse_content_type(content_type: &str) -> Result<Version, WriteError> {
@@ -122,12 +147,23 @@ mod tests {
             Some("SNAPPY"),
         )
         .unwrap();
-        assert_eq!(v, Version::V2);
-        assert_eq!(negotiate(None, None).unwrap(), Version::V1);
+        assert_eq!(v, (Version::V2, Encoding::Snappy));
+        assert_eq!(
+            negotiate(None, None).unwrap(),
+            (Version::V1, Encoding::Snappy)
+        );
         assert_eq!(
             negotiate(Some(Version::V2.content_type()), Some("snappy")).unwrap(),
-            Version::V2
+            (Version::V2, Encoding::Snappy)
         );
+        // What vmagent sends first.
+        assert_eq!(
+            negotiate(Some("application/x-protobuf"), Some(" Zstd ")).unwrap(),
+            (Version::V1, Encoding::Zstd)
+        );
+        let err = negotiate(None, Some("gzip")).unwrap_err();
+        assert_eq!(err.status(), 415);
+        assert!(err.to_string().contains("snappy, zstd"), "{err}");
         let err = negotiate(Some("application/x-protobuf;proto"), None).unwrap_err();
         assert_eq!(err.status(), 415);
     }

@@ -13,31 +13,60 @@ use crate::wire;
 /// cannot blow up an error message.
 const MAX_RENDERED_BYTES: usize = 1024;
 
-/// Checks one series' labels: every name and value non-empty, names strictly
-/// increasing (so sorted and unique, compared bytewise as Prometheus does),
-/// and a `__name__` label present. Any UTF-8 name is accepted, as
-/// Prometheus 3 accepts it; invalid UTF-8 is caught while converting.
-pub(crate) fn check_labels(labels: &(impl LabelPairs + ?Sized)) -> Result<(), String> {
+/// Checks one series' labels, sorting them by name first if the sender did
+/// not (vmagent sends them in scrape order; Prometheus sorts on receipt):
+/// every name and value non-empty, names unique (compared bytewise, as
+/// Prometheus does), and a `__name__` label present. Any UTF-8 name is
+/// accepted, as Prometheus 3 accepts it; invalid UTF-8 is caught while
+/// converting.
+pub(crate) fn check_labels(labels: &mut RawLabels) -> Result<(), String> {
+    match check_sorted(labels) {
+        Err(Problem::Unsorted) => {
+            // Stable, so that duplicates are named in the order sent.
+            labels.0.sort_by(|a, b| a.name().cmp(b.name()));
+            check_sorted(labels).map_err(Problem::into_message)
+        }
+        other => other.map_err(Problem::into_message),
+    }
+}
+
+enum Problem {
+    /// Not sorted by name: the caller sorts and checks again.
+    Unsorted,
+    Invalid(String),
+}
+
+impl Problem {
+    fn into_message(self) -> String {
+        match self {
+            Self::Unsorted => "labels are not sorted by name".to_owned(),
+            Self::Invalid(m) => m,
+        }
+    }
+}
+
+/// The checks of [`check_labels`] on labels taken as sorted.
+fn check_sorted(labels: &(impl LabelPairs + ?Sized)) -> Result<(), Problem> {
     let mut previous: Option<&str> = None;
     let mut has_metric_name = false;
     for (name, value) in labels.pairs() {
         if name.is_empty() {
-            return Err(format!(
+            return Err(Problem::Invalid(format!(
                 "a label has an empty name (its value is {value:?})"
-            ));
+            )));
         }
         if value.is_empty() {
-            return Err(format!("label {name:?} has an empty value"));
+            return Err(Problem::Invalid(format!(
+                "label {name:?} has an empty value"
+            )));
         }
         if let Some(previous) = previous {
             match name.cmp(previous) {
                 std::cmp::Ordering::Greater => {}
-                std::cmp::Ordering::Equal => return Err(format!("duplicate label name {name:?}")),
-                std::cmp::Ordering::Less => {
-                    return Err(format!(
-                        "labels are not sorted by name: {name:?} comes after {previous:?}"
-                    ))
+                std::cmp::Ordering::Equal => {
+                    return Err(Problem::Invalid(format!("duplicate label name {name:?}")))
                 }
+                std::cmp::Ordering::Less => return Err(Problem::Unsorted),
             }
         }
         has_metric_name |= name == METRIC_NAME;
@@ -46,7 +75,7 @@ pub(crate) fn check_labels(labels: &(impl LabelPairs + ?Sized)) -> Result<(), St
     if has_metric_name {
         Ok(())
     } else {
-        Err(format!("missing the {METRIC_NAME} label"))
+        Err(Problem::Invalid(format!("missing the {METRIC_NAME} label")))
     }
 }
 

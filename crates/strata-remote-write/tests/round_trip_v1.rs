@@ -37,7 +37,7 @@ fn v1_round_trip_keeps_labels_and_samples_bit_exact() {
     let mut body = Vec::new();
     encode_v1(&req, &mut body);
 
-    let version = negotiate(Some(Version::V1.content_type()), Some("snappy")).unwrap();
+    let (version, _) = negotiate(Some(Version::V1.content_type()), Some("snappy")).unwrap();
     assert_eq!(version, Version::V1);
     let decoded = decode(version, &body, &DecodeLimits::default()).unwrap();
     assert_eq!(decoded.version, Version::V1);

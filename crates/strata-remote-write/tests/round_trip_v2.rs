@@ -38,7 +38,7 @@ fn v2_round_trip_through_the_builder() {
     encode_v2(&req, &mut body2);
     assert_eq!(body, body2);
 
-    let version = negotiate(
+    let (version, _) = negotiate(
         Some("application/x-protobuf;proto=io.prometheus.write.v2.Request"),
         Some("snappy"),
     )

@@ -1,19 +1,28 @@
 #![allow(clippy::unwrap_used)]
 
-use strata_remote_write::{negotiate, Version};
+use strata_remote_write::{negotiate, Encoding, Version};
 
 #[test]
-fn non_snappy_encoding_is_415_naming_it() {
-    let err = negotiate(Some(Version::V2.content_type()), Some("zstd")).unwrap_err();
-    assert_eq!(err.status(), 415);
-    let msg = err.to_string();
-    assert!(msg.contains("zstd") && msg.contains("snappy"), "{msg}");
+fn other_encodings_are_415_naming_them() {
+    for enc in ["gzip", "deflate", "br", "snappy-framed"] {
+        let err = negotiate(Some(Version::V2.content_type()), Some(enc)).unwrap_err();
+        assert_eq!(err.status(), 415);
+        let msg = err.to_string();
+        assert!(
+            msg.contains(enc) && msg.contains("snappy") && msg.contains("zstd"),
+            "{msg}"
+        );
+    }
 }
 
 #[test]
-fn absent_encoding_is_taken_as_snappy() {
+fn absent_encoding_is_taken_as_snappy_and_zstd_is_accepted() {
     assert_eq!(
         negotiate(Some(Version::V2.content_type()), None).unwrap(),
-        Version::V2
+        (Version::V2, Encoding::Snappy)
+    );
+    assert_eq!(
+        negotiate(Some(Version::V1.content_type()), Some("zstd")).unwrap(),
+        (Version::V1, Encoding::Zstd)
     );
 }

@@ -19,6 +19,21 @@ pub struct ServerMetrics {
     pub samples_received: AtomicU64,
     pub rate_limited: AtomicU64,
     pub auth_failures: AtomicU64,
+    /// Remote-write requests by body encoding: snappy, zstd.
+    pub encoded_requests: [AtomicU64; 2],
+}
+
+impl ServerMetrics {
+    /// Counts a remote-write request compressed with `encoding`.
+    pub fn count_encoding(&self, encoding: strata_remote_write::Encoding) {
+        let i = match encoding {
+            strata_remote_write::Encoding::Snappy => 0,
+            strata_remote_write::Encoding::Zstd => 1,
+        };
+        if let Some(c) = self.encoded_requests.get(i) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl ServerMetrics {
@@ -113,6 +128,18 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "Samples received in remote-write requests.",
         m.samples_received.load(Ordering::Relaxed),
     );
+    counter_header(
+        &mut out,
+        "strata_remote_write_requests_total",
+        "Remote-write requests by body encoding (Content-Encoding).",
+    );
+    for (encoding, c) in ["snappy", "zstd"].iter().zip(&m.encoded_requests) {
+        let _ = writeln!(
+            out,
+            "strata_remote_write_requests_total{{encoding=\"{encoding}\"}} {}",
+            c.load(Ordering::Relaxed)
+        );
+    }
     counter(
         &mut out,
         "strata_remote_write_rate_limited_total",

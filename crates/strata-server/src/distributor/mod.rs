@@ -21,7 +21,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use strata_remote_write::{decode, negotiate, DecodeLimits, Version};
+use strata_remote_write::{decode_encoded, negotiate, DecodeLimits, Version};
 
 use crate::config::Config;
 use crate::metrics::ServerMetrics;
@@ -81,7 +81,10 @@ impl DistributorState {
 /// The distributor's HTTP API: remote write, health, readiness, metrics.
 pub fn router(state: Arc<DistributorState>, max_body_bytes: usize) -> Router {
     Router::new()
-        .route("/api/v1/write", post(remote_write))
+        .route(
+            "/api/v1/write",
+            post(remote_write).get(crate::http::write::remote_write_get),
+        )
         .layer(DefaultBodyLimit::max(max_body_bytes.saturating_add(1)))
         .route("/-/healthy", get(|| async { "Strata is Healthy.\n" }))
         .route("/-/ready", get(ready))
@@ -144,9 +147,13 @@ async fn metrics_text(State(state): State<Arc<DistributorState>>) -> Response {
 
 async fn remote_write(
     State(state): State<Arc<DistributorState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(r) = crate::http::write::vm_proto_handshake(&uri) {
+        return r;
+    }
     let started = Instant::now();
     let resp = handle(&state, &headers, &body).await;
     state
@@ -162,11 +169,12 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
         return text(StatusCode::UNAUTHORIZED, e.to_string());
     }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let version = match negotiate(header("content-type"), header("content-encoding")) {
+    let (version, encoding) = match negotiate(header("content-type"), header("content-encoding")) {
         Ok(v) => v,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
-    let decoded = match decode(version, body, &state.decode_limits) {
+    state.server_metrics.count_encoding(encoding);
+    let decoded = match decode_encoded(version, encoding, body, &state.decode_limits) {
         Ok(d) => d,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };

@@ -42,7 +42,10 @@ pub fn router(state: Arc<AppState>) -> Router {
     // sees oversized bodies and answers 413 with its own message.
     let body_limit = state.config.limits.max_body_bytes.saturating_add(1);
     let write = Router::new()
-        .route("/api/v1/write", post(write::remote_write))
+        .route(
+            "/api/v1/write",
+            post(write::remote_write).get(write::remote_write_get),
+        )
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(Arc::clone(&state));
     // Imports stream their body, however large.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use strata_remote_write::{
@@ -56,12 +56,40 @@ pub fn storage_error(e: &StorageError) -> Response {
     }
 }
 
+/// The answer to vmagent's protocol handshake, if `uri` asks it: vmagent
+/// 1.88 to 1.115 asks `?get_vm_proto_version=1` once at start and sends zstd
+/// bodies when the answer is `1` (later versions send zstd first and fall
+/// back to snappy on a 415 or 400).
+pub(crate) fn vm_proto_handshake(uri: &Uri) -> Option<Response> {
+    uri.query()?
+        .split('&')
+        .any(|p| p.split('=').next() == Some("get_vm_proto_version"))
+        .then(|| (StatusCode::OK, "1").into_response())
+}
+
+/// `GET /api/v1/write`: only vmagent's handshake.
+pub async fn remote_write_get(uri: Uri) -> Response {
+    vm_proto_handshake(&uri).unwrap_or_else(|| {
+        let mut r = text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "remote write takes POST requests",
+        );
+        r.headers_mut()
+            .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
+        r
+    })
+}
+
 pub async fn remote_write(
     State(state): State<Arc<AppState>>,
     tenant: Option<Extension<Tenant>>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(r) = vm_proto_handshake(&uri) {
+        return r;
+    }
     let started = Instant::now();
     let resp = match tenant {
         Some(Extension(tenant)) => handle(&state, &tenant, &headers, &body).await,
@@ -147,10 +175,11 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
             "this is a reader node: it serves queries only; send remote write to the writer (role \"writer\" or \"all\")",
         );
     }
-    let version = match negotiate(header("content-type"), header("content-encoding")) {
+    let (version, encoding) = match negotiate(header("content-type"), header("content-encoding")) {
         Ok(v) => v,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
+    state.metrics.count_encoding(encoding);
     let durability = match header(DURABILITY_HEADER).map(str::trim) {
         None | Some("") => state.default_durability,
         Some(v) if v.eq_ignore_ascii_case("applied") => Durability::Applied,
@@ -169,7 +198,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
             "not ready: recovery is in progress",
         );
     };
-    let mut decoded = match decode_raw(version, body, &state.decode_limits) {
+    let mut decoded = match decode_raw(version, encoding, body, &state.decode_limits) {
         Ok(d) => d,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
