@@ -19,13 +19,35 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use http::{http_get, http_request, query_string, HttpResponse};
 pub use processes::{
-    NodeExporterProcess, PrometheusProcess, StrataProcess, VictoriaMetricsProcess,
+    NodeExporterProcess, PrometheusProcess, StrataProcess, VictoriaMetricsProcess, VmagentProcess,
 };
 pub use query::{matrix_diff, query_matrix, query_vector, Labels, Matrix};
 
 pub const PROMETHEUS_BIN: &str = "/usr/bin/prometheus";
 pub const NODE_EXPORTER_BIN: &str = "/usr/bin/prometheus-node-exporter";
 pub const VICTORIA_METRICS_BIN: &str = "/usr/bin/victoria-metrics";
+/// Debian's vmagent (1.79): snappy bodies, labels in scrape order.
+pub const VMAGENT_BIN: &str = "/usr/bin/vmagent";
+
+/// A current vmagent (1.150), which sends zstd bodies first: built from its
+/// Go module by .ci/run into the test-binary cache, or named by
+/// `STRATA_VMAGENT_BIN`.
+pub fn current_vmagent_bin() -> std::path::PathBuf {
+    let bin = std::env::var_os("STRATA_VMAGENT_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").expect("HOME is set");
+            Path::new(&home).join(".cache/strata-test-bin/vmagent-1.150.0/vmagent")
+        });
+    assert!(
+        bin.is_file(),
+        "{} not found: build vmagent 1.150 as .ci/run does (go install \
+         github.com/VictoriaMetrics/VictoriaMetrics/app/vmagent@v1.150.0 with GOBIN set to \
+         its folder), or set STRATA_VMAGENT_BIN",
+        bin.display()
+    );
+    bin
+}
 
 /// A port nobody listens on right now (the kernel's pick for 127.0.0.1:0).
 pub fn free_port() -> u16 {

@@ -329,3 +329,69 @@ impl Drop for VictoriaMetricsProcess {
         }
     }
 }
+
+/// A vmagent (`bin`: Debian's or a newer build) scraping with
+/// `config_yaml` and remote-writing to each of `urls`, with
+/// `-remoteWrite.label` pairs `labels` added to every series.
+pub struct VmagentProcess {
+    pub port: u16,
+    pub child: Child,
+    dir: TempDir,
+}
+
+impl VmagentProcess {
+    pub fn start(bin: &Path, config_yaml: &str, urls: &[String], labels: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir for vmagent");
+        let config = dir.path().join("scrape.yml");
+        std::fs::write(&config, config_yaml).expect("write scrape.yml");
+        let log = dir.path().join("vmagent.log");
+        let port = free_port();
+        let mut cmd = Command::new(bin);
+        cmd.arg(format!("-promscrape.config={}", config.display()))
+            .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+            .arg(format!(
+                "-remoteWrite.tmpDataPath={}",
+                dir.path().join("queue").display()
+            ))
+            .arg("-remoteWrite.flushInterval=500ms")
+            .arg("-remoteWrite.showURL");
+        for url in urls {
+            cmd.arg(format!("-remoteWrite.url={url}"));
+        }
+        for label in labels {
+            cmd.arg(format!("-remoteWrite.label={label}"));
+        }
+        let mut child = spawn_logged(cmd, &log, "vmagent");
+        wait_ready(&mut child, port, "/health", "vmagent", &log);
+        Self { port, child, dir }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("vmagent.log")).unwrap_or_default()
+    }
+
+    /// The sum of a counter over its series on vmagent's `/metrics`,
+    /// restricted to lines containing `filter`.
+    pub fn counter(&self, name: &str, filter: &str) -> f64 {
+        let text = http_get(self.port, "/metrics")
+            .map(|r| r.text())
+            .unwrap_or_default();
+        text.lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+                    && l.contains(filter)
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
+impl Drop for VmagentProcess {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+        if std::thread::panicking() {
+            print_log("vmagent", &self.dir.path().join("vmagent.log"));
+        }
+    }
+}
