@@ -14,7 +14,6 @@
 mod common;
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -405,34 +404,6 @@ async fn credentials_tenants_and_rate_limit() {
 
 // ---- Migration of a Prometheus 3 TSDB -------------------------------------
 
-/// Where Prometheus 3's `prometheus` and `promtool` are.
-fn prometheus3_bin(name: &str) -> PathBuf {
-    let dir = std::env::var_os("STRATA_PROMETHEUS3_BIN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/strata-test-bin/prometheus-3.16.0")
-        });
-    let bin = dir.join(name);
-    assert!(
-        bin.is_file(),
-        "{} not found: build Prometheus 3's {name} as .ci/run does (go install \
-         github.com/prometheus/prometheus/cmd/{name}@v0.316.0 with GOBIN={}), or set \
-         STRATA_PROMETHEUS3_BIN_DIR to a folder holding prometheus and promtool 3.x",
-        bin.display(),
-        dir.display()
-    );
-    let out = Command::new(&bin).arg("--version").output().unwrap();
-    let version =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        version.contains("version 3."),
-        "{} is not Prometheus 3: {version}",
-        bin.display()
-    );
-    bin
-}
-
 fn run(cmd: &mut Command) -> String {
     let out = cmd
         .output()
@@ -529,8 +500,8 @@ fn migrate_and_compare(
     strata_env: &[(&str, &str)],
     in_service: impl FnOnce(&StrataProcess),
 ) {
-    let promtool = prometheus3_bin("promtool");
-    let prometheus = prometheus3_bin("prometheus");
+    let promtool = common::prometheus3_bin("promtool");
+    let prometheus = common::prometheus3_bin("prometheus");
     let work = tempfile::tempdir().unwrap();
     let (om, series, samples) = openmetrics(from, to, 15_000);
     let om_file = work.path().join("history.om");

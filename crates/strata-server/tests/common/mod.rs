@@ -95,3 +95,34 @@ pub fn require_binary(path: &str, debian_package: &str) {
          (apt-get install {debian_package}); .ci/run does this"
     );
 }
+
+/// Where Prometheus 3's `prometheus` and `promtool` are.
+pub fn prometheus3_bin(name: &str) -> std::path::PathBuf {
+    let dir = std::env::var_os("STRATA_PROMETHEUS3_BIN_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").expect("HOME is set");
+            Path::new(&home).join(".cache/strata-test-bin/prometheus-3.16.0")
+        });
+    let bin = dir.join(name);
+    assert!(
+        bin.is_file(),
+        "{} not found: build Prometheus 3's {name} as .ci/run does (go install \
+         github.com/prometheus/prometheus/cmd/{name}@v0.316.0 with GOBIN={}), or set \
+         STRATA_PROMETHEUS3_BIN_DIR to a folder holding prometheus and promtool 3.x",
+        bin.display(),
+        dir.display()
+    );
+    let out = std::process::Command::new(&bin)
+        .arg("--version")
+        .output()
+        .expect("run prometheus --version");
+    let version =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        version.contains("version 3."),
+        "{} is not Prometheus 3: {version}",
+        bin.display()
+    );
+    bin
+}

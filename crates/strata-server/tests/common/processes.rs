@@ -194,6 +194,12 @@ impl PrometheusProcess {
     }
 
     /// Starts the Prometheus binary `bin` (another version than Debian's)
+    /// on `port` with its own temporary TSDB.
+    pub fn start_binary_on(bin: &Path, port: u16, config_yaml: &str, extra_args: &[&str]) -> Self {
+        Self::launch(bin, port, config_yaml, None, extra_args)
+    }
+
+    /// Starts the Prometheus binary `bin` (another version than Debian's)
     /// on the existing TSDB in `data`, on a free port.
     pub fn start_binary_on_tsdb(
         bin: &Path,

@@ -1,0 +1,226 @@
+//! A sender's backlog after an outage. Prometheus 3 scrapes itself and
+//! node_exporter every second and remote-writes to Strata, whose buckets
+//! are 20 s wide with a 2 s grace. Strata is stopped for longer than a
+//! bucket and its grace, so when it comes back the buckets of the outage
+//! are past their seal: Prometheus' backlog (its WAL, retried) lands in
+//! them as late samples. Prometheus must fail none of them, and Strata must
+//! hold exactly Prometheus' raw samples over the whole run, before and
+//! after another restart.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{
+    http_get, matrix_diff, now_ms, query_matrix, query_vector, wait_until, Matrix,
+    NodeExporterProcess, PrometheusProcess, StrataProcess,
+};
+
+const SELECTORS: &[&str] = &[
+    "up",
+    "scrape_duration_seconds",
+    "prometheus_tsdb_head_series",
+    "prometheus_http_requests_total",
+    "prometheus_http_request_duration_seconds_bucket",
+    "node_cpu_seconds_total",
+    "node_network_receive_bytes_total",
+    "node_memory_MemAvailable_bytes",
+    "node_time_seconds",
+];
+
+/// Strata's bucket width and seal grace for this test: the outage must
+/// outlast both, as an hour and five minutes would in production.
+const BUCKET: &str = "20s";
+const GRACE: &str = "2s";
+/// Longer than a bucket and its grace: at least one bucket boundary and
+/// its grace pass while Strata is down.
+const OUTAGE: Duration = Duration::from_secs(30);
+/// The compared window reaches back over the whole run.
+const WINDOW: &str = "3m";
+/// How far in the past the compared window ends.
+const SETTLE: Duration = Duration::from_secs(6);
+/// How long to keep retrying while the backlog is delivered.
+const CATCH_UP: Duration = Duration::from_secs(40);
+
+fn strata_env() -> [(&'static str, &'static str); 4] {
+    [
+        ("STRATA_STORAGE_BUCKET_DURATION", BUCKET),
+        ("STRATA_STORAGE_SEAL_GRACE", GRACE),
+        ("STRATA_STORAGE_SEAL_CHECK_INTERVAL", "1s"),
+        ("STRATA_STORAGE_SEAL_SPREAD", "1s"),
+    ]
+}
+
+fn prometheus_config(prometheus_port: u16, node_port: u16, strata_port: u16) -> String {
+    format!(
+        r#"global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ["127.0.0.1:{prometheus_port}"]
+  - job_name: node
+    static_configs:
+      - targets: ["127.0.0.1:{node_port}"]
+remote_write:
+  - url: http://127.0.0.1:{strata_port}/api/v1/write
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 50ms
+      max_backoff: 1s
+"#
+    )
+}
+
+fn snapshot(port: u16, t: i64) -> BTreeMap<&'static str, Matrix> {
+    SELECTORS
+        .iter()
+        .map(|sel| (*sel, query_matrix(port, &format!("{sel}[{WINDOW}]"), t)))
+        .collect()
+}
+
+/// Waits until Strata's raw samples in the window ending at `t` are
+/// Prometheus' own, and answers them.
+fn assert_same_as_prometheus(
+    prometheus: &PrometheusProcess,
+    strata: &StrataProcess,
+    t: i64,
+) -> BTreeMap<&'static str, Matrix> {
+    let expected = snapshot(prometheus.port, t);
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let actual = snapshot(strata.port, t);
+        let diffs: Vec<String> = SELECTORS
+            .iter()
+            .filter_map(|sel| {
+                matrix_diff(&expected[sel], &actual[sel]).map(|d| format!("{sel}:\n{d}"))
+            })
+            .collect();
+        if diffs.is_empty() {
+            return actual;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Strata's raw samples differ from Prometheus' in the window ending at {t} ms \
+             (still after {CATCH_UP:?}):\n{}",
+            diffs.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn prometheus_counter(prometheus: &PrometheusProcess, name: &str) -> f64 {
+    query_vector(prometheus.port, name)
+        .iter()
+        .map(|(_, v)| v.parse::<f64>().expect("counter value"))
+        .sum()
+}
+
+fn strata_metric(strata: &StrataProcess, name: &str) -> f64 {
+    let text = http_get(strata.port, "/metrics").expect("metrics").text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} "))?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+}
+
+fn newest_up(strata: &StrataProcess) -> Option<i64> {
+    query_matrix(strata.port, "up[1m]", now_ms())
+        .values()
+        .filter_map(|s| s.last().map(|(t, _)| *t))
+        .max()
+}
+
+#[test]
+fn prometheus_backlog_after_an_outage_lands_in_sealed_buckets() {
+    let prometheus_bin = common::prometheus3_bin("prometheus");
+    let started = Instant::now();
+    let data = tempfile::tempdir().expect("temp dir");
+    let strata = StrataProcess::start(data.path(), &strata_env());
+    let node = NodeExporterProcess::start();
+    let prometheus_port = common::free_port();
+    let prometheus = PrometheusProcess::start_binary_on(
+        &prometheus_bin,
+        prometheus_port,
+        &prometheus_config(prometheus_port, node.port, strata.port),
+        &[],
+    );
+    wait_until(Duration::from_secs(20), "Strata has `up` samples", || {
+        newest_up(&strata).is_some()
+    });
+    std::thread::sleep(Duration::from_secs(8));
+
+    // The outage: Prometheus keeps scraping into its WAL and retries.
+    let port = strata.port;
+    let status = strata.stop();
+    assert!(status.success(), "strata exited with {status} on SIGTERM");
+    let down = now_ms();
+    std::thread::sleep(OUTAGE);
+    let strata = StrataProcess::start_on(port, data.path(), &strata_env());
+    let back = now_ms();
+
+    // Prometheus delivers its backlog, then keeps up again.
+    wait_until(
+        Duration::from_secs(60),
+        "Strata receives samples scraped after its restart",
+        || newest_up(&strata).is_some_and(|t| t > back + SETTLE.as_millis() as i64 + 2000),
+    );
+    let t = now_ms() - SETTLE.as_millis() as i64;
+    assert!(t > back, "the window must reach past the restart");
+    let matched = assert_same_as_prometheus(&prometheus, &strata, t);
+    let outage_samples: usize = matched["up"]
+        .values()
+        .flatten()
+        .filter(|(ts, _)| (down..back).contains(ts))
+        .count();
+    assert!(
+        outage_samples >= 2 * 20,
+        "the backlog holds the outage's `up` samples, 2 targets each second: {outage_samples}"
+    );
+
+    // They went into buckets already past their seal.
+    let late = strata_metric(&strata, "strata_late_samples_total");
+    assert!(
+        late > 0.0,
+        "no late samples: the outage did not outlast a bucket's seal"
+    );
+    assert_eq!(strata_metric(&strata, "strata_samples_rejected_total"), 0.0);
+    let retried = prometheus_counter(
+        &prometheus,
+        "prometheus_remote_storage_samples_retried_total",
+    );
+    assert!(
+        retried > 0.0,
+        "Prometheus retried nothing: the outage was not felt"
+    );
+    for counter in [
+        "prometheus_remote_storage_samples_failed_total",
+        "prometheus_remote_storage_samples_dropped_total",
+    ] {
+        let n = prometheus_counter(&prometheus, counter);
+        assert_eq!(n, 0.0, "{counter} = {n}; see the Prometheus log");
+    }
+
+    // A restart keeps it all: the late samples were made durable.
+    let status = strata.stop();
+    assert!(status.success(), "strata exited with {status} on SIGTERM");
+    let strata = StrataProcess::start_on(port, data.path(), &strata_env());
+    let after = snapshot(strata.port, t);
+    for sel in SELECTORS {
+        if let Some(d) = matrix_diff(&matched[sel], &after[sel]) {
+            panic!("{sel}: samples changed across a restart:\n{d}");
+        }
+    }
+    let samples: usize = matched
+        .values()
+        .flat_map(Matrix::values)
+        .map(Vec::len)
+        .sum();
+    eprintln!(
+        "sender_outage: {samples} samples equal to Prometheus' after a {OUTAGE:?} outage \
+         ({outage_samples} `up` samples from the outage, {late} late samples, {retried} retried), \
+         in {:?}",
+        started.elapsed()
+    );
+}
