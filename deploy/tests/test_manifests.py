@@ -2,6 +2,8 @@
 schemas (kubernetes-validate, strict: unknown fields fail), the ConfigMap's
 TOML against config/strata.toml, and the invariants the writer depends on."""
 
+import fnmatch
+import json
 import pathlib
 import re
 import shutil
@@ -226,3 +228,87 @@ def test_dockerfile_is_multi_stage_non_root_and_serves_9470():
     for copied in re.findall(r"^COPY\s+(?!--)(.+)\s+\S+$", text, re.M):
         for src in copied.split():
             assert (REPO / src).exists(), f"Dockerfile copies missing {src}"
+
+
+def _ignored(rel, patterns):
+    """Whether `rel` (a path in the context) is left out by .dockerignore
+    `patterns`: the last pattern matching it or one of its parent folders
+    wins, `!` re-includes, a leading `**/` matches at any depth."""
+    parts = rel.split("/")
+    paths = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+    def matches(pat):
+        if pat.startswith("**/"):
+            tail = pat[3:]
+            return any(
+                fnmatch.fnmatchcase("/".join(p.split("/")[i:]), tail)
+                for p in paths
+                for i in range(p.count("/") + 1)
+            )
+        return any(fnmatch.fnmatchcase(p, pat) for p in paths)
+
+    out = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        if matches(pattern.lstrip("!").strip("/")):
+            out = not negate
+    return out
+
+
+def test_dockerfile_build_context_resolves_the_workspace(tmp_path):
+    """Assembles exactly what the build stage sees (its COPY lines, the
+    context filtered by Dockerfile.dockerignore) and resolves the workspace
+    in it offline, as `cargo build --locked` would first."""
+    text = (REPO / "deploy" / "Dockerfile").read_text()
+    build_stage = re.split(r"^FROM\s", text, flags=re.M)[1]
+    patterns = [
+        line.strip()
+        for line in (REPO / "deploy" / "Dockerfile.dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    context = tmp_path / "context"
+    copied = 0
+    for line in re.findall(r"^COPY\s+(?!--)(.+)$", build_stage, re.M):
+        *sources, dest = line.split()
+        for src in sources:
+            root = REPO / src
+            assert root.exists(), f"Dockerfile copies missing {src}"
+            files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+            for f in files:
+                rel = f.relative_to(REPO).as_posix()
+                if _ignored(rel, patterns):
+                    continue
+                if dest.endswith("/"):
+                    target = context / dest / (f.name if root.is_file() else f.relative_to(root))
+                else:
+                    target = context / dest / f.relative_to(root) if root.is_dir() else context / dest
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target)
+                copied += 1
+    assert copied > 0
+    assert (context / "Cargo.toml").is_file() and (context / "Cargo.lock").is_file()
+    host = re.search(
+        r"^host: (\S+)$", subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout, re.M
+    ).group(1)
+    out = subprocess.run(
+        [
+            "cargo", "metadata", "--offline", "--locked", "--format-version", "1",
+            "--filter-platform", host,
+        ],
+        cwd=context,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, f"the image's build context does not resolve:\n{out.stderr}"
+    members = json.loads(out.stdout)["workspace_members"]
+    assert any("strata-server" in m for m in members), members
+
+
+def test_dockerignore_matching():
+    patterns = ["**/target", ".git", "bench/*", "!bench/loadgen", "docs"]
+    assert _ignored("target/release/strata", patterns)
+    assert _ignored("crates/strata-codec/target/x", patterns)
+    assert _ignored("bench/compare", patterns)
+    assert not _ignored("bench/loadgen/Cargo.toml", patterns)
+    assert not _ignored("crates/strata-server/src/main.rs", patterns)
+    assert _ignored("docs/benchmarks.md", patterns)
