@@ -16,10 +16,23 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use object_store::ObjectStore;
-use strata_storage::{open_object_store, Storage, SystemClock};
+use strata_storage::{check_object_store, open_object_store, Storage, SystemClock};
 
 use crate::config::{Config, Role};
 use crate::state::AppState;
+
+/// A problem found while starting (the object store, the listen address):
+/// the process exits 2, as for a configuration error.
+#[derive(Debug)]
+pub struct StartupError(pub String);
+
+impl std::fmt::Display for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartupError {}
 
 /// Wraps each object store the server opens its storage on, e.g. to
 /// inject faults in tests.
@@ -65,13 +78,22 @@ pub async fn run_with_store_layer(
     };
     let mut locations = Vec::with_capacity(urls.len());
     for url in &urls {
-        let mut location = open_object_store(url, &config.object_store.s3)?;
-        location.store = layer(location.store);
-        locations.push(location);
+        let location = open_object_store(url, &config.object_store.s3)
+            .map_err(|e| StartupError(e.to_string()))?;
+        // Checked below, unlayered: the check is not the store's traffic.
+        let probe = Arc::clone(&location.store);
+        let store = layer(location.store);
+        locations.push((
+            strata_storage::ObjectStoreLocation {
+                store,
+                path: location.path,
+            },
+            probe,
+        ));
     }
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", config.server.listen))?;
+        .map_err(|e| StartupError(format!("cannot listen on {}: {e}", config.server.listen)))?;
     tracing::info!(
         listen = %config.server.listen,
         object_store = %urls.join(","),
@@ -123,33 +145,42 @@ pub async fn run_with_store_layer(
     let started = std::time::Instant::now();
     let mut stop_during_recovery = stop_rx.clone();
     // Every shard a reader follows recovers at once.
-    let opening = locations.into_iter().zip(&urls).map(|(location, url)| {
-        let (storage_settings, reader_settings) =
-            (storage_settings.clone(), reader_settings.clone());
-        async move {
-            let opened = if role == Role::Reader {
-                Storage::open_reader(
-                    location.store,
-                    &location.path,
-                    storage_settings,
-                    reader_settings,
-                    Arc::new(SystemClock),
-                )
-                .await
-            } else {
-                Storage::open(
-                    location.store,
-                    &location.path,
-                    storage_settings,
-                    Arc::new(SystemClock),
-                )
-                .await
-            };
-            opened
-                .map(Arc::new)
-                .with_context(|| format!("cannot open storage at {url}"))
-        }
-    });
+    let opening = locations
+        .into_iter()
+        .zip(&urls)
+        .map(|((location, probe), url)| {
+            let (storage_settings, reader_settings) =
+                (storage_settings.clone(), reader_settings.clone());
+            async move {
+                // A store that cannot work fails the start with one line (exit
+                // 2), instead of a recovery that retries for ever; meanwhile
+                // the server answers 503.
+                check_object_store(probe.as_ref(), url, &location.path, role != Role::Reader)
+                    .await
+                    .map_err(StartupError)?;
+                let opened = if role == Role::Reader {
+                    Storage::open_reader(
+                        location.store,
+                        &location.path,
+                        storage_settings,
+                        reader_settings,
+                        Arc::new(SystemClock),
+                    )
+                    .await
+                } else {
+                    Storage::open(
+                        location.store,
+                        &location.path,
+                        storage_settings,
+                        Arc::new(SystemClock),
+                    )
+                    .await
+                };
+                opened
+                    .map(Arc::new)
+                    .with_context(|| format!("cannot open storage at {url}"))
+            }
+        });
     let storages: Vec<Arc<Storage>> = tokio::select! {
         s = futures::future::try_join_all(opening) => s?,
         _ = stop_during_recovery.wait_for(|s| *s) => {

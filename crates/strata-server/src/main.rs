@@ -129,6 +129,12 @@ fn main() -> std::process::ExitCode {
     };
     match runtime.block_on(strata_server::run(config, shutdown_signal())) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // Start-up problems exit 2, like configuration errors, printed once
+        // (the log line goes to the same terminal).
+        Err(e) if e.downcast_ref::<strata_server::StartupError>().is_some() => {
+            eprintln!("strata: {e:#}");
+            std::process::ExitCode::from(2)
+        }
         Err(e) => {
             tracing::error!("{e:#}");
             eprintln!("strata: {e:#}");

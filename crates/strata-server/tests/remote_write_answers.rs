@@ -345,6 +345,25 @@ async fn rate_limit_answers_429() {
     srv.stop().await;
 }
 
+/// A request larger than the burst is not refused for good: it passes from
+/// a full bucket, and the requests after it wait out its cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_burst_passes_and_later_ones_wait() {
+    // 5 samples/s, burst 5 (one second of the rate).
+    let srv = Server::start(&[("STRATA_LIMITS_INGEST_RATE_LIMIT", "5")]).await;
+    let t = now_ms();
+    let twenty: Vec<(i64, f64)> = (0..20).map(|i| (t + i, i as f64)).collect();
+    let (s, m, _) = post(&srv.url, body(vec![ts(GOOD, &twenty)]), &[]).await;
+    assert_eq!(s, 204, "{m}");
+    let (s, m, h) = post(&srv.url, body(vec![ts(GOOD, &[(t + 100, 1.0)])]), &[]).await;
+    assert_eq!(s, 429, "{m}");
+    let wait: u64 = h["retry-after"].to_str().unwrap().parse().unwrap();
+    // The debt of 15 and this sample at 5 a second.
+    assert!((3..=4).contains(&wait), "Retry-After {wait}");
+    assert_eq!(raw(&srv.url, "good_total").await[0].1.len(), 20);
+    srv.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fenced_writer_answers_503() {
     let srv = Server::start(&[]).await;

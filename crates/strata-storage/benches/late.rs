@@ -125,9 +125,15 @@ async fn main() {
     let in_order_bps = bytes_per_sample(&db, first).await;
     let in_order_select = select_ms(&db, first + 100 * HOUR).await;
     db.close().await.unwrap();
+    let db = open(dir.path(), &clock).await;
+    let in_order_reopened = select_ms(&db, first + 100 * HOUR).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let in_order_settled = select_ms(&db, first + 100 * HOUR).await;
+    db.close().await.unwrap();
     println!(
         "in order: {total} samples written in {:.2} s ({:.2} M samples/s), sealed in {:.2} s; \
-         {in_order_bps:.3} bytes/sample; select of one hour {in_order_select:.2} ms",
+         {in_order_bps:.3} bytes/sample; select of one hour {in_order_select:.2} ms, \
+         {in_order_reopened:.2} ms after a restart, {in_order_settled:.2} ms 30 s later",
         ingest.as_secs_f64(),
         total as f64 / ingest.as_secs_f64() / 1e6,
         seal.as_secs_f64(),
@@ -161,6 +167,11 @@ async fn main() {
     let folded_bps = bytes_per_sample(&db, first).await;
     let folded_select = select_ms(&db, first + 100 * HOUR).await;
     db.close().await.unwrap();
+    let db = open(dir.path(), &clock).await;
+    let reopened_select = select_ms(&db, first + 100 * HOUR).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let folded_settled = select_ms(&db, first + 100 * HOUR).await;
+    db.close().await.unwrap();
     println!(
         "backfill: {total} samples into sealed hours in {:.2} s ({:.2} M samples/s, written as late segments); \
          {late_bps:.3} bytes/sample before the fold; select of one hour {late_select:.2} ms",
@@ -169,7 +180,7 @@ async fn main() {
     );
     println!(
         "fold: {} buckets, {} series in {:.2} s; {folded_bps:.3} bytes/sample ({:+.1} % against in order); \
-         select of one hour {folded_select:.2} ms",
+         select of one hour {folded_select:.2} ms, {reopened_select:.2} ms after a restart, {folded_settled:.2} ms 30 s later",
         fold.buckets,
         fold.series,
         folded_in.as_secs_f64(),

@@ -52,7 +52,9 @@ pub use faults::{Fault, Faults, FaultyStore, Op, When};
 pub use head::{tenant_of, Rejection, TENANT_LABEL};
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
 pub use late::{BucketLayout, FoldPass, LatePass};
-pub use object_store_url::{open_object_store, ObjectStoreLocation, S3Settings};
+pub use object_store_url::{
+    check_object_store, open_object_store, ObjectStoreLocation, S3Settings, CHECK_TIMEOUT,
+};
 pub use read::SeriesData;
 pub use settings::{Compression, ReaderSettings, StorageSettings};
 pub use spill::SpillPass;

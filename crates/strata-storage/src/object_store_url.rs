@@ -60,9 +60,12 @@ pub fn open_object_store(url: &str, s3: &S3Settings) -> Result<ObjectStoreLocati
             let bucket = parsed.host_str().filter(|b| !b.is_empty()).ok_or_else(|| {
                 StorageError::Invalid(format!("object_store: {url:?} names no bucket"))
             })?;
-            let mut b = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_allow_http(s3.allow_http);
+            // `allow_http = false` leaves AWS_ALLOW_HTTP from the
+            // environment in force, as object_store's users expect.
+            let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            if s3.allow_http {
+                b = b.with_allow_http(true);
+            }
             if let Some(e) = &s3.endpoint {
                 b = b.with_endpoint(e);
             }
@@ -91,5 +94,197 @@ pub fn open_object_store(url: &str, s3: &S3Settings) -> Result<ObjectStoreLocati
         other => Err(StorageError::Invalid(format!(
             "object_store: unsupported scheme {other:?} in {url:?} (use file://, s3:// or memory://)"
         ))),
+    }
+}
+
+/// How long one attempt of [`check_object_store`] waits for the store.
+pub const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Checks at start that the store at `url` can work: it answers a listing
+/// of `path` (the bucket exists, plain HTTP is allowed if the endpoint
+/// uses it, the credentials are accepted) and, when `writable`, honours
+/// conditional writes (a create-if-absent of a probe object succeeds once
+/// and is refused the second time; SlateDB's fencing depends on it).
+///
+/// A mistake that waiting cannot mend is answered at once, as one line
+/// naming the problem and the setting to change. A store that does not
+/// answer (down, unreachable, slow) may be an outage: that is logged as a
+/// warning naming the problem and retried every few seconds, so a node
+/// started during an outage comes up when it ends.
+pub async fn check_object_store(
+    store: &dyn ObjectStore,
+    url: &str,
+    path: &str,
+    writable: bool,
+) -> Result<(), String> {
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let problem = match tokio::time::timeout(CHECK_TIMEOUT, probe(store, path, writable)).await
+        {
+            Ok(Ok(())) => {
+                if attempts > 1 {
+                    tracing::info!(url, attempts, "object store reachable");
+                }
+                return Ok(());
+            }
+            Ok(Err(e)) => describe(url, &e),
+            Err(_) => Problem {
+                mistake: false,
+                line: format!(
+                    "object store {url} did not answer within {}s: check \
+                     object_store.s3.endpoint (or AWS_ENDPOINT), the network, and the \
+                     credentials (without any, the AWS client waits for an instance profile)",
+                    CHECK_TIMEOUT.as_secs()
+                ),
+            },
+        };
+        if problem.mistake {
+            return Err(problem.line);
+        }
+        tracing::warn!(attempts, "{}; retrying", problem.line);
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+async fn probe(store: &dyn ObjectStore, path: &str, writable: bool) -> Result<(), ProbeError> {
+    use crate::clock::Clock as _;
+    use object_store::{ObjectStoreExt as _, PutMode, PutOptions, PutPayload};
+    let prefix = object_store::path::Path::from(path);
+    store
+        .list_with_delimiter(Some(&prefix))
+        .await
+        .map_err(ProbeError::Store)?;
+    if !writable {
+        return Ok(());
+    }
+    let key = prefix.clone().join(format!(
+        "start-probe-{}-{}",
+        std::process::id(),
+        crate::clock::SystemClock.now_ms()
+    ));
+    let create = || PutOptions {
+        mode: PutMode::Create,
+        ..PutOptions::default()
+    };
+    store
+        .put_opts(&key, PutPayload::from_static(b"probe"), create())
+        .await
+        .map_err(ProbeError::Store)?;
+    let second = store
+        .put_opts(&key, PutPayload::from_static(b"probe"), create())
+        .await;
+    let _ = store.delete(&key).await;
+    match second {
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(()),
+        Err(object_store::Error::NotImplemented { .. }) | Ok(_) => {
+            Err(ProbeError::NoConditionalWrites)
+        }
+        Err(e) => Err(ProbeError::Store(e)),
+    }
+}
+
+enum ProbeError {
+    Store(object_store::Error),
+    NoConditionalWrites,
+}
+
+/// What a failed probe means.
+struct Problem {
+    /// A mistake in the settings or the store, which waiting cannot mend.
+    mistake: bool,
+    line: String,
+}
+
+fn describe(url: &str, e: &ProbeError) -> Problem {
+    let e = match e {
+        ProbeError::NoConditionalWrites => {
+            let line = format!(
+                "object store {url} does not honour conditional writes (a create-if-absent \
+                 of an existing object succeeded): Strata's writer fencing needs them; use \
+                 S3 or an S3-compatible server that supports If-None-Match"
+            );
+            return Problem {
+                mistake: true,
+                line,
+            };
+        }
+        ProbeError::Store(e) => e,
+    };
+    // The whole chain, to classify: the S3 client's text is in its sources.
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    let lower = text.to_lowercase();
+    let (mistake, hint) = if lower.contains("nosuchbucket")
+        || lower.contains("bucket does not exist")
+    {
+        (
+            true,
+            "the bucket does not exist: create it, or fix the bucket name in the object_store URL",
+        )
+    } else if matches!(e, object_store::Error::Generic { .. }) && lower.contains("builder error")
+        || lower.contains("scheme") && lower.contains("http")
+    {
+        (
+            true,
+            "the endpoint is http:// but plain HTTP is not allowed: set \
+             object_store.s3.allow_http = true (or AWS_ALLOW_HTTP=true), or use https://",
+        )
+    } else if lower.contains("invalidaccesskeyid")
+        || lower.contains("signaturedoesnotmatch")
+        || lower.contains("accessdenied")
+        || lower.contains("403 forbidden")
+    {
+        (
+            true,
+            "the credentials are refused: set object_store.s3.access_key_id and \
+             secret_access_key (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or give the \
+             instance a role that may use the bucket",
+        )
+    } else if lower.contains("credential") || lower.contains("169.254.169.254") {
+        (
+            true,
+            "no credentials: set object_store.s3.access_key_id and secret_access_key (or \
+             AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or give the instance a role",
+        )
+    } else if lower.contains("connect")
+        || lower.contains("dns")
+        || lower.contains("resolve")
+        || lower.contains("sending request")
+    {
+        (
+            false,
+            "the endpoint cannot be reached: check object_store.s3.endpoint (or AWS_ENDPOINT) \
+             and the network",
+        )
+    } else {
+        (
+            false,
+            "check the object_store URL and the [object_store.s3] settings",
+        )
+    };
+    // One line: the client's message holds its causes already, some of
+    // them a multi-line XML body.
+    let mut shown: String = e
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if shown.len() > 300 {
+        let mut cut = 300;
+        while !shown.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        shown.truncate(cut);
+        shown.push_str("...");
+    }
+    Problem {
+        mistake,
+        line: format!("object store {url} cannot be used: {hint} ({shown})"),
     }
 }

@@ -99,6 +99,27 @@ impl MotoServer {
     }
 }
 
+impl MotoServer {
+    /// Every key in `bucket` (a ListObjectsV2, unsigned, as moto accepts).
+    pub fn list_keys(&self, bucket: &str) -> Vec<String> {
+        let r = http_request(
+            self.port,
+            "GET",
+            &format!("/{bucket}?list-type=2"),
+            &[],
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("GET /{bucket} on moto: {e}"));
+        assert_eq!(r.status, 200, "listing {bucket}: {}", r.text());
+        r.text()
+            .split("<Key>")
+            .skip(1)
+            .filter_map(|s| s.split("</Key>").next())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
 impl Drop for MotoServer {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {

@@ -1,0 +1,149 @@
+//! Mistakes an operator makes on the first day fail the start at once,
+//! with exit code 2 and one line naming the problem and the setting, against
+//! a real S3-compatible server (moto): a missing bucket, an `http://`
+//! endpoint without `allow_http`. `AWS_ALLOW_HTTP` is honoured, and a
+//! good store starts, leaving no probe object behind.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::s3::{s3_env, MotoServer};
+use common::{free_port, http_get, wait_until};
+
+/// The start must fail well within this.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Runs `strata serve` with `env` until it exits (or `LIMIT` passes):
+/// its exit code, its stderr, and how long it took.
+fn serve_until_exit(
+    object_store: &str,
+    env: &[(String, String)],
+) -> (Option<i32>, String, Duration) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--object-store", object_store])
+        .env_remove("RUST_LOG")
+        .env_remove("AWS_ALLOW_HTTP")
+        .env("STRATA_SERVER_LOG_LEVEL", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("start strata");
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut err = String::new();
+            use std::io::Read as _;
+            let _ = child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut err);
+            return (status.code(), err, started.elapsed());
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut err = String::new();
+            use std::io::Read as _;
+            let _ = child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut err);
+            return (None, err, started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn without(env: Vec<(String, String)>, key: &str) -> Vec<(String, String)> {
+    env.into_iter().filter(|(k, _)| k != key).collect()
+}
+
+fn with(mut env: Vec<(String, String)>, key: &str, value: &str) -> Vec<(String, String)> {
+    env.retain(|(k, _)| k != key);
+    env.push((key.to_owned(), value.to_owned()));
+    env
+}
+
+#[test]
+fn store_mistakes_exit_2_naming_the_problem() {
+    let moto = MotoServer::start();
+    moto.create_bucket("present");
+    let env = s3_env(moto.port);
+
+    let cases = [
+        (
+            "a missing bucket",
+            "s3://no-such-bucket/strata",
+            env.clone(),
+            "bucket does not exist",
+        ),
+        (
+            "an http:// endpoint without allow_http",
+            "s3://present/strata",
+            without(env.clone(), "STRATA_OBJECT_STORE_S3_ALLOW_HTTP"),
+            "allow_http",
+        ),
+    ];
+    for (what, url, env, needle) in cases {
+        let (code, err, took) = serve_until_exit(url, &env);
+        assert_eq!(
+            code,
+            Some(2),
+            "{what}: exit {code:?} after {took:?}; stderr:\n{err}"
+        );
+        assert!(took < LIMIT, "{what}: took {took:?}");
+        assert!(
+            err.contains(needle),
+            "{what}: stderr lacks {needle:?}:\n{err}"
+        );
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(needle)).collect();
+        assert_eq!(lines.len(), 1, "{what}: printed once:\n{err}");
+        eprintln!("startup_checks: {what}: exit 2 in {took:?}: {}", lines[0]);
+    }
+}
+
+#[test]
+fn aws_allow_http_is_honoured_and_a_good_store_starts() {
+    let moto = MotoServer::start();
+    moto.create_bucket("good");
+    let env = with(
+        without(s3_env(moto.port), "STRATA_OBJECT_STORE_S3_ALLOW_HTTP"),
+        "AWS_ALLOW_HTTP",
+        "true",
+    );
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--object-store", "s3://good/strata"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start strata");
+    wait_until(Duration::from_secs(30), "strata is ready", || {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "strata exited with AWS_ALLOW_HTTP=true"
+        );
+        matches!(http_get(port, "/-/ready"), Ok(r) if r.status == 200)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    // The start probe left nothing behind but the database's own objects.
+    let listed = moto.list_keys("good");
+    assert!(
+        listed.iter().all(|k| !k.contains("start-probe")),
+        "{listed:?}"
+    );
+}
