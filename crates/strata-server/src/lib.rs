@@ -78,18 +78,12 @@ pub async fn run_with_store_layer(
     };
     let mut locations = Vec::with_capacity(urls.len());
     for url in &urls {
-        let location = open_object_store(url, &config.object_store.s3)
+        let mut location = open_object_store(url, &config.object_store.s3)
             .map_err(|e| StartupError(e.to_string()))?;
         // Checked below, unlayered: the check is not the store's traffic.
         let probe = Arc::clone(&location.store);
-        let store = layer(location.store);
-        locations.push((
-            strata_storage::ObjectStoreLocation {
-                store,
-                path: location.path,
-            },
-            probe,
-        ));
+        location.store = layer(location.store);
+        locations.push((location, probe));
     }
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
         .await

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use strata_remote_write::Encoding;
 use strata_storage::stats::LATENCY_BOUNDS;
 use strata_storage::{Histogram, Storage};
 
@@ -19,19 +20,20 @@ pub struct ServerMetrics {
     pub samples_received: AtomicU64,
     pub rate_limited: AtomicU64,
     pub auth_failures: AtomicU64,
-    /// Remote-write requests by body encoding: snappy, zstd.
-    pub encoded_requests: [AtomicU64; 2],
+    /// Remote-write requests by body encoding, in [`ENCODINGS`]' order.
+    pub encoded_requests: [AtomicU64; ENCODINGS.len()],
 }
+
+/// The encodings `strata_remote_write_requests_total` counts.
+const ENCODINGS: [Encoding; 2] = [Encoding::Snappy, Encoding::Zstd];
 
 impl ServerMetrics {
     /// Counts a remote-write request compressed with `encoding`.
-    pub fn count_encoding(&self, encoding: strata_remote_write::Encoding) {
-        let i = match encoding {
-            strata_remote_write::Encoding::Snappy => 0,
-            strata_remote_write::Encoding::Zstd => 1,
-        };
-        if let Some(c) = self.encoded_requests.get(i) {
-            c.fetch_add(1, Ordering::Relaxed);
+    pub fn count_encoding(&self, encoding: Encoding) {
+        for (e, c) in ENCODINGS.iter().zip(&self.encoded_requests) {
+            if *e == encoding {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -133,10 +135,11 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         "strata_remote_write_requests_total",
         "Remote-write requests by body encoding (Content-Encoding).",
     );
-    for (encoding, c) in ["snappy", "zstd"].iter().zip(&m.encoded_requests) {
+    for (encoding, c) in ENCODINGS.iter().zip(&m.encoded_requests) {
         let _ = writeln!(
             out,
-            "strata_remote_write_requests_total{{encoding=\"{encoding}\"}} {}",
+            "strata_remote_write_requests_total{{encoding=\"{}\"}} {}",
+            encoding.name(),
             c.load(Ordering::Relaxed)
         );
     }

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    matrix_diff, now_ms, query_matrix, query_vector, wait_until, Matrix, NodeExporterProcess,
-    PrometheusProcess, StrataProcess,
+    matrix_diff, newest_sample, now_ms, raw_snapshot, vector_sum, wait_same_as_prometheus,
+    wait_until, Matrix, NodeExporterProcess, PrometheusProcess, StrataProcess,
 };
 
 /// Series compared: Prometheus' own gauges and counters, a classic
@@ -41,35 +41,9 @@ const AFTER_RESTART: Duration = Duration::from_secs(4);
 /// How long to keep retrying a comparison while remote write catches up.
 const CATCH_UP: Duration = Duration::from_secs(15);
 
-fn prometheus_config(prometheus_port: u16, node_port: u16, strata_port: u16) -> String {
-    format!(
-        r#"global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: prometheus
-    static_configs:
-      - targets: ["127.0.0.1:{prometheus_port}"]
-  - job_name: node
-    static_configs:
-      - targets: ["127.0.0.1:{node_port}"]
-remote_write:
-  - url: http://127.0.0.1:{strata_port}/api/v1/write
-    queue_config:
-      batch_send_deadline: 1s
-      min_backoff: 50ms
-      max_backoff: 1s
-"#
-    )
-}
-
 /// The raw samples of every selector in the window ending at `t`.
 fn snapshot(port: u16, t: i64) -> BTreeMap<&'static str, Matrix> {
-    SELECTORS
-        .iter()
-        .map(|sel| (*sel, query_matrix(port, &format!("{sel}[{WINDOW}]"), t)))
-        .collect()
+    raw_snapshot(port, SELECTORS, WINDOW, t)
 }
 
 /// Asserts Strata holds exactly Prometheus' samples in the window ending
@@ -87,42 +61,12 @@ fn assert_same_as_prometheus(
             "Prometheus has no {sel} series in the window"
         );
     }
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let actual = snapshot(strata.port, t);
-        let diffs: Vec<String> = SELECTORS
-            .iter()
-            .filter_map(|sel| {
-                matrix_diff(&expected[sel], &actual[sel]).map(|d| format!("{sel}:\n{d}"))
-            })
-            .collect();
-        if diffs.is_empty() {
-            return actual;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Strata's raw samples differ from Prometheus' in the window ending at {t} ms \
-             (still after {CATCH_UP:?}):\n{}",
-            diffs.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    wait_same_as_prometheus(&expected, strata.port, WINDOW, t, CATCH_UP)
 }
 
 /// The newest `up` timestamp Strata holds, in milliseconds.
 fn newest_up(strata: &StrataProcess) -> Option<i64> {
-    query_matrix(strata.port, &format!("up[{WINDOW}]"), now_ms())
-        .values()
-        .filter_map(|samples| samples.last().map(|(ts, _)| *ts))
-        .max()
-}
-
-/// The sum of a Prometheus counter over all its series.
-fn prometheus_counter(prometheus: &PrometheusProcess, name: &str) -> f64 {
-    query_vector(prometheus.port, name)
-        .iter()
-        .map(|(_, v)| v.parse::<f64>().expect("counter value"))
-        .sum()
+    newest_sample(strata.port, &format!("up[{WINDOW}]"))
 }
 
 #[test]
@@ -136,7 +80,7 @@ fn prometheus_remote_write_round_trip() {
     let prometheus_port = common::free_port();
     let prometheus = PrometheusProcess::start_on(
         prometheus_port,
-        &prometheus_config(prometheus_port, node.port, strata.port),
+        &common::prometheus_config(prometheus_port, node.port, strata.port),
         &[],
     );
 
@@ -187,8 +131,8 @@ fn prometheus_remote_write_round_trip() {
         "the second window must reach past the restart"
     );
     let final_snapshot = assert_same_as_prometheus(&prometheus, &strata, t2);
-    let retried = prometheus_counter(
-        &prometheus,
+    let retried = vector_sum(
+        prometheus.port,
         "prometheus_remote_storage_samples_retried_total",
     );
     assert!(
@@ -200,7 +144,7 @@ fn prometheus_remote_write_round_trip() {
         "prometheus_remote_storage_samples_failed_total",
         "prometheus_remote_storage_metadata_failed_total",
     ] {
-        let failed = prometheus_counter(&prometheus, counter);
+        let failed = vector_sum(prometheus.port, counter);
         assert_eq!(
             failed, 0.0,
             "{counter} = {failed}: Strata rejected remote writes; see the Prometheus log"

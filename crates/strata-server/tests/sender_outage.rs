@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    http_get, matrix_diff, now_ms, query_matrix, query_vector, wait_until, Matrix,
-    NodeExporterProcess, PrometheusProcess, StrataProcess,
+    matrix_diff, metrics_sum, newest_sample, now_ms, raw_snapshot, vector_sum,
+    wait_same_as_prometheus, wait_until, Matrix, NodeExporterProcess, PrometheusProcess,
+    StrataProcess,
 };
 
 const SELECTORS: &[&str] = &[
@@ -52,84 +53,17 @@ fn strata_env() -> [(&'static str, &'static str); 4] {
     ]
 }
 
-fn prometheus_config(prometheus_port: u16, node_port: u16, strata_port: u16) -> String {
-    format!(
-        r#"global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: prometheus
-    static_configs:
-      - targets: ["127.0.0.1:{prometheus_port}"]
-  - job_name: node
-    static_configs:
-      - targets: ["127.0.0.1:{node_port}"]
-remote_write:
-  - url: http://127.0.0.1:{strata_port}/api/v1/write
-    queue_config:
-      batch_send_deadline: 1s
-      min_backoff: 50ms
-      max_backoff: 1s
-"#
-    )
-}
-
 fn snapshot(port: u16, t: i64) -> BTreeMap<&'static str, Matrix> {
-    SELECTORS
-        .iter()
-        .map(|sel| (*sel, query_matrix(port, &format!("{sel}[{WINDOW}]"), t)))
-        .collect()
+    raw_snapshot(port, SELECTORS, WINDOW, t)
 }
 
-/// Waits until Strata's raw samples in the window ending at `t` are
-/// Prometheus' own, and answers them.
-fn assert_same_as_prometheus(
-    prometheus: &PrometheusProcess,
-    strata: &StrataProcess,
-    t: i64,
-) -> BTreeMap<&'static str, Matrix> {
-    let expected = snapshot(prometheus.port, t);
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let actual = snapshot(strata.port, t);
-        let diffs: Vec<String> = SELECTORS
-            .iter()
-            .filter_map(|sel| {
-                matrix_diff(&expected[sel], &actual[sel]).map(|d| format!("{sel}:\n{d}"))
-            })
-            .collect();
-        if diffs.is_empty() {
-            return actual;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Strata's raw samples differ from Prometheus' in the window ending at {t} ms \
-             (still after {CATCH_UP:?}):\n{}",
-            diffs.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn prometheus_counter(prometheus: &PrometheusProcess, name: &str) -> f64 {
-    query_vector(prometheus.port, name)
-        .iter()
-        .map(|(_, v)| v.parse::<f64>().expect("counter value"))
-        .sum()
-}
-
+/// Answers the `/metrics` counter `name` of Strata, which must be there.
 fn strata_metric(strata: &StrataProcess, name: &str) -> f64 {
-    let text = http_get(strata.port, "/metrics").expect("metrics").text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} "))?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+    metrics_sum(strata.port, name).unwrap_or_else(|| panic!("{name} missing from /metrics"))
 }
 
 fn newest_up(strata: &StrataProcess) -> Option<i64> {
-    query_matrix(strata.port, "up[1m]", now_ms())
-        .values()
-        .filter_map(|s| s.last().map(|(t, _)| *t))
-        .max()
+    newest_sample(strata.port, "up[1m]")
 }
 
 #[test]
@@ -143,7 +77,7 @@ fn prometheus_backlog_after_an_outage_lands_in_sealed_buckets() {
     let prometheus = PrometheusProcess::start_binary_on(
         &prometheus_bin,
         prometheus_port,
-        &prometheus_config(prometheus_port, node.port, strata.port),
+        &common::prometheus_config(prometheus_port, node.port, strata.port),
         &[],
     );
     wait_until(Duration::from_secs(20), "Strata has `up` samples", || {
@@ -168,7 +102,13 @@ fn prometheus_backlog_after_an_outage_lands_in_sealed_buckets() {
     );
     let t = now_ms() - SETTLE.as_millis() as i64;
     assert!(t > back, "the window must reach past the restart");
-    let matched = assert_same_as_prometheus(&prometheus, &strata, t);
+    let matched = wait_same_as_prometheus(
+        &snapshot(prometheus.port, t),
+        strata.port,
+        WINDOW,
+        t,
+        CATCH_UP,
+    );
     let outage_samples: usize = matched["up"]
         .values()
         .flatten()
@@ -186,8 +126,8 @@ fn prometheus_backlog_after_an_outage_lands_in_sealed_buckets() {
         "no late samples: the outage did not outlast a bucket's seal"
     );
     assert_eq!(strata_metric(&strata, "strata_samples_rejected_total"), 0.0);
-    let retried = prometheus_counter(
-        &prometheus,
+    let retried = vector_sum(
+        prometheus.port,
         "prometheus_remote_storage_samples_retried_total",
     );
     assert!(
@@ -198,7 +138,7 @@ fn prometheus_backlog_after_an_outage_lands_in_sealed_buckets() {
         "prometheus_remote_storage_samples_failed_total",
         "prometheus_remote_storage_samples_dropped_total",
     ] {
-        let n = prometheus_counter(&prometheus, counter);
+        let n = vector_sum(prometheus.port, counter);
         assert_eq!(n, 0.0, "{counter} = {n}; see the Prometheus log");
     }
 

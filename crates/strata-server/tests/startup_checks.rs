@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::io::Read as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,31 +36,24 @@ fn serve_until_exit(
     }
     let started = Instant::now();
     let mut child = cmd.spawn().expect("start strata");
-    loop {
+    let code = loop {
         if let Some(status) = child.try_wait().expect("wait") {
-            let mut err = String::new();
-            use std::io::Read as _;
-            let _ = child
-                .stderr
-                .take()
-                .expect("stderr")
-                .read_to_string(&mut err);
-            return (status.code(), err, started.elapsed());
+            break status.code();
         }
         if started.elapsed() > LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            let mut err = String::new();
-            use std::io::Read as _;
-            let _ = child
-                .stderr
-                .take()
-                .expect("stderr")
-                .read_to_string(&mut err);
-            return (None, err, started.elapsed());
+            break None;
         }
         std::thread::sleep(Duration::from_millis(100));
-    }
+    };
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    (code, err, started.elapsed())
 }
 
 fn without(env: Vec<(String, String)>, key: &str) -> Vec<(String, String)> {

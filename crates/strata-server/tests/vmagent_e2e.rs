@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    http_get, now_ms, query_matrix, query_string, wait_until, Labels, Matrix, NodeExporterProcess,
-    StrataProcess, VictoriaMetricsProcess, VmagentProcess,
+    http_get, matrix_diff_by, metrics_sum, now_ms, query_matrix, query_string, wait_until, Labels,
+    Matrix, NodeExporterProcess, StrataProcess, VictoriaMetricsProcess, VmagentProcess,
 };
 
 /// The window compared: every sample of the run fits in it.
@@ -92,41 +92,10 @@ fn same_value(a: &str, b: &str) -> bool {
     }
 }
 
-/// How Strata's samples differ from VictoriaMetrics', or `None`.
-fn diff(vm: &Matrix, strata: &Matrix) -> Option<String> {
-    let mut out = Vec::new();
-    for labels in vm.keys().filter(|l| !strata.contains_key(*l)) {
-        out.push(format!("missing in Strata: {labels:?}"));
-    }
-    for labels in strata.keys().filter(|l| !vm.contains_key(*l)) {
-        out.push(format!("only in Strata: {labels:?}"));
-    }
-    for (labels, want) in vm {
-        let Some(got) = strata.get(labels) else {
-            continue;
-        };
-        let same = want.len() == got.len()
-            && want
-                .iter()
-                .zip(got)
-                .all(|((wt, wv), (gt, gv))| wt == gt && same_value(wv, gv));
-        if !same {
-            out.push(format!(
-                "{labels:?}: VictoriaMetrics {want:?}\n  Strata {got:?}"
-            ));
-        }
-    }
-    (!out.is_empty()).then(|| out.into_iter().take(10).collect::<Vec<_>>().join("\n"))
-}
-
-/// A counter or gauge from Strata's `/metrics`, summed over the lines that
-/// start with `prefix`.
-fn strata_metric(strata: &StrataProcess, prefix: &str) -> f64 {
-    let text = http_get(strata.port, "/metrics").expect("metrics").text();
-    text.lines()
-        .filter(|l| l.starts_with(prefix))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+/// A counter of Strata's `/metrics` summed over the series that start with
+/// `series` (0 when none does).
+fn strata_metric(strata: &StrataProcess, series: &str) -> f64 {
+    metrics_sum(strata.port, series).unwrap_or(0.0)
 }
 
 #[test]
@@ -165,7 +134,7 @@ fn vmagents_lose_nothing_and_the_current_one_keeps_zstd() {
         loop {
             let expected = victoria_metrics_raw(vm.port, sender, t);
             let actual = query_matrix(strata.port, &format!("{{sender=\"{sender}\"}}[2m]"), t);
-            match diff(&expected, &actual) {
+            match matrix_diff_by(&expected, &actual, same_value) {
                 None => {
                     matched.insert(sender, expected);
                     break;
@@ -216,7 +185,8 @@ fn vmagents_lose_nothing_and_the_current_one_keeps_zstd() {
         0.0
     );
     for (name, agent) in [("vmagent 1.79", &old), ("vmagent 1.150", &new)] {
-        let dropped = agent.counter("vmagent_remotewrite_packets_dropped_total", "");
+        let dropped =
+            metrics_sum(agent.port, "vmagent_remotewrite_packets_dropped_total").unwrap_or(0.0);
         assert_eq!(dropped, 0.0, "{name} dropped blocks:\n{}", agent.log_text());
         let log = agent.log_text();
         assert!(

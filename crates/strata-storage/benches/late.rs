@@ -7,6 +7,9 @@
 //!
 //! `cargo bench -p strata-storage --bench late` (release build).
 
+#[path = "../tests/support/shuffle.rs"]
+mod shuffle;
+use shuffle::shuffled;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,18 +57,6 @@ fn hour_request(start: i64) -> Vec<IngestSeries> {
                 .collect(),
         })
         .collect()
-}
-
-fn shuffled(n: i64) -> Vec<i64> {
-    let mut v: Vec<i64> = (0..n).collect();
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    for i in (1..v.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.swap(i, (x % (i as u64 + 1)) as usize);
-    }
-    v
 }
 
 async fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Storage {

@@ -220,54 +220,55 @@ fn describe(url: &str, e: &ProbeError) -> Problem {
         source = s.source();
     }
     let lower = text.to_lowercase();
-    let (mistake, hint) = if lower.contains("nosuchbucket")
-        || lower.contains("bucket does not exist")
-    {
-        (
+    let (mistake, hint) =
+        if lower.contains("nosuchbucket") || lower.contains("bucket does not exist") {
+            (
             true,
             "the bucket does not exist: create it, or fix the bucket name in the object_store URL",
         )
-    } else if matches!(e, object_store::Error::Generic { .. }) && lower.contains("builder error")
-        || lower.contains("scheme") && lower.contains("http")
-    {
-        (
-            true,
-            "the endpoint is http:// but plain HTTP is not allowed: set \
+        } else if lower.contains("builder error")
+            || (lower.contains("scheme") && lower.contains("http"))
+        {
+            // The HTTP client refuses to build an http:// request when plain
+            // HTTP is not allowed ("builder error").
+            (
+                true,
+                "the endpoint is http:// but plain HTTP is not allowed: set \
              object_store.s3.allow_http = true (or AWS_ALLOW_HTTP=true), or use https://",
-        )
-    } else if lower.contains("invalidaccesskeyid")
-        || lower.contains("signaturedoesnotmatch")
-        || lower.contains("accessdenied")
-        || lower.contains("403 forbidden")
-    {
-        (
-            true,
-            "the credentials are refused: set object_store.s3.access_key_id and \
+            )
+        } else if lower.contains("invalidaccesskeyid")
+            || lower.contains("signaturedoesnotmatch")
+            || lower.contains("accessdenied")
+            || lower.contains("403 forbidden")
+        {
+            (
+                true,
+                "the credentials are refused: set object_store.s3.access_key_id and \
              secret_access_key (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or give the \
              instance a role that may use the bucket",
-        )
-    } else if lower.contains("credential") || lower.contains("169.254.169.254") {
-        (
-            true,
-            "no credentials: set object_store.s3.access_key_id and secret_access_key (or \
+            )
+        } else if lower.contains("credential") || lower.contains("169.254.169.254") {
+            (
+                true,
+                "no credentials: set object_store.s3.access_key_id and secret_access_key (or \
              AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or give the instance a role",
-        )
-    } else if lower.contains("connect")
-        || lower.contains("dns")
-        || lower.contains("resolve")
-        || lower.contains("sending request")
-    {
-        (
-            false,
-            "the endpoint cannot be reached: check object_store.s3.endpoint (or AWS_ENDPOINT) \
+            )
+        } else if lower.contains("connect")
+            || lower.contains("dns")
+            || lower.contains("resolve")
+            || lower.contains("sending request")
+        {
+            (
+                false,
+                "the endpoint cannot be reached: check object_store.s3.endpoint (or AWS_ENDPOINT) \
              and the network",
-        )
-    } else {
-        (
-            false,
-            "check the object_store URL and the [object_store.s3] settings",
-        )
-    };
+            )
+        } else {
+            (
+                false,
+                "check the object_store URL and the [object_store.s3] settings",
+            )
+        };
     // One line: the client's message holds its causes already, some of
     // them a multi-line XML body.
     let mut shown: String = e

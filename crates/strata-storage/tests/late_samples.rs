@@ -5,6 +5,9 @@
 //! is refused by name; out-of-order samples in an open bucket are kept and
 //! sealed in order.
 
+#[path = "support/shuffle.rs"]
+mod shuffle;
+use shuffle::shuffled;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,19 +80,6 @@ async fn read_all(db: &Storage, mint: i64, maxt: i64) -> Expected {
             (s.labels, samples)
         })
         .collect()
-}
-
-/// A deterministic shuffle (xorshift), so a failure replays.
-fn shuffled(n: i64) -> Vec<i64> {
-    let mut v: Vec<i64> = (0..n).collect();
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    for i in (1..v.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.swap(i, (x % (i as u64 + 1)) as usize);
-    }
-    v
 }
 
 async fn open_reader(store: &Arc<dyn ObjectStore>, clock: &Arc<ManualClock>) -> Storage {

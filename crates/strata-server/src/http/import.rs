@@ -41,10 +41,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures::StreamExt;
 use strata_remote_write::{DecodedWrite, RawLabel, RawLabels, RawSeries, Version};
-use strata_storage::{Durability, IngestSeries, StorageError, WriteLimits};
+use strata_storage::{Durability, StorageError, WriteLimits};
 use tokio::sync::mpsc;
 
-use super::write::{check_series, storage_error, text, DURABILITY_HEADER};
+use super::write::{check_series, ingest_series, storage_error, text, DURABILITY_HEADER};
 use crate::state::AppState;
 use crate::tenants::Tenant;
 
@@ -620,14 +620,7 @@ async fn write_batches(
             tally.rejected += r.samples as u64;
             tally.quote(r.to_string());
         }
-        let series = decoded
-            .series
-            .into_iter()
-            .map(|s| IngestSeries {
-                labels: s.labels,
-                samples: s.samples,
-            })
-            .collect();
+        let series = ingest_series(decoded.series);
         let outcome = match storage.write_with(series, durability, write_limits).await {
             Ok(o) => o,
             Err(e) => {

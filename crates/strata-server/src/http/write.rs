@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use strata_remote_write::{
-    decode_raw, negotiate, DecodedWrite, RawLabel, RawSeries, RejectedSeries, Version,
+    decode_raw, negotiate, DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries, Version,
 };
 use strata_storage::{Durability, IngestSeries, StorageError, WriteLimits, TENANT_LABEL};
 
@@ -100,6 +100,17 @@ pub async fn remote_write(
         .metrics
         .observe("write", resp.status().as_u16(), started.elapsed());
     resp
+}
+
+/// Decoded series as the storage takes them.
+pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabels>> {
+    series
+        .into_iter()
+        .map(|s| IngestSeries {
+            labels: s.labels,
+            samples: s.samples,
+        })
+        .collect()
 }
 
 /// Moves series over a label limit, or with the reserved tenant label, to
@@ -242,14 +253,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
     let n = decoded.sample_count();
     let rejection_msg = (!decoded.rejected.is_empty()).then(|| decoded.rejection_message());
     let rejected_invalid: usize = decoded.rejected.iter().map(|r| r.samples).sum();
-    let series = decoded
-        .series
-        .into_iter()
-        .map(|s| IngestSeries {
-            labels: s.labels,
-            samples: s.samples,
-        })
-        .collect();
+    let series = ingest_series(decoded.series);
     let write_limits = WriteLimits {
         max_active_series: state.tenants.limits(tenant).max_active_series,
         max_future_ms: Some(i64::try_from(limits.max_future.as_millis()).unwrap_or(i64::MAX)),

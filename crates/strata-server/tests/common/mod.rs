@@ -21,7 +21,10 @@ pub use http::{http_get, http_request, query_string, HttpResponse};
 pub use processes::{
     NodeExporterProcess, PrometheusProcess, StrataProcess, VictoriaMetricsProcess, VmagentProcess,
 };
-pub use query::{matrix_diff, query_matrix, query_vector, Labels, Matrix};
+pub use query::{
+    matrix_diff, matrix_diff_by, metrics_sum, newest_sample, query_matrix, query_vector,
+    raw_snapshot, vector_sum, wait_same_as_prometheus, Labels, Matrix,
+};
 
 pub const PROMETHEUS_BIN: &str = "/usr/bin/prometheus";
 pub const NODE_EXPORTER_BIN: &str = "/usr/bin/prometheus-node-exporter";
@@ -29,16 +32,22 @@ pub const VICTORIA_METRICS_BIN: &str = "/usr/bin/victoria-metrics";
 /// Debian's vmagent (1.79): snappy bodies, labels in scrape order.
 pub const VMAGENT_BIN: &str = "/usr/bin/vmagent";
 
+/// The path the environment variable `var` names, or else `rel` in the
+/// cache folder .ci/run builds current peers into.
+fn env_or_test_cache(var: &str, rel: &str) -> std::path::PathBuf {
+    std::env::var_os(var)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").expect("HOME is set");
+            Path::new(&home).join(".cache/strata-test-bin").join(rel)
+        })
+}
+
 /// A current vmagent (1.150), which sends zstd bodies first: built from its
 /// Go module by .ci/run into the test-binary cache, or named by
 /// `STRATA_VMAGENT_BIN`.
 pub fn current_vmagent_bin() -> std::path::PathBuf {
-    let bin = std::env::var_os("STRATA_VMAGENT_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/strata-test-bin/vmagent-1.150.0/vmagent")
-        });
+    let bin = env_or_test_cache("STRATA_VMAGENT_BIN", "vmagent-1.150.0/vmagent");
     assert!(
         bin.is_file(),
         "{} not found: build vmagent 1.150 as .ci/run does (go install \
@@ -98,12 +107,7 @@ pub fn require_binary(path: &str, debian_package: &str) {
 
 /// Where Prometheus 3's `prometheus` and `promtool` are.
 pub fn prometheus3_bin(name: &str) -> std::path::PathBuf {
-    let dir = std::env::var_os("STRATA_PROMETHEUS3_BIN_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/strata-test-bin/prometheus-3.16.0")
-        });
+    let dir = env_or_test_cache("STRATA_PROMETHEUS3_BIN_DIR", "prometheus-3.16.0");
     let bin = dir.join(name);
     assert!(
         bin.is_file(),
@@ -125,4 +129,30 @@ pub fn prometheus3_bin(name: &str) -> std::path::PathBuf {
         bin.display()
     );
     bin
+}
+
+/// A Prometheus configuration that scrapes itself (on `prometheus_port`)
+/// and node_exporter every second and remote-writes to Strata, retrying
+/// quickly.
+pub fn prometheus_config(prometheus_port: u16, node_port: u16, strata_port: u16) -> String {
+    format!(
+        r#"global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ["127.0.0.1:{prometheus_port}"]
+  - job_name: node
+    static_configs:
+      - targets: ["127.0.0.1:{node_port}"]
+remote_write:
+  - url: http://127.0.0.1:{strata_port}/api/v1/write
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 50ms
+      max_backoff: 1s
+"#
+    )
 }

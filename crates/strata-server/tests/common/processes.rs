@@ -375,22 +375,6 @@ impl VmagentProcess {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("vmagent.log")).unwrap_or_default()
     }
-
-    /// The sum of a counter over its series on vmagent's `/metrics`,
-    /// restricted to lines containing `filter`.
-    pub fn counter(&self, name: &str, filter: &str) -> f64 {
-        let text = http_get(self.port, "/metrics")
-            .map(|r| r.text())
-            .unwrap_or_default();
-        text.lines()
-            .filter(|l| {
-                l.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-                    && l.contains(filter)
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
 }
 
 impl Drop for VmagentProcess {

@@ -85,6 +85,16 @@ pub fn query_vector(port: u16, query: &str) -> Vec<(Labels, String)> {
 /// Describes how `actual` differs from `expected`, or `None` when equal:
 /// series only in one of them, and per series the first differing sample.
 pub fn matrix_diff(expected: &Matrix, actual: &Matrix) -> Option<String> {
+    matrix_diff_by(expected, actual, |a, b| a == b)
+}
+
+/// [`matrix_diff`] with sample values compared by `same_value`.
+pub fn matrix_diff_by(
+    expected: &Matrix,
+    actual: &Matrix,
+    same_value: impl Fn(&str, &str) -> bool,
+) -> Option<String> {
+    let same = |(wt, wv): &(i64, String), (gt, gv): &(i64, String)| wt == gt && same_value(wv, gv);
     let mut out = Vec::new();
     for labels in expected.keys().filter(|l| !actual.contains_key(*l)) {
         out.push(format!("missing series {labels:?}"));
@@ -96,13 +106,13 @@ pub fn matrix_diff(expected: &Matrix, actual: &Matrix) -> Option<String> {
         let Some(got) = actual.get(labels) else {
             continue;
         };
-        if want == got {
+        if want.len() == got.len() && want.iter().zip(got).all(|(w, g)| same(w, g)) {
             continue;
         }
         let first = want
             .iter()
             .zip(got)
-            .position(|(w, g)| w != g)
+            .position(|(w, g)| !same(w, g))
             .unwrap_or(want.len().min(got.len()));
         out.push(format!(
             "series {labels:?}: {} samples expected, {} got; first difference at index {first}: \
@@ -118,4 +128,90 @@ pub fn matrix_diff(expected: &Matrix, actual: &Matrix) -> Option<String> {
     } else {
         Some(out.join("\n"))
     }
+}
+
+/// The raw samples of each of `selectors` in the `window` (a range such as
+/// `5m`) ending at `t`, from the query API on `port`.
+pub fn raw_snapshot<'a>(
+    port: u16,
+    selectors: &[&'a str],
+    window: &str,
+    t: i64,
+) -> BTreeMap<&'a str, Matrix> {
+    selectors
+        .iter()
+        .map(|sel| (*sel, query_matrix(port, &format!("{sel}[{window}]"), t)))
+        .collect()
+}
+
+/// Waits until Strata on `port` holds exactly `expected` (a
+/// [`raw_snapshot`] of Prometheus in the `window` ending at `t`), retrying
+/// for `catch_up` while remote write may still be delivering; answers
+/// Strata's snapshot, or panics naming the differences.
+pub fn wait_same_as_prometheus<'a>(
+    expected: &BTreeMap<&'a str, Matrix>,
+    port: u16,
+    window: &str,
+    t: i64,
+    catch_up: std::time::Duration,
+) -> BTreeMap<&'a str, Matrix> {
+    let selectors: Vec<&'a str> = expected.keys().copied().collect();
+    let deadline = std::time::Instant::now() + catch_up;
+    loop {
+        let actual = raw_snapshot(port, &selectors, window, t);
+        let diffs: Vec<String> = selectors
+            .iter()
+            .filter_map(|sel| {
+                matrix_diff(&expected[sel], &actual[sel]).map(|d| format!("{sel}:\n{d}"))
+            })
+            .collect();
+        if diffs.is_empty() {
+            return actual;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Strata's raw samples differ from Prometheus' in the window ending at {t} ms \
+             (still after {catch_up:?}):\n{}",
+            diffs.join("\n")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// The newest sample timestamp (ms) of a range query such as `up[1m]`,
+/// evaluated now.
+pub fn newest_sample(port: u16, range_query: &str) -> Option<i64> {
+    query_matrix(port, range_query, super::now_ms())
+        .values()
+        .filter_map(|samples| samples.last().map(|(ts, _)| *ts))
+        .max()
+}
+
+/// The sum of an instant query's values over its series (a counter over
+/// all its series; 0 when there is none).
+pub fn vector_sum(port: u16, query: &str) -> f64 {
+    query_vector(port, query)
+        .iter()
+        .map(|(_, v)| v.parse::<f64>().expect("sample value"))
+        .sum()
+}
+
+/// The sum of the samples on `port`'s `/metrics` whose series starts with
+/// `series`: a metric name (its labelled series and itself), or a name
+/// with some of its labels (`name{code="400"`, or a whole series); `None`
+/// when no line matches.
+pub fn metrics_sum(port: u16, series: &str) -> Option<f64> {
+    let text = http_get(port, "/metrics")
+        .unwrap_or_else(|e| panic!("GET :{port}/metrics: {e}"))
+        .text();
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let rest = l.strip_prefix(series)?;
+            let whole = series.ends_with('}') || rest.starts_with([' ', '{', ',']);
+            whole.then(|| l.rsplit(' ').next()?.parse::<f64>().ok())?
+        })
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
 }
