@@ -105,3 +105,43 @@ mod tests {
         assert_eq!(vs, vec![3.0, 4.0, 5.0, 9.0]);
     }
 }
+
+/// A series' extra runs: a boxed slice, empty and unallocated as nearly
+/// every series has them (a `Vec` in every series cost 8 bytes more, which
+/// moved a head series into the allocator's next size class). Runs are
+/// added one per bucket at most, so reallocating on each is cheap.
+#[derive(Default)]
+pub(crate) struct Extras(Box<[ExtraRun]>);
+
+impl Extras {
+    pub(crate) fn push(&mut self, run: ExtraRun) {
+        let mut runs = std::mem::take(&mut self.0).into_vec();
+        runs.push(run);
+        self.0 = runs.into_boxed_slice();
+    }
+
+    /// Keeps the runs `keep` accepts.
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&ExtraRun) -> bool) {
+        let mut runs = std::mem::take(&mut self.0).into_vec();
+        runs.retain(keep);
+        self.0 = runs.into_boxed_slice();
+    }
+
+    /// Heap bytes held, the runs' samples included.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.0) + self.0.iter().map(ExtraRun::heap_bytes).sum::<usize>()
+    }
+}
+
+impl std::ops::Deref for Extras {
+    type Target = [ExtraRun];
+    fn deref(&self) -> &[ExtraRun] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Extras {
+    fn deref_mut(&mut self) -> &mut [ExtraRun] {
+        &mut self.0
+    }
+}

@@ -24,7 +24,7 @@ use strata_codec::{CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, AppendPolicy, Rejection};
 pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
-use extra::{ExtraRun, Taken};
+use extra::{ExtraRun, Extras, Taken};
 pub use labels::SeriesLabels;
 pub use read::HeadRead;
 
@@ -68,7 +68,7 @@ pub(crate) struct SeriesState {
     pub(crate) chunks: Vec<(i64, HeadChunk)>,
     /// Out-of-order samples of open buckets and late samples of sealed
     /// ones (see `extra.rs`).
-    pub(crate) extras: Vec<ExtraRun>,
+    pub(crate) extras: Extras,
     pub(crate) last_t: i64,
     pub(crate) last_v_bits: u64,
 }
@@ -102,7 +102,7 @@ impl MemSeries {
             active,
             state: Mutex::new(SeriesState {
                 chunks: Vec::new(),
-                extras: Vec::new(),
+                extras: Extras::default(),
                 last_t: i64::MIN,
                 last_v_bits: 0,
             }),
@@ -194,7 +194,6 @@ impl MemSeries {
         let mut st = self.state.lock();
         let before: usize = st.extras.iter().map(ExtraRun::len).sum();
         st.extras.retain(|r| r.taken != Taken::Late);
-        st.extras.shrink_to_fit();
         before - st.extras.iter().map(ExtraRun::len).sum::<usize>()
     }
 
@@ -598,8 +597,7 @@ impl Head {
             let st = s.state.lock();
             total += st.chunks.capacity() * std::mem::size_of::<(i64, HeadChunk)>();
             total += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
-            total += st.extras.capacity() * std::mem::size_of::<ExtraRun>();
-            total += st.extras.iter().map(ExtraRun::heap_bytes).sum::<usize>();
+            total += st.extras.heap_bytes();
         }
         total
     }
