@@ -16,6 +16,7 @@ pub mod clock;
 mod coordinator;
 pub mod error;
 pub mod faults;
+mod follower_store;
 pub mod head;
 pub mod instrumented;
 pub mod keys;
@@ -61,6 +62,7 @@ pub use spill::SpillPass;
 pub use stats::{Histogram, StorageStats};
 
 use coordinator::Command;
+use follower_store::{FollowerStore, Quiet};
 
 /// When a write is answered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -455,6 +457,11 @@ impl Storage {
         let counters = Arc::new(ObjectStoreCounters::default());
         let store: Arc<dyn object_store::ObjectStore> =
             Arc::new(InstrumentedStore::new(store, Arc::clone(&counters)));
+        let store: Arc<dyn object_store::ObjectStore> = Arc::new(FollowerStore::new(
+            store,
+            path,
+            Quiet::new(reader.poll_interval, reader.idle_poll_interval),
+        ));
         let metrics = Arc::new(DefaultMetricsRecorder::new());
         let mut options = slatedb::config::DbReaderOptions {
             manifest_poll_interval: reader.poll_interval,

@@ -210,6 +210,13 @@ pub struct ReaderSettings {
     /// WAL files and manifest, and follows the log into its head.
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
+    /// The longest a reader waits between looks at the store while the
+    /// writer writes nothing: it backs off from `poll_interval` up to this
+    /// while each look finds no new object, and is back at `poll_interval`
+    /// as soon as one appears. A value below `poll_interval` counts as
+    /// `poll_interval`.
+    #[serde(with = "humantime_serde")]
+    pub idle_poll_interval: Duration,
     /// Folder of the on-disk block cache (local NVMe); none disables it.
     pub cache_dir: Option<std::path::PathBuf>,
     /// Largest size of the on-disk cache.
@@ -222,6 +229,7 @@ impl Default for ReaderSettings {
     fn default() -> Self {
         Self {
             poll_interval: Duration::from_millis(200),
+            idle_poll_interval: Duration::from_millis(500),
             cache_dir: None,
             disk_cache_bytes: 16 << 30,
             memory_cache_bytes: 512 << 20,
@@ -235,6 +243,7 @@ impl ReaderSettings {
         if self.poll_interval.is_zero() {
             return Err("reader.poll_interval: must be greater than 0".into());
         }
+
         if self.memory_cache_bytes == 0 {
             return Err("reader.memory_cache_bytes: must be greater than 0".into());
         }
