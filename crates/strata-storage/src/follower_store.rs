@@ -231,6 +231,9 @@ impl SequenceState {
     }
 }
 
+/// An object's body, metadata and attributes.
+type StoredObject = (Bytes, ObjectMeta, Attributes);
+
 /// The manifest GC boundary, read after every manifest poll. A reader
 /// reads the newest manifest, which collection never removes, so an
 /// answer a second old serves as well as a new one.
@@ -238,7 +241,8 @@ impl SequenceState {
 struct Boundary {
     path: Path,
     fresh_for: Duration,
-    cached: tokio::sync::Mutex<Option<(Instant, Option<(Bytes, ObjectMeta, Attributes)>)>>,
+    /// When it was read, and what: the object, or none.
+    cached: tokio::sync::Mutex<Option<(Instant, Option<StoredObject>)>>,
 }
 
 impl Boundary {
@@ -476,7 +480,7 @@ mod tests {
         f.write_wal(2).await;
         f.write_wal(3).await;
         // Still answered from the last probe…
-        assert!(!f.store.head(&wal(2)).await.is_ok());
+        assert!(f.store.head(&wal(2)).await.is_err());
         tokio::time::sleep(QUIET.min).await;
         // …and seen once that answer is stale, with what follows it.
         let found = f.probe_round(1).await;
