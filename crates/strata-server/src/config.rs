@@ -51,6 +51,10 @@ pub struct ServerConfig {
     pub default_durability: DurabilityConfig,
     #[serde(with = "humantime_serde")]
     pub shutdown_timeout: Duration,
+    /// `/-/healthy` answers 503 once every object-store request has failed
+    /// for this long; 0 = never.
+    #[serde(with = "humantime_serde")]
+    pub store_unhealthy_after: Duration,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]

@@ -143,15 +143,22 @@ pub async fn run_with_store_layer(
         .into_iter()
         .zip(&urls)
         .map(|((location, probe), url)| {
+            let state = Arc::clone(&state);
             let (storage_settings, reader_settings) =
                 (storage_settings.clone(), reader_settings.clone());
             async move {
                 // A store that cannot work fails the start with one line (exit
                 // 2), instead of a recovery that retries for ever; meanwhile
                 // the server answers 503.
-                check_object_store(probe.as_ref(), url, &location.path, role != Role::Reader)
-                    .await
-                    .map_err(StartupError)?;
+                check_object_store(
+                    probe.as_ref(),
+                    url,
+                    &location.path,
+                    role != Role::Reader,
+                    &state.startup_store,
+                )
+                .await
+                .map_err(StartupError)?;
                 let opened = if role == Role::Reader {
                     Storage::open_reader(
                         location.store,

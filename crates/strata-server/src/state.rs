@@ -4,6 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use strata_remote_write::DecodeLimits;
+use strata_storage::instrumented::StoreHealth;
 use strata_storage::{Durability, Storage};
 
 use crate::auth::Authenticator;
@@ -26,6 +27,9 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub metrics: ServerMetrics,
     pub config: Config,
+    /// The start-up check's view of the object store, before the storage
+    /// is open.
+    pub startup_store: StoreHealth,
 }
 
 impl AppState {
@@ -49,7 +53,22 @@ impl AppState {
             auth: Authenticator::new(&config.auth)?,
             metrics: ServerMetrics::default(),
             config,
+            startup_store: StoreHealth::default(),
         })
+    }
+
+    /// How long the object store has failed every request, and the last
+    /// failure: the start-up check's until the storage is open, then the
+    /// longest over the databases this process reads.
+    pub fn store_failing_for(&self) -> Option<(std::time::Duration, String)> {
+        let shards = self.shards.read().clone();
+        if shards.is_empty() {
+            return self.startup_store.failing_for();
+        }
+        shards
+            .iter()
+            .filter_map(|s| s.object_store_failing_for())
+            .max_by_key(|(d, _)| *d)
     }
 
     pub fn storage(&self) -> Option<&Arc<Storage>> {

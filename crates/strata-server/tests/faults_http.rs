@@ -335,3 +335,65 @@ async fn queries_under_read_faults() {
     check(&found, &must, "after healing");
     srv.stop().await;
 }
+
+/// `/-/healthy` turns 503, naming the failure, once every object-store
+/// request has failed for `server.store_unhealthy_after`, while data
+/// already accepted stays readable; it is 200 again once the store heals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthy_reports_a_store_that_keeps_failing() {
+    let faults = Faults::new();
+    let layer_faults = faults.clone();
+    let srv = Server::start_layered(
+        tempfile::tempdir().unwrap(),
+        &[
+            ("STRATA_SERVER_STORE_UNHEALTHY_AFTER", "2s"),
+            ("STRATA_STORAGE_WRITE_TIMEOUT", "1s"),
+        ],
+        std::sync::Arc::new(move |store| layer_faults.wrap(store)),
+    )
+    .await;
+    let url = srv.url.clone();
+    let t0 = now_ms() / 1000 * 1000 - 60_000;
+    assert_eq!(post(&url, body("h", &[t0]), "durable").await.0, 204);
+    assert!(srv.healthy().await);
+
+    faults.set_all(&Op::ALL, Fault::Status(503), When::Always);
+    // An Applied write makes the writer flush, and fail.
+    let (status, _) = post(&url, body("h", &[t0 + 1_000]), "applied").await;
+    assert!(status == 204 || status == 503, "applied write: {status}");
+    let started = Instant::now();
+    let answer = loop {
+        let r = reqwest::get(format!("{url}/-/healthy")).await.unwrap();
+        if r.status() == 503 {
+            break r.text().await.unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "/-/healthy still 200 after 30 s of failures"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "503 before the store had failed for long: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        answer.contains("object-store") && answer.contains("503"),
+        "{answer}"
+    );
+    // What was accepted before is still served from memory.
+    let found = raw(&url, t0 - 1_000, t0 + 2_000).await.expect("query");
+    check(&found, &[("h", t0)], "while the store fails");
+
+    faults.heal();
+    let started = Instant::now();
+    while !srv.healthy().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "/-/healthy not 200 within 30 s of the store healing"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    srv.stop().await;
+}

@@ -141,3 +141,49 @@ fn aws_allow_http_is_honoured_and_a_good_store_starts() {
         "{listed:?}"
     );
 }
+
+/// A store that does not answer at start may be an outage: the server
+/// waits for it (no exit), `/-/ready` is 503, and `/-/healthy` turns 503
+/// naming the problem once it has lasted `server.store_unhealthy_after`.
+#[test]
+fn an_unreachable_store_at_start_makes_healthy_fail() {
+    let closed = free_port();
+    let mut env = s3_env(closed);
+    env.push(("STRATA_SERVER_STORE_UNHEALTHY_AFTER".into(), "2s".into()));
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--object-store", "s3://any/strata"])
+        .env_remove("RUST_LOG")
+        .env("STRATA_SERVER_LOG_LEVEL", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start strata");
+    let mut body = String::new();
+    wait_until(LIMIT, "/-/healthy answers 503", || {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "strata exited while the store was unreachable"
+        );
+        match http_get(port, "/-/healthy") {
+            Ok(r) if r.status == 503 => {
+                body = r.text();
+                true
+            }
+            _ => false,
+        }
+    });
+    assert!(body.contains("object-store"), "{body}");
+    assert!(
+        body.contains(&closed.to_string()),
+        "names the endpoint: {body}"
+    );
+    let ready = http_get(port, "/-/ready").expect("ready");
+    assert_eq!(ready.status, 503);
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -2,8 +2,9 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -21,6 +22,46 @@ pub struct ObjectStoreCounters {
     pub errors: AtomicU64,
     pub bytes_read: AtomicU64,
     pub bytes_written: AtomicU64,
+    pub health: StoreHealth,
+}
+
+/// Whether the object store is failing: since when every request has
+/// failed, and the last failure. Any answer (a "not found" included) ends
+/// a failing spell.
+#[derive(Debug, Default)]
+pub struct StoreHealth {
+    failing: AtomicBool,
+    since: parking_lot::Mutex<Option<(Instant, String)>>,
+}
+
+impl StoreHealth {
+    /// A request was answered.
+    pub fn answered(&self) {
+        if self.failing.load(Ordering::Relaxed) {
+            *self.since.lock() = None;
+            self.failing.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// A request failed with `error`.
+    pub fn failed(&self, error: &dyn fmt::Display) {
+        let mut since = self.since.lock();
+        let started = since.as_ref().map_or_else(Instant::now, |(at, _)| *at);
+        *since = Some((started, error.to_string()));
+        self.failing.store(true, Ordering::Relaxed);
+    }
+
+    /// How long every request has failed, and the last failure; `None`
+    /// while requests are answered.
+    pub fn failing_for(&self) -> Option<(Duration, String)> {
+        if !self.failing.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.since
+            .lock()
+            .as_ref()
+            .map(|(at, e)| (at.elapsed(), e.clone()))
+    }
 }
 
 /// A snapshot of [`ObjectStoreCounters`].
@@ -57,14 +98,21 @@ impl InstrumentedStore {
     }
 
     fn count<T>(&self, r: Result<T>) -> Result<T> {
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = &r {
-            if is_failure(e) {
-                tracing::debug!(error = %e, "object store request failed");
-                self.counters.errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        count_into(&self.counters, r.as_ref().err());
         r
+    }
+}
+
+/// Counts one request and its outcome.
+fn count_into(counters: &ObjectStoreCounters, error: Option<&object_store::Error>) {
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    match error {
+        Some(e) if is_failure(e) => {
+            tracing::debug!(error = %e, "object store request failed");
+            counters.errors.fetch_add(1, Ordering::Relaxed);
+            counters.health.failed(e);
+        }
+        _ => counters.health.answered(),
     }
 }
 
@@ -139,13 +187,7 @@ impl ObjectStore for InstrumentedStore {
         self.inner
             .delete_stream(locations)
             .map(move |r| {
-                counters.requests.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = &r {
-                    if is_failure(e) {
-                        tracing::debug!(error = %e, "object store delete failed");
-                        counters.errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+                count_into(&counters, r.as_ref().err());
                 r
             })
             .boxed()

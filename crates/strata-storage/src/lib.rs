@@ -927,6 +927,12 @@ impl Storage {
         self.inner.object_store.snapshot()
     }
 
+    /// How long every object-store request has failed, and the last
+    /// failure; `None` while the store answers.
+    pub fn object_store_failing_for(&self) -> Option<(std::time::Duration, String)> {
+        self.inner.object_store.health.failing_for()
+    }
+
     /// How full SlateDB's in-memory block cache is.
     pub fn cache_usage(&self) -> CacheUsage {
         self.inner.memory_cache.usage()

@@ -110,12 +110,14 @@ pub const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20
 /// naming the problem and the setting to change. A store that does not
 /// answer (down, unreachable, slow) may be an outage: that is logged as a
 /// warning naming the problem and retried every few seconds, so a node
-/// started during an outage comes up when it ends.
+/// started during an outage comes up when it ends; meanwhile `health`
+/// says since when it has not answered.
 pub async fn check_object_store(
     store: &dyn ObjectStore,
     url: &str,
     path: &str,
     writable: bool,
+    health: &crate::instrumented::StoreHealth,
 ) -> Result<(), String> {
     let mut attempts = 0u32;
     loop {
@@ -123,6 +125,7 @@ pub async fn check_object_store(
         let problem = match tokio::time::timeout(CHECK_TIMEOUT, probe(store, path, writable)).await
         {
             Ok(Ok(())) => {
+                health.answered();
                 if attempts > 1 {
                     tracing::info!(url, attempts, "object store reachable");
                 }
@@ -142,6 +145,7 @@ pub async fn check_object_store(
         if problem.mistake {
             return Err(problem.line);
         }
+        health.failed(&problem.line);
         tracing::warn!(attempts, "{}; retrying", problem.line);
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     }

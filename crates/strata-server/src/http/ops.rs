@@ -8,8 +8,21 @@ use axum::response::{IntoResponse, Response};
 
 use crate::state::AppState;
 
-pub async fn healthy() -> &'static str {
-    "Strata is Healthy.\n"
+/// 200 while the process serves and its object store answers; 503 once
+/// every request to the store has failed for `server.store_unhealthy_after`.
+pub async fn healthy(State(state): State<Arc<AppState>>) -> Response {
+    let after = state.config.server.store_unhealthy_after;
+    match state.store_failing_for() {
+        Some((failing, error)) if !after.is_zero() && failing >= after => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Unhealthy: every object-store request has failed for {}s (last: {error})\n",
+                failing.as_secs()
+            ),
+        )
+            .into_response(),
+        _ => (StatusCode::OK, "Strata is Healthy.\n").into_response(),
+    }
 }
 
 pub async fn ready(State(state): State<Arc<AppState>>) -> Response {
