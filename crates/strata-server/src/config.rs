@@ -259,6 +259,8 @@ pub fn shard_url(url: &str, id: u32) -> String {
     format!("{}/shard-{id}", url.trim_end_matches('/'))
 }
 
+pub use crate::effective_config::Effective;
+
 /// Command-line values that override the configuration.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -290,14 +292,87 @@ const ENV_SECTIONS: &[(&str, &[&str])] = &[
     ("TENANTS_", &["tenants"]),
 ];
 
-fn merge(base: &mut toml::Table, over: toml::Table) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
-            }
+/// `ip:port`, `[ipv6]:port` or `hostname:port`.
+fn is_listen_address(s: &str) -> bool {
+    if s.parse::<std::net::SocketAddr>().is_ok() {
+        return true;
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return false;
+    };
+    port.parse::<u16>().is_ok()
+        && !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+}
+
+impl Overrides {
+    /// Each flag given: the setting it sets, its value, and the flag.
+    fn settings(&self) -> Vec<(Vec<&'static str>, toml::Value, &'static str)> {
+        use toml::Value;
+        let mut out = Vec::new();
+        if let Some(role) = self.role {
+            let name = match role {
+                Role::All => "all",
+                Role::Writer => "writer",
+                Role::Reader => "reader",
+                Role::Distributor => "distributor",
+            };
+            out.push((vec!["server", "role"], Value::from(name), "--role"));
         }
+        if let Some(listen) = &self.listen {
+            out.push((
+                vec!["server", "listen"],
+                Value::from(listen.as_str()),
+                "--listen",
+            ));
+        }
+        if let Some(url) = &self.object_store {
+            out.push((
+                vec!["object_store", "url"],
+                Value::from(url.as_str()),
+                "--object-store",
+            ));
+        }
+        if let Some(dir) = &self.cache_dir {
+            out.push((
+                vec!["reader", "cache_dir"],
+                Value::from(dir.as_str()),
+                "--cache-dir",
+            ));
+        }
+        if let Some(n) = self.shards {
+            out.push((
+                vec!["shards", "count"],
+                Value::from(i64::from(n)),
+                "--shards",
+            ));
+        }
+        if let Some(id) = &self.shard_id {
+            let value = match id {
+                ShardId::Index(i) => Value::from(i64::from(*i)),
+                ShardId::FromHostname => Value::from("auto"),
+            };
+            out.push((vec!["shards", "id"], value, "--shard-id"));
+        }
+        if let Some(writers) = &self.writers {
+            let list: Vec<Value> = writers
+                .iter()
+                .map(|u| u.trim().trim_end_matches('/'))
+                .filter(|u| !u.is_empty())
+                .map(Value::from)
+                .collect();
+            out.push((vec!["shards", "writers"], Value::Array(list), "--writers"));
+        }
+        if let Some(f) = &self.auth_token_file {
+            out.push((
+                vec!["auth", "token_file"],
+                Value::from(f.as_str()),
+                "--auth-token-file",
+            ));
+        }
+        out
     }
 }
 
@@ -320,16 +395,27 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
         overrides: &Overrides,
     ) -> Result<Self, String> {
-        let mut table: toml::Table = DEFAULT_TOML
+        Self::load_effective(file, env, overrides).map(|(config, _)| config)
+    }
+
+    /// [`Config::load`], with the merged settings and where each came
+    /// from (`strata config` prints them).
+    pub fn load_effective(
+        file: Option<&str>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &Overrides,
+    ) -> Result<(Self, Effective), String> {
+        let table: toml::Table = DEFAULT_TOML
             .parse()
             .map_err(|e| format!("embedded default configuration: {e}"))?;
+        let mut effective = Effective::new(table);
         if let Some(path) = file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read configuration file {path}: {e}"))?;
             let over: toml::Table = text
                 .parse()
                 .map_err(|e| format!("configuration file {path}: {e}"))?;
-            merge(&mut table, over);
+            effective.merge(over, &format!("file {path}"));
         }
         for (key, raw) in env {
             let Some(rest) = key.strip_prefix("STRATA_") else {
@@ -340,49 +426,20 @@ impl Config {
                 continue;
             };
             let name = rest[prefix.len()..].to_ascii_lowercase();
-            let mut section = &mut table;
-            for part in path.iter() {
-                section = match section
-                    .entry(part.to_string())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-                {
-                    toml::Value::Table(t) => t,
-                    _ => return Err(format!("{key}: {} is not a section", path.join("."))),
-                };
-            }
-            section.insert(name, env_value(&raw));
+            let mut full: Vec<&str> = path.to_vec();
+            full.push(&name);
+            effective
+                .set(&full, env_value(&raw), &format!("env {key}"))
+                .map_err(|section| format!("{key}: {section} is not a section"))?;
         }
-        let mut config: Config = toml::Value::Table(table)
+        for (path, value, flag) in overrides.settings() {
+            effective
+                .set(&path, value, &format!("flag {flag}"))
+                .map_err(|section| format!("{flag}: {section} is not a section"))?;
+        }
+        let mut config: Config = toml::Value::Table(effective.table.clone())
             .try_into()
             .map_err(|e: toml::de::Error| format!("invalid configuration: {e}"))?;
-        if let Some(role) = overrides.role {
-            config.server.role = role;
-        }
-        if let Some(listen) = &overrides.listen {
-            config.server.listen = listen.clone();
-        }
-        if let Some(url) = &overrides.object_store {
-            config.object_store.url = url.clone();
-        }
-        if let Some(dir) = &overrides.cache_dir {
-            config.reader.cache_dir = Some(dir.into());
-        }
-        if let Some(n) = overrides.shards {
-            config.shards.count = n;
-        }
-        if let Some(id) = &overrides.shard_id {
-            config.shards.id = id.clone();
-        }
-        if let Some(writers) = &overrides.writers {
-            config.shards.writers = writers
-                .iter()
-                .map(|u| u.trim().trim_end_matches('/').to_owned())
-                .filter(|u| !u.is_empty())
-                .collect();
-        }
-        if let Some(f) = &overrides.auth_token_file {
-            config.auth.token_file = f.clone();
-        }
         if config.shards.id == ShardId::FromHostname {
             let host = hostname().unwrap_or_default();
             let id = shard_from_hostname(&host).ok_or_else(|| {
@@ -399,8 +456,12 @@ impl Config {
         {
             config.reader.cache_dir = None;
         }
+        // `:9470` listens on every interface, as Go servers read it.
+        if config.server.listen.starts_with(':') {
+            config.server.listen = format!("0.0.0.0{}", config.server.listen);
+        }
         config.validate()?;
-        Ok(config)
+        Ok((config, effective))
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -410,9 +471,9 @@ impl Config {
         self.reader
             .validate()
             .map_err(|e| format!("invalid configuration: {e}"))?;
-        if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
+        if !is_listen_address(&self.server.listen) {
             return Err(format!(
-                "invalid configuration: server.listen: {:?} is not an address like 127.0.0.1:9470",
+                "invalid configuration: server.listen: {:?} is not an address like 127.0.0.1:9470, localhost:9470 or :9470",
                 self.server.listen
             ));
         }
@@ -543,6 +604,68 @@ mod tests {
             env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
             o,
         )
+    }
+
+    #[test]
+    fn listen_takes_host_port_forms() {
+        for (given, used) in [
+            ("127.0.0.1:9470", "127.0.0.1:9470"),
+            ("localhost:9470", "localhost:9470"),
+            (":9470", "0.0.0.0:9470"),
+            ("[::1]:9470", "[::1]:9470"),
+        ] {
+            let o = Overrides {
+                listen: Some(given.into()),
+                ..Overrides::default()
+            };
+            assert_eq!(load(None, &[], &o).unwrap().server.listen, used);
+        }
+        for bad in ["9470", "localhost", "local host:1", "h:99999"] {
+            let o = Overrides {
+                listen: Some(bad.into()),
+                ..Overrides::default()
+            };
+            let e = load(None, &[], &o).unwrap_err();
+            assert!(e.contains("server.listen"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn sources_name_default_file_env_and_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(
+            &path,
+            "[storage]\nretention = \"30d\"\n[object_store.s3]\nsecret_access_key = \"hush\"\n",
+        )
+        .unwrap();
+        let path = path.to_str().unwrap();
+        let o = Overrides {
+            listen: Some(":1234".into()),
+            ..Overrides::default()
+        };
+        let (c, e) = Config::load_effective(
+            Some(path),
+            [("STRATA_SERVER_LOG_LEVEL".to_owned(), "debug".to_owned())],
+            &o,
+        )
+        .unwrap();
+        assert_eq!(c.server.log_level, "debug");
+        assert_eq!(e.source("server.role"), Some("default"));
+        assert_eq!(
+            e.source("storage.retention"),
+            Some(format!("file {path}").as_str())
+        );
+        assert_eq!(
+            e.source("server.log_level"),
+            Some("env STRATA_SERVER_LOG_LEVEL")
+        );
+        assert_eq!(e.source("server.listen"), Some("flag --listen"));
+        let text = e.render();
+        assert!(text.contains("retention = \"30d\"  # file "), "{text}");
+        assert!(text.contains("secret_access_key = \"<secret>\""), "{text}");
+        assert!(!text.contains("hush"), "{text}");
+        assert_eq!(e.flat()["object_store.s3.secret_access_key"], "<secret>");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod config;
 pub mod distributor;
+pub mod effective_config;
 pub mod http;
 pub mod metrics;
 mod query_source;
@@ -254,6 +255,7 @@ pub async fn run_with_store_layer(
     let closing = futures::future::join_all(open.iter().map(|s| s.close()));
     match tokio::time::timeout(shutdown_timeout, closing).await {
         Ok(results) => match results.into_iter().find_map(Result::err) {
+            None if role == Role::Reader => tracing::info!("stopped; bye"),
             None => tracing::info!("flushed to the object store; bye"),
             Some(e) => tracing::error!(error = %e, "closing storage failed"),
         },

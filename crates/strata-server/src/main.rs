@@ -6,56 +6,103 @@ use clap::{Parser, Subcommand};
 /// allocator took over half of the CPU under load in profiles.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
 use strata_server::config::{Config, Overrides, Role, ShardId};
 
 #[derive(Parser)]
 #[command(
     name = "strata",
     version,
-    about = "A Prometheus-compatible time-series database on object storage"
+    about = "A Prometheus-compatible time-series database on object storage",
+    after_help = SETTINGS_HELP
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+const SETTINGS_HELP: &str = "Every setting of config/strata.toml can also be set as \
+STRATA_<SECTION>_<KEY> (e.g. STRATA_STORAGE_RETENTION=30d). Precedence: flag, then \
+environment, then --config file, then the built-in default. `strata config` prints the \
+effective settings and where each came from. Exit codes: 0 after a clean stop, 2 for a \
+configuration or start-up error (bad setting, address in use, unusable object store), \
+1 for a failure while running.";
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
-    Serve {
-        /// Configuration file (TOML); see config/strata.toml.
-        #[arg(long)]
-        config: Option<String>,
-        /// Role of this process.
-        #[arg(long, value_enum)]
-        role: Option<Role>,
-        /// Address to listen on, e.g. 127.0.0.1:9470.
-        #[arg(long)]
-        listen: Option<String>,
-        /// Where the data lives: a folder, file:///path, s3://bucket/prefix or memory://.
-        #[arg(long)]
-        object_store: Option<String>,
-        /// Reader nodes: folder of the on-disk block cache (local NVMe).
-        #[arg(long)]
-        cache_dir: Option<String>,
-        /// Number of writer shards (writers, readers).
-        #[arg(long)]
-        shards: Option<u32>,
-        /// This writer's shard, 0 to shards-1, or "auto" for the trailing
-        /// -<n> of the host name (a StatefulSet ordinal).
-        #[arg(long, conflicts_with = "shard_id_from_hostname")]
-        shard_id: Option<ShardId>,
-        /// Same as --shard-id auto.
-        #[arg(long)]
-        shard_id_from_hostname: bool,
-        /// Distributor: the writers' base URLs, shard i at position i.
-        #[arg(long, value_delimiter = ',')]
-        writers: Option<Vec<String>>,
-        /// A file of bearer tokens, one per line, accepted for writes and
-        /// reads (auth.token_file).
-        #[arg(long)]
-        auth_token_file: Option<String>,
-    },
+    #[command(after_help = SETTINGS_HELP)]
+    Serve(Settings),
+    /// Print the effective configuration (TOML), each value with where it
+    /// came from (default, file, env or flag), secrets redacted; exit 2 if
+    /// it is invalid.
+    #[command(after_help = SETTINGS_HELP)]
+    Config(Settings),
+}
+
+/// The flags both subcommands take.
+#[derive(clap::Args)]
+struct Settings {
+    /// Configuration file (TOML); see config/strata.toml.
+    #[arg(long)]
+    config: Option<String>,
+    /// Role of this process [default: all] [env: STRATA_SERVER_ROLE].
+    #[arg(long, value_enum)]
+    role: Option<Role>,
+    /// Address to listen on: host:port, localhost:port or :port (every
+    /// interface) [default: 127.0.0.1:9470] [env: STRATA_SERVER_LISTEN].
+    #[arg(long)]
+    listen: Option<String>,
+    /// Where the data lives: a folder, file:///path, s3://bucket/prefix or
+    /// memory:// [default: ./data] [env: STRATA_OBJECT_STORE_URL].
+    #[arg(long)]
+    object_store: Option<String>,
+    /// Reader nodes: folder of the on-disk block cache (local NVMe)
+    /// [default: none] [env: STRATA_READER_CACHE_DIR].
+    #[arg(long)]
+    cache_dir: Option<String>,
+    /// Number of writer shards (writers, readers) [default: 1]
+    /// [env: STRATA_SHARDS_COUNT].
+    #[arg(long)]
+    shards: Option<u32>,
+    /// This writer's shard, 0 to shards-1, or "auto" for the trailing
+    /// -<n> of the host name (a StatefulSet ordinal) [default: 0]
+    /// [env: STRATA_SHARDS_ID].
+    #[arg(long, conflicts_with = "shard_id_from_hostname")]
+    shard_id: Option<ShardId>,
+    /// Same as --shard-id auto.
+    #[arg(long)]
+    shard_id_from_hostname: bool,
+    /// Distributor: the writers' base URLs, shard i at position i
+    /// [env: STRATA_SHARDS_WRITERS].
+    #[arg(long, value_delimiter = ',')]
+    writers: Option<Vec<String>>,
+    /// A file of bearer tokens, one per line, accepted for writes and
+    /// reads [default: none] [env: STRATA_AUTH_TOKEN_FILE].
+    #[arg(long)]
+    auth_token_file: Option<String>,
+}
+
+impl Settings {
+    fn overrides(self) -> (Option<String>, Overrides) {
+        let overrides = Overrides {
+            role: self.role,
+            listen: self.listen,
+            object_store: self.object_store,
+            cache_dir: self.cache_dir,
+            shards: self.shards,
+            shard_id: if self.shard_id_from_hostname {
+                Some(ShardId::FromHostname)
+            } else {
+                self.shard_id
+            },
+            writers: self.writers,
+            auth_token_file: self.auth_token_file,
+        };
+        (self.config, overrides)
+    }
 }
 
 async fn shutdown_signal() {
@@ -79,44 +126,25 @@ async fn shutdown_signal() {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    let Command::Serve {
-        config,
-        role,
-        listen,
-        object_store,
-        cache_dir,
-        shards,
-        shard_id,
-        shard_id_from_hostname,
-        writers,
-        auth_token_file,
-    } = cli.command;
-    let overrides = Overrides {
-        role,
-        listen,
-        object_store,
-        cache_dir,
-        shards,
-        shard_id: if shard_id_from_hostname {
-            Some(ShardId::FromHostname)
-        } else {
-            shard_id
-        },
-        writers,
-        auth_token_file,
+fn main() -> ExitCode {
+    let (print_only, settings) = match Cli::parse().command {
+        Command::Serve(s) => (false, s),
+        Command::Config(s) => (true, s),
     };
-    let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("strata: {e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.server.log_level));
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    let (file, overrides) = settings.overrides();
+    let (config, effective) =
+        match Config::load_effective(file.as_deref(), std::env::vars(), &overrides) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("strata: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    if print_only {
+        print!("{}", effective.render());
+        return ExitCode::SUCCESS;
+    }
+    init_logging(&config.server.log_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -124,21 +152,40 @@ fn main() -> std::process::ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("strata: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(strata_server::run(config, shutdown_signal())) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        // Start-up problems exit 2, like configuration errors, printed once
-        // (the log line goes to the same terminal).
-        Err(e) if e.downcast_ref::<strata_server::StartupError>().is_some() => {
-            eprintln!("strata: {e:#}");
-            std::process::ExitCode::from(2)
-        }
+        Ok(()) => ExitCode::SUCCESS,
+        // Printed once, on stderr; the log may go elsewhere. Start-up
+        // problems exit 2, like configuration errors.
         Err(e) => {
-            tracing::error!("{e:#}");
             eprintln!("strata: {e:#}");
-            std::process::ExitCode::FAILURE
+            if e.downcast_ref::<strata_server::StartupError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
+}
+
+/// Logs to stdout at `level` unless `RUST_LOG` says otherwise; colour only
+/// on a terminal (and not with `NO_COLOR`). At `info`, SlateDB's own info
+/// lines (its full settings on open, every manifest a reader follows) are
+/// left out.
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        let quiet = if level.trim() == "info" {
+            ",slatedb=warn"
+        } else {
+            ""
+        };
+        tracing_subscriber::EnvFilter::new(format!("{level}{quiet}"))
+    });
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(colour)
+        .init();
 }
