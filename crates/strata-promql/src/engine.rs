@@ -9,6 +9,7 @@ use promql_parser::parser::{self, Expr};
 
 use crate::error::QueryError;
 use crate::eval::{Evaluator, SelectorData};
+use crate::gate::QueryGate;
 use crate::plan::{check_supported, plan_selectors, SelectorLoad};
 use crate::source::{Queryable, Series};
 use crate::value::{InstantSample, QueryValue};
@@ -40,6 +41,16 @@ pub struct QueryLimits {
     /// be a cheap way to keep a server busy; whatever the length, the
     /// compiled size is bounded by [`strata_codec::labels::REGEX_SIZE_LIMIT`].
     pub max_regex_bytes: usize,
+    /// Most points a subquery may evaluate per series: its range (plus a
+    /// range query's span) over its step. A subquery over it is refused
+    /// (400 `bad_data`) before it runs.
+    pub max_subquery_points: usize,
+    /// Most queries that run at once; the others wait their turn, within
+    /// their timeout.
+    pub max_concurrent: usize,
+    /// Most samples all running queries may hold loaded at once; a query
+    /// that would go over it is answered 503 (`unavailable`).
+    pub max_samples_total: usize,
 }
 
 impl Default for QueryLimits {
@@ -49,6 +60,9 @@ impl Default for QueryLimits {
             max_samples: 50_000_000,
             max_points_per_series: 11_000,
             max_regex_bytes: 64 << 10,
+            max_subquery_points: 100_000,
+            max_concurrent: 20,
+            max_samples_total: 100_000_000,
         }
     }
 }
@@ -59,6 +73,7 @@ pub struct Engine {
     source: Arc<dyn Queryable>,
     limits: QueryLimits,
     lookback_ms: i64,
+    gate: Arc<QueryGate>,
 }
 
 /// Deepest expression tree a query may have. Evaluation recurses once per
@@ -182,11 +197,24 @@ fn text_shape(query: &str) -> TextShape {
 }
 
 impl Engine {
+    /// An engine whose queries share only its own gate.
     pub fn new(source: Arc<dyn Queryable>, limits: QueryLimits) -> Self {
+        let gate = Arc::new(QueryGate::new(&limits));
+        Self::with_gate(source, limits, gate)
+    }
+
+    /// An engine whose queries take their turns and samples from `gate`,
+    /// shared with other engines (one per request on a server).
+    pub fn with_gate(
+        source: Arc<dyn Queryable>,
+        limits: QueryLimits,
+        gate: Arc<QueryGate>,
+    ) -> Self {
         Self {
             source,
             limits,
             lookback_ms: DEFAULT_LOOKBACK_MS,
+            gate,
         }
     }
 
@@ -303,13 +331,8 @@ impl Engine {
         deadline: Instant,
     ) -> Result<crate::value::Matrix, QueryError> {
         check_supported(&expr)?;
-        let loads = plan_selectors(
-            &expr,
-            start,
-            end,
-            self.lookback_ms,
-            self.limits.max_regex_bytes,
-        )?;
+        let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
+        let _turn = self.gate.turn(deadline).await?;
         let data = tokio::time::timeout_at(deadline.into(), self.load(loads))
             .await
             .map_err(|_| QueryError::timeout())??;
@@ -321,6 +344,7 @@ impl Engine {
         if loaded > self.limits.max_samples {
             return Err(QueryError::too_many_samples());
         }
+        let _reservation = self.gate.reserve(loaded)?;
         let lookback = self.lookback_ms;
         let max_samples = self.limits.max_samples;
         // Evaluation is CPU-bound: keep it off the async workers. The

@@ -5,9 +5,10 @@
 
 use promql_parser::label::MatchOp as ParserMatchOp;
 use promql_parser::parser::token::{T_LIMITK, T_LIMIT_RATIO};
-use promql_parser::parser::{AtModifier, Expr, VectorSelector};
+use promql_parser::parser::{AtModifier, Expr, SubqueryExpr, VectorSelector};
 use strata_codec::{MatchOp, Matcher};
 
+use crate::engine::{QueryLimits, DEFAULT_SUBQUERY_STEP_MS};
 use crate::error::QueryError;
 use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms};
 
@@ -143,6 +144,7 @@ struct PlanContext {
     query_end: i64,
     lookback: i64,
     max_regex_bytes: usize,
+    max_subquery_points: usize,
 }
 
 impl PlanContext {
@@ -163,17 +165,38 @@ pub(crate) fn plan_selectors(
     start: i64,
     end: i64,
     lookback: i64,
-    max_regex_bytes: usize,
+    limits: &QueryLimits,
 ) -> Result<Vec<SelectorLoad>, QueryError> {
     let ctx = PlanContext {
         query_start: start,
         query_end: end,
         lookback,
-        max_regex_bytes,
+        max_regex_bytes: limits.max_regex_bytes,
+        max_subquery_points: limits.max_subquery_points,
     };
     let mut out = Vec::new();
     walk(expr, start, end, &ctx, &mut out)?;
     Ok(out)
+}
+
+/// Refuses a subquery that would evaluate more than `max` points per
+/// series over `span` ms of outer steps, before anything is loaded.
+fn check_subquery_points(sq: &SubqueryExpr, span: i64, max: usize) -> Result<(), QueryError> {
+    let step = sq
+        .step
+        .as_ref()
+        .map(duration_ms)
+        .filter(|s| *s > 0)
+        .unwrap_or(DEFAULT_SUBQUERY_STEP_MS);
+    let points = duration_ms(&sq.range).saturating_add(span) / step;
+    if points > i64::try_from(max).unwrap_or(i64::MAX) {
+        return Err(QueryError::BadData(format!(
+            "subquery {} would evaluate {points} points per series, more than \
+             query.max_subquery_points ({max}): use a larger subquery step or a shorter range",
+            sq
+        )));
+    }
+    Ok(())
 }
 
 fn walk(
@@ -194,6 +217,7 @@ fn walk(
                 None => (start, end),
             };
             let offset = offset_ms(&sq.offset);
+            check_subquery_points(sq, e.saturating_sub(s), ctx.max_subquery_points)?;
             walk(
                 &sq.expr,
                 s.saturating_sub(offset)

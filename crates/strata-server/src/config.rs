@@ -148,6 +148,12 @@ pub struct QueryConfig {
     pub max_samples: usize,
     /// Longest regular expression in a matcher, in bytes.
     pub max_regex_bytes: usize,
+    /// Most points a subquery may evaluate per series.
+    pub max_subquery_points: usize,
+    /// Most queries running at once; the others wait their turn.
+    pub max_concurrent: usize,
+    /// Most samples all running queries may hold loaded at once.
+    pub max_samples_total: usize,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]

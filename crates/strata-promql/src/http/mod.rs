@@ -22,7 +22,7 @@ use self::params::{
 use crate::engine::{parse_query, too_many_points_message};
 use crate::error::QueryError;
 use crate::plan::matcher_sets;
-use crate::{Engine, QueryLimits, Queryable};
+use crate::{Engine, QueryGate, QueryLimits, Queryable};
 
 /// Largest form body accepted (Prometheus' default is unlimited; queries
 /// are small).
@@ -39,11 +39,17 @@ pub type SourceResolver =
 struct Api {
     resolve: SourceResolver,
     limits: QueryLimits,
+    /// Shared by every request's engine: turns and the samples budget.
+    gate: Arc<QueryGate>,
 }
 
 impl Api {
     fn engine(&self, req: &Request) -> Result<Engine, QueryError> {
-        Ok(Engine::new((self.resolve)(req)?, self.limits.clone()))
+        Ok(Engine::with_gate(
+            (self.resolve)(req)?,
+            self.limits.clone(),
+            Arc::clone(&self.gate),
+        ))
     }
 }
 
@@ -54,7 +60,12 @@ pub fn router(source: Arc<dyn Queryable>, limits: QueryLimits) -> Router {
 
 /// The API's routes, reading for each request what `resolve` picks.
 pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
-    let api = Arc::new(Api { resolve, limits });
+    let gate = Arc::new(QueryGate::new(&limits));
+    let api = Arc::new(Api {
+        resolve,
+        limits,
+        gate,
+    });
     Router::new()
         .route("/api/v1/query", get(query).post(query))
         .route("/api/v1/query_range", get(query_range).post(query_range))

@@ -25,6 +25,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         timeout: state.config.query.timeout,
         max_samples: state.config.query.max_samples,
         max_regex_bytes: state.config.query.max_regex_bytes,
+        max_subquery_points: state.config.query.max_subquery_points,
+        max_concurrent: state.config.query.max_concurrent,
+        max_samples_total: state.config.query.max_samples_total,
         ..strata_promql::QueryLimits::default()
     };
     let storage: Arc<dyn Queryable> = Arc::new(StorageSource::new(Arc::clone(&state)));
