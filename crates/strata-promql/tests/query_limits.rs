@@ -63,7 +63,7 @@ impl Queryable for Held {
 fn source(open: bool) -> Arc<Held> {
     let inner = MemSource::new();
     for s in 0..100 {
-        let labels = vec![Label::new("__name__", "g"), Label::new("i", &s.to_string())];
+        let labels = vec![Label::new("__name__", "g"), Label::new("i", s.to_string())];
         for i in 0..=60 {
             inner.append(&labels, i * 60_000, i as f64);
         }
