@@ -39,5 +39,5 @@ pub use error::QueryError;
 pub use functions::format_go_float;
 pub use gate::QueryGate;
 pub use http::{router, router_with, SourceResolver};
-pub use source::{MemSource, Queryable, Series, SourceError};
+pub use source::{MemSource, MetricMetadata, Queryable, Series, SourceError};
 pub use value::{QueryValue, STALE_NAN_BITS};

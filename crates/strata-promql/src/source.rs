@@ -60,6 +60,25 @@ pub trait Queryable: Send + Sync + 'static {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<String>, SourceError>;
+    /// What senders reported about metrics (type, help, unit) for `tenant`
+    /// (`""`: none; a source scoped to a tenant uses its own): one
+    /// metric, or all, in name order. A source without metadata has none.
+    async fn metadata(
+        &self,
+        _tenant: &str,
+        _metric: Option<&str>,
+    ) -> Result<Vec<(String, Vec<MetricMetadata>)>, SourceError> {
+        Ok(Vec::new())
+    }
+}
+
+/// One description of a metric, as `/api/v1/metadata` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricMetadata {
+    /// `counter`, `gauge`, `histogram`, … or `unknown`.
+    pub kind: String,
+    pub help: String,
+    pub unit: String,
 }
 
 /// An in-memory [`Queryable`]: a list of series, kept sorted by labels.

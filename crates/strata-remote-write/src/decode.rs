@@ -147,6 +147,37 @@ pub struct DecodedWrite<S = SeriesSamples> {
     pub histograms: usize,
     /// Exemplars received; they are dropped (0 written).
     pub exemplars: usize,
+    /// Metric metadata: 1.0's list, and 2.0's per-series metadata (one
+    /// entry per metric name and distinct content).
+    pub metadata: Vec<MetricMetadata>,
+}
+
+/// What a sender says about a metric: its type, help and unit.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetricMetadata {
+    /// The metric family name (`__name__`, without `_bucket` & co. for
+    /// 1.0 senders, which send one entry per family).
+    pub metric: String,
+    /// `counter`, `gauge`, `histogram`, `gaugehistogram`, `summary`,
+    /// `info`, `stateset` or `unknown`, as Prometheus' API writes it.
+    pub kind: &'static str,
+    pub help: String,
+    pub unit: String,
+}
+
+/// The API's name of a metric type, from either version's enum (the two
+/// number their types alike; 0 is unknown or unspecified).
+pub fn metric_kind(t: i32) -> &'static str {
+    match t {
+        1 => "counter",
+        2 => "gauge",
+        3 => "histogram",
+        4 => "gaugehistogram",
+        5 => "summary",
+        6 => "info",
+        7 => "stateset",
+        _ => "unknown",
+    }
 }
 
 impl DecodedWrite<RawSeries> {
@@ -157,6 +188,7 @@ impl DecodedWrite<RawSeries> {
             rejected: Vec::new(),
             histograms: 0,
             exemplars: 0,
+            metadata: Vec::new(),
         }
     }
 
@@ -168,6 +200,7 @@ impl DecodedWrite<RawSeries> {
             rejected: self.rejected,
             histograms: self.histograms,
             exemplars: self.exemplars,
+            metadata: self.metadata,
         }
     }
 
@@ -362,6 +395,21 @@ pub(crate) fn decode_protobuf_prost(
 
 fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite<RawSeries> {
     let mut out = DecodedWrite::new(Version::V1, req.timeseries.len());
+    // Entries with a name that is not UTF-8 are dropped; help and unit are
+    // read leniently, as they are only shown.
+    out.metadata = req
+        .metadata
+        .into_iter()
+        .filter_map(|m| {
+            let metric = std::str::from_utf8(&m.metric_family_name).ok()?;
+            (!metric.is_empty()).then(|| MetricMetadata {
+                metric: metric.to_owned(),
+                kind: metric_kind(m.r#type),
+                help: String::from_utf8_lossy(&m.help).into_owned(),
+                unit: String::from_utf8_lossy(&m.unit).into_owned(),
+            })
+        })
+        .collect();
     for wire::v1::TimeSeries {
         labels,
         samples,
@@ -413,6 +461,8 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
     let symbols = Symbols(&symbols);
 
     let mut out = DecodedWrite::new(Version::V2, req.timeseries.len());
+    // Series of one metric carry the same metadata: keep one entry.
+    let mut seen = std::collections::HashSet::new();
     for wire::v2::TimeSeries {
         labels_refs,
         samples,
@@ -430,6 +480,14 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
             }
             Err((partial, problem)) => (partial, Err(problem)),
         };
+        if let (Ok(()), Some(m)) = (&checked, &metadata) {
+            if let Some(entry) = symbols.metric_metadata(&labels, m) {
+                if !seen.contains(&entry) {
+                    seen.insert(entry.clone());
+                    out.metadata.push(entry);
+                }
+            }
+        }
         out.accept(labels, checked, samples, histograms.len());
     }
     Ok(out)
@@ -545,6 +603,33 @@ impl Symbols<'_> {
             ));
         }
         Ok(labels)
+    }
+
+    /// The metadata of a valid series, if it says anything.
+    fn metric_metadata(
+        &self,
+        labels: &RawLabels,
+        m: &crate::proto::v2::Metadata,
+    ) -> Option<MetricMetadata> {
+        let text = |r: u32| {
+            self.0
+                .get(r as usize)
+                .copied()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        let (help, unit) = (text(m.help_ref), text(m.unit_ref));
+        if m.r#type == 0 && help.is_empty() && unit.is_empty() {
+            return None;
+        }
+        let name = labels.0.iter().find(|l| &l.name[..] == b"__name__")?;
+        Some(MetricMetadata {
+            metric: String::from_utf8_lossy(&name.value).into_owned(),
+            kind: metric_kind(m.r#type),
+            help,
+            unit,
+        })
     }
 
     fn metadata(&self, m: &crate::proto::v2::Metadata) -> Result<(), String> {

@@ -115,6 +115,10 @@ pub(crate) fn decode(raw: &Bytes) -> Option<DecodedWrite<RawSeries>> {
     let mut scratch = Vec::with_capacity(16);
     while !r.done() {
         let (field, wire) = r.key()?;
+        // Metadata (field 3) is left to prost, which reads it.
+        if field == 3 {
+            return None;
+        }
         if field != 1 {
             r.skip(wire)?;
             continue;

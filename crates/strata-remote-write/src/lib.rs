@@ -20,7 +20,8 @@
 //! - Native histograms are counted, not stored: a series with only
 //!   histograms is rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with
 //!   floats too keeps its floats and gets a rejection entry for its
-//!   histograms. Exemplars are counted and dropped. 1.0 metadata is skipped.
+//!   histograms. Exemplars are counted and dropped. Metric metadata (1.0's
+//!   list, 2.0's per series) is returned for the caller to keep.
 //! - 2.0: a symbols table whose first entry is not `""` (or that is empty
 //!   while series exist) refuses the whole request (400); a reference out of
 //!   range, an odd `labels_refs`, or a metadata reference out of range
@@ -39,9 +40,9 @@ mod validate;
 mod wire;
 
 pub use decode::{
-    decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, DecodeLimits,
-    DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries, SeriesSamples,
-    HISTOGRAMS_UNSUPPORTED,
+    decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, metric_kind,
+    DecodeLimits, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries, RejectedSeries,
+    SeriesSamples, HISTOGRAMS_UNSUPPORTED,
 };
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;

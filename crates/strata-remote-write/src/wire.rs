@@ -5,8 +5,7 @@
 //! carries it rather than the whole request (prost refuses a whole message
 //! whose `string` field is not UTF-8). Histograms and exemplars decode into
 //! field-less messages: prost checks their framing and skips their fields,
-//! and a `Vec` of a zero-sized type counts them without allocating. Metadata
-//! of 1.0 requests is not declared, so it is skipped.
+//! and a `Vec` of a zero-sized type counts them without allocating.
 //!
 //! Label bytes and symbols are `Bytes` slices of the decompressed body:
 //! decoding allocates nothing per label.
@@ -41,6 +40,21 @@ pub(crate) mod v1 {
     pub(crate) struct WriteRequest {
         #[prost(message, repeated, tag = "1")]
         pub timeseries: Vec<TimeSeries>,
+        #[prost(message, repeated, tag = "3")]
+        pub metadata: Vec<MetricMetadata>,
+    }
+
+    /// `prometheus.MetricMetadata` with unchecked bytes.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct MetricMetadata {
+        #[prost(int32, tag = "1")]
+        pub r#type: i32,
+        #[prost(bytes = "bytes", tag = "2")]
+        pub metric_family_name: bytes::Bytes,
+        #[prost(bytes = "bytes", tag = "4")]
+        pub help: bytes::Bytes,
+        #[prost(bytes = "bytes", tag = "5")]
+        pub unit: bytes::Bytes,
     }
 
     /// `prometheus.TimeSeries` as the server reads it.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use strata_codec::{Label, Matcher};
-use strata_promql::{Queryable, Series, SourceError};
+use strata_promql::{MetricMetadata, Queryable, Series, SourceError};
 use strata_storage::{Storage, StorageError};
 
 use crate::state::AppState;
@@ -110,6 +110,32 @@ fn source_error(e: StorageError) -> SourceError {
 
 #[async_trait::async_trait]
 impl Queryable for StorageSource {
+    async fn metadata(
+        &self,
+        tenant: &str,
+        metric: Option<&str>,
+    ) -> Result<Vec<(String, Vec<MetricMetadata>)>, SourceError> {
+        let parts = fan_out(&self.storages()?, |s| s.metadata(tenant, metric)).await?;
+        // Shards (a metric may be described on several): merged by name,
+        // each distinct entry once.
+        let mut merged: std::collections::BTreeMap<String, Vec<MetricMetadata>> =
+            std::collections::BTreeMap::new();
+        for (name, entries) in parts.into_iter().flatten() {
+            let list = merged.entry(name).or_default();
+            for e in entries {
+                let e = MetricMetadata {
+                    kind: e.kind,
+                    help: e.help,
+                    unit: e.unit,
+                };
+                if !list.contains(&e) {
+                    list.push(e);
+                }
+            }
+        }
+        Ok(merged.into_iter().collect())
+    }
+
     async fn select(
         &self,
         matchers: &[Matcher],

@@ -13,7 +13,7 @@ use axum::http::HeaderMap;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use strata_codec::{Label, MatchOp, Matcher};
-use strata_promql::{Queryable, Series, SourceError};
+use strata_promql::{MetricMetadata, Queryable, Series, SourceError};
 use strata_storage::TENANT_LABEL;
 
 use crate::config::{LimitsConfig, TenantsConfig};
@@ -271,6 +271,14 @@ impl Queryable for TenantSource {
             return Ok(Vec::new());
         };
         self.inner.label_values(name, &matchers, mint, maxt).await
+    }
+
+    async fn metadata(
+        &self,
+        _tenant: &str,
+        metric: Option<&str>,
+    ) -> Result<Vec<(String, Vec<MetricMetadata>)>, SourceError> {
+        self.inner.metadata(self.tenant.label_value(), metric).await
     }
 }
 

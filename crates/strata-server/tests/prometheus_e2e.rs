@@ -1,7 +1,8 @@
 //! The real Prometheus scrapes itself and node_exporter every second and
 //! remote-writes to Strata. Strata must then hold exactly the raw samples
 //! Prometheus holds, across a graceful restart, and catch up on what
-//! Prometheus retried while it was down.
+//! Prometheus retried while it was down; and `/api/v1/metadata` must answer
+//! what Prometheus' own does, from the metadata it sent.
 
 mod common;
 
@@ -9,8 +10,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    matrix_diff, newest_sample, now_ms, raw_snapshot, vector_sum, wait_same_as_prometheus,
-    wait_until, Matrix, NodeExporterProcess, PrometheusProcess, StrataProcess,
+    http_get, matrix_diff, newest_sample, now_ms, raw_snapshot, vector_sum,
+    wait_same_as_prometheus, wait_until, Matrix, NodeExporterProcess, PrometheusProcess,
+    StrataProcess,
 };
 
 /// Series compared: Prometheus' own gauges and counters, a classic
@@ -67,6 +69,27 @@ fn assert_same_as_prometheus(
 /// The newest `up` timestamp Strata holds, in milliseconds.
 fn newest_up(strata: &StrataProcess) -> Option<i64> {
     newest_sample(strata.port, &format!("up[{WINDOW}]"))
+}
+
+/// `/api/v1/metadata` as metric → sorted `(type, help, unit)` entries.
+fn metadata(port: u16) -> BTreeMap<String, Vec<(String, String, String)>> {
+    let answer = http_get(port, "/api/v1/metadata").expect("metadata").json();
+    let data = answer["data"].as_object().expect("data").clone();
+    data.into_iter()
+        .map(|(metric, entries)| {
+            let mut list: Vec<_> = entries
+                .as_array()
+                .expect("entries")
+                .iter()
+                .map(|e| {
+                    let f = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+                    (f("type"), f("help"), f("unit"))
+                })
+                .collect();
+            list.sort();
+            (metric, list)
+        })
+        .collect()
 }
 
 #[test]
@@ -138,6 +161,21 @@ fn prometheus_remote_write_round_trip() {
     assert!(
         retried > 0.0,
         "Prometheus retried no samples: the restart did not exercise catching up"
+    );
+
+    // The metadata Prometheus sent (every second) is what its own API
+    // answers, across Strata's restart.
+    wait_until(
+        Duration::from_secs(20),
+        "Strata's metadata equals Prometheus'",
+        || metadata(prometheus.port) == metadata(strata.port),
+    );
+    let described = metadata(strata.port);
+    assert!(
+        described.len() >= 50 && described.contains_key("node_cpu_seconds_total"),
+        "{} metrics described: {:?}",
+        described.len(),
+        described.keys().take(20).collect::<Vec<_>>()
     );
 
     for counter in [

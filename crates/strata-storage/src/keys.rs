@@ -24,6 +24,17 @@ pub const SEP: u8 = 0xFF;
 /// The metadata key of the seal checkpoint.
 pub const CHECKPOINT: &[u8] = b"Mcheckpoint";
 
+/// Metric metadata of a tenant (`""` without tenants):
+/// `M | "metric/" | tenant | 0xFF | metric name`.
+pub fn metadata_key(tenant: &str, metric: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + tenant.len() + metric.len());
+    k.extend_from_slice(b"Mmetric/");
+    k.extend_from_slice(tenant.as_bytes());
+    k.push(SEP);
+    k.extend_from_slice(metric.as_bytes());
+    k
+}
+
 fn push_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
 }

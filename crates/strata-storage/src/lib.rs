@@ -22,6 +22,7 @@ pub mod instrumented;
 pub mod keys;
 mod late;
 mod merge;
+pub mod metadata;
 mod object_store_url;
 mod postings;
 mod read;
@@ -113,6 +114,8 @@ pub(crate) struct Inner {
     pub(crate) spill_lock: tokio::sync::Mutex<()>,
     /// Late samples: the late pass's lock, wake-up and sequence.
     pub(crate) late: Arc<late::LateState>,
+    /// Metric metadata a writer has stored.
+    pub(crate) metadata: metadata::MetadataCache,
 }
 
 impl Inner {
@@ -419,6 +422,7 @@ impl Storage {
             object_store: counters,
             spill_lock: tokio::sync::Mutex::new(()),
             late: Arc::new(late::LateState::new(now)),
+            metadata: metadata::MetadataCache::default(),
         });
         add_replayed(&inner, recovered.samples_replayed);
         start_freezer(&inner, recovered.samples_replayed > 0);
@@ -505,6 +509,7 @@ impl Storage {
             object_store: counters,
             spill_lock: tokio::sync::Mutex::new(()),
             late: Arc::new(late::LateState::new(now)),
+            metadata: metadata::MetadataCache::default(),
         });
         add_replayed(&inner, recovered.samples_replayed);
         start_freezer(&inner, recovered.samples_replayed > 0);
@@ -925,6 +930,26 @@ impl Storage {
     /// Requests and errors against the object store so far.
     pub fn object_store_stats(&self) -> ObjectStoreStats {
         self.inner.object_store.snapshot()
+    }
+
+    /// Stores metric metadata for `tenant` (`""` without tenants); only
+    /// metrics whose entries changed are written. Returns how many were.
+    pub async fn record_metadata(
+        &self,
+        tenant: &str,
+        entries: &[(String, metadata::MetadataEntry)],
+    ) -> Result<usize, StorageError> {
+        metadata::record(&self.inner, tenant, entries).await
+    }
+
+    /// The metric metadata stored for `tenant`: one metric, or all, in
+    /// name order.
+    pub async fn metadata(
+        &self,
+        tenant: &str,
+        metric: Option<&str>,
+    ) -> Result<Vec<(String, Vec<metadata::MetadataEntry>)>, StorageError> {
+        metadata::read(&self.inner, tenant, metric).await
     }
 
     /// How long every object-store request has failed, and the last

@@ -338,8 +338,60 @@ async fn label_values(
     )
 }
 
-async fn metadata() -> Response {
-    success("{}")
+/// `/api/v1/metadata`: `{"<metric>": [{"type", "help", "unit"}, …]}`,
+/// with Prometheus' `metric`, `limit` and `limit_per_metric` parameters
+/// (a negative or absent limit is none).
+async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let engine = api.engine(&req)?;
+            let p = read_params(req).await?;
+            let limit = |name: &str| -> Result<Option<usize>, QueryError> {
+                match p.get(name) {
+                    "" => Ok(None),
+                    v => v
+                        .parse::<i64>()
+                        .map(|n| usize::try_from(n).ok().filter(|&n| n > 0))
+                        .map_err(|_| {
+                            QueryError::BadData(format!(
+                                "invalid parameter \"{name}\": {v:?} is not a number"
+                            ))
+                        }),
+                }
+            };
+            let (limit, per_metric) = (limit("limit")?, limit("limit_per_metric")?);
+            let metric = Some(p.get("metric")).filter(|m| !m.is_empty());
+            let all = engine.source().metadata("", metric).await?;
+            let mut out = String::from("{");
+            for (i, (name, entries)) in all.iter().take(limit.unwrap_or(usize::MAX)).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::write_str(&mut out, name);
+                out.push_str(":[");
+                for (j, e) in entries
+                    .iter()
+                    .take(per_metric.unwrap_or(usize::MAX))
+                    .enumerate()
+                {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    out.push_str("{\"type\":");
+                    json::write_str(&mut out, &e.kind);
+                    out.push_str(",\"help\":");
+                    json::write_str(&mut out, &e.help);
+                    out.push_str(",\"unit\":");
+                    json::write_str(&mut out, &e.unit);
+                    out.push('}');
+                }
+                out.push(']');
+            }
+            out.push('}');
+            Ok(out)
+        }
+        .await,
+    )
 }
 
 async fn buildinfo() -> Response {

@@ -614,6 +614,7 @@ async fn write_batches(
             rejected: Vec::new(),
             histograms: 0,
             exemplars: 0,
+            metadata: Vec::new(),
         };
         check_series(&mut decoded, limits, tenant);
         for r in &decoded.rejected {

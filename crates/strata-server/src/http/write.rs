@@ -250,6 +250,15 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
         );
     }
     check_series(&mut decoded, limits, tenant);
+    if !decoded.metadata.is_empty() {
+        let entries = metadata_entries(std::mem::take(&mut decoded.metadata));
+        if let Err(e) = storage
+            .record_metadata(tenant.label_value(), &entries)
+            .await
+        {
+            return storage_error(&e);
+        }
+    }
     let n = decoded.sample_count();
     let rejection_msg = (!decoded.rejected.is_empty()).then(|| decoded.rejection_message());
     let rejected_invalid: usize = decoded.rejected.iter().map(|r| r.samples).sum();
@@ -300,6 +309,22 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
         );
     }
     resp
+}
+
+/// A request's metric metadata as storage keeps it.
+fn metadata_entries(
+    list: Vec<strata_remote_write::MetricMetadata>,
+) -> Vec<(String, strata_storage::metadata::MetadataEntry)> {
+    list.into_iter()
+        .map(|m| {
+            let entry = strata_storage::metadata::MetadataEntry {
+                kind: m.kind.to_owned(),
+                help: m.help,
+                unit: m.unit,
+            };
+            (m.metric, entry)
+        })
+        .collect()
 }
 
 /// The status for a decoder's error code.

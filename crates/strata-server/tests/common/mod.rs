@@ -153,6 +153,8 @@ remote_write:
       batch_send_deadline: 1s
       min_backoff: 50ms
       max_backoff: 1s
+    metadata_config:
+      send_interval: 1s
 "#
     )
 }
