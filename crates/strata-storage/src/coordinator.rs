@@ -331,6 +331,17 @@ impl Coordinator {
         loop {
             if let Some((job, _, _)) = &self.sealing {
                 if !job.is_finished() && !wait {
+                    // Another bucket came due while this one is spread:
+                    // no quiet time is left to spread it over.
+                    let due_through = self.inner.settings.due_through(self.inner.clock.now_ms());
+                    if self
+                        .open_buckets
+                        .keys()
+                        .next()
+                        .is_some_and(|&next| next <= due_through)
+                    {
+                        self.hurry.store(true, Ordering::Relaxed);
+                    }
                     return Ok(());
                 }
             }

@@ -99,13 +99,10 @@ pub(crate) async fn seal(
     let mut done = 0usize;
     let mut failed = None;
     while let Some(encoded) = rx.recv().await {
-        if let Err(e) = write_durably(&db, encoded.batch).await {
-            failed = Some(e);
-            break;
-        }
-        done += encoded.series_done;
-        // Not ahead of the schedule: series `done` of `total` is due at
-        // `spread * done / total` after the start.
+        // Not ahead of the schedule: the batch after series `done` of
+        // `total` starts `spread * done / total` after the start, so the
+        // work is spread and the last batch ends the seal (a bucket of one
+        // batch is sealed at once).
         let due = spread.mul_f64(done as f64 / total as f64);
         while !job.hurry.load(Ordering::Relaxed) {
             match due.checked_sub(started.elapsed()) {
@@ -113,6 +110,11 @@ pub(crate) async fn seal(
                 _ => break,
             }
         }
+        if let Err(e) = write_durably(&db, encoded.batch).await {
+            failed = Some(e);
+            break;
+        }
+        done += encoded.series_done;
     }
     // Dropping the receiver stops an encoder that is still running.
     drop(rx);

@@ -330,46 +330,89 @@ async fn a_backlog_is_sealed_at_once_and_the_last_bucket_spread() {
     // The first bucket has another due behind it: no pacing.
     let first = wait_for(t0 / HOUR).await;
     assert!(first < spread, "{first:?}");
-    // The last one takes its spread.
+    // The last one is paced, but it is one batch: nothing to spread.
     let last = wait_for(t0 / HOUR + 1).await;
-    assert!(last >= spread, "{last:?}");
+    assert!(last < spread, "{last:?}");
     assert_eq!(read_all(&db).await, expected(&dataset(t0)));
+    db.close().await.unwrap();
+}
+
+/// A bucket of many batches is spread; once the next bucket comes due
+/// while it is being sealed, the rest is written at once (the next one is
+/// then spread in turn).
+#[tokio::test]
+async fn a_spread_seal_hurries_when_the_next_bucket_comes_due() {
+    use strata_storage::Clock;
+    let spread = Duration::from_secs(1800);
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 3 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let settings = StorageSettings {
+        seal_check_interval: Duration::from_millis(20),
+        seal_spread: spread,
+        ..StorageSettings::default()
+    };
+    let db = Storage::open(Arc::clone(&store), "db", settings, clock.clone())
+        .await
+        .unwrap();
+    let data = many_series(t0, 3_000);
+    db.write(data.clone(), Durability::Applied).await.unwrap();
+    // Only the first bucket is due: it is spread over 30 minutes.
+    clock.set(t0 + HOUR + 6 * 60_000);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        db.head().sealed_through(),
+        None,
+        "a spread seal of many batches"
+    );
+    // The second bucket comes due.
+    clock.set(t0 + 2 * HOUR + 6 * 60_000);
+    let started = std::time::Instant::now();
+    while db.head().sealed_through() < Some(t0 / HOUR) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "still spreading after the next bucket came due"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(read_all(&db).await, expected(&data));
     db.close().await.unwrap();
 }
 
 #[tokio::test]
 async fn close_hurries_a_spread_seal() {
-    // A spread of 30 minutes (half an hour bucket): close must not wait it.
-    let (store, db, t0) = two_buckets_due(Duration::from_secs(1800)).await;
-    let started = std::time::Instant::now();
-    while db.head().sealed_through() != Some(t0 / HOUR) {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "backlog never sealed"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        db.head().sealed_through(),
-        Some(t0 / HOUR),
-        "still spreading"
-    );
+    use strata_storage::Clock;
+    // A spread of 30 minutes over a bucket of several batches: close must
+    // not wait it.
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 3 * HOUR;
+    let due = t0 + HOUR + 6 * 60_000;
+    let clock = Arc::new(ManualClock::new(t0));
+    let spread_settings = StorageSettings {
+        seal_check_interval: Duration::from_millis(20),
+        seal_spread: Duration::from_secs(1800),
+        ..StorageSettings::default()
+    };
+    let db = Storage::open(Arc::clone(&store), "db", spread_settings, clock.clone())
+        .await
+        .unwrap();
+    let data = many_series(t0, 3_000);
+    db.write(data.clone(), Durability::Applied).await.unwrap();
+    clock.set(due);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(db.head().sealed_through(), None, "still spreading");
     let started = std::time::Instant::now();
     db.close().await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(30));
 
     // The seal under way finished on close.
-    let db = Storage::open(
-        store,
-        "db",
-        settings(),
-        Arc::new(ManualClock::new(t0 + 2 * HOUR + 6 * 60_000)),
-    )
-    .await
-    .unwrap();
-    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR + 1));
-    assert_eq!(read_all(&db).await, expected(&dataset(t0)));
+    let db = Storage::open(store, "db", settings(), Arc::new(ManualClock::new(due)))
+        .await
+        .unwrap();
+    assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
+    assert_eq!(read_all(&db).await, expected(&data));
     db.close().await.unwrap();
 }
 
