@@ -56,6 +56,22 @@ fn serve_until_exit(
     (code, err, started.elapsed())
 }
 
+/// Starts `strata serve` on a free port with `env`, its output discarded.
+fn serve_quietly(object_store: &str, env: &[(String, String)]) -> (u16, std::process::Child) {
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--object-store", object_store])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    (port, cmd.spawn().expect("start strata"))
+}
+
 fn without(env: Vec<(String, String)>, key: &str) -> Vec<(String, String)> {
     env.into_iter().filter(|(k, _)| k != key).collect()
 }
@@ -113,18 +129,7 @@ fn aws_allow_http_is_honoured_and_a_good_store_starts() {
         "AWS_ALLOW_HTTP",
         "true",
     );
-    let port = free_port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
-    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--object-store", "s3://good/strata"])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in &env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start strata");
+    let (port, mut child) = serve_quietly("s3://good/strata", &env);
     wait_until(Duration::from_secs(30), "strata is ready", || {
         assert!(
             child.try_wait().expect("wait").is_none(),
@@ -150,19 +155,7 @@ fn an_unreachable_store_at_start_makes_healthy_fail() {
     let closed = free_port();
     let mut env = s3_env(closed);
     env.push(("STRATA_SERVER_STORE_UNHEALTHY_AFTER".into(), "2s".into()));
-    let port = free_port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
-    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--object-store", "s3://any/strata"])
-        .env_remove("RUST_LOG")
-        .env("STRATA_SERVER_LOG_LEVEL", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in &env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start strata");
+    let (port, mut child) = serve_quietly("s3://any/strata", &env);
     let mut body = String::new();
     wait_until(LIMIT, "/-/healthy answers 503", || {
         assert!(

@@ -291,9 +291,12 @@ async fn sealed_scan_selects_exactly() {
     db.close().await.unwrap();
 }
 
-/// Writes `dataset(t0)` and moves the clock past the end of its first two
-/// buckets plus grace, so the sealer finds both due.
-async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Storage, i64) {
+/// A new database whose seals are spread over `spread`, on a manual clock
+/// at `t0`, the start of the hour three hours ago, holding `data(t0)`.
+async fn spread_db(
+    spread: Duration,
+    data: impl Fn(i64) -> Vec<IngestSeries>,
+) -> (Arc<dyn ObjectStore>, Storage, Arc<ManualClock>, i64) {
     use strata_storage::Clock;
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let now = strata_storage::SystemClock.now_ms();
@@ -307,7 +310,14 @@ async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Storage, i6
     let db = Storage::open(Arc::clone(&store), "db", settings, clock.clone())
         .await
         .unwrap();
-    db.write(dataset(t0), Durability::Applied).await.unwrap();
+    db.write(data(t0), Durability::Applied).await.unwrap();
+    (store, db, clock, t0)
+}
+
+/// Writes `dataset(t0)` and moves the clock past the end of its first two
+/// buckets plus grace, so the sealer finds both due.
+async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Storage, i64) {
+    let (store, db, clock, t0) = spread_db(spread, dataset).await;
     clock.set(t0 + 2 * HOUR + 6 * 60_000);
     (store, db, t0)
 }
@@ -342,22 +352,9 @@ async fn a_backlog_is_sealed_at_once_and_the_last_bucket_spread() {
 /// then spread in turn).
 #[tokio::test]
 async fn a_spread_seal_hurries_when_the_next_bucket_comes_due() {
-    use strata_storage::Clock;
-    let spread = Duration::from_secs(1800);
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let now = strata_storage::SystemClock.now_ms();
-    let t0 = now - now % HOUR - 3 * HOUR;
-    let clock = Arc::new(ManualClock::new(t0));
-    let settings = StorageSettings {
-        seal_check_interval: Duration::from_millis(20),
-        seal_spread: spread,
-        ..StorageSettings::default()
-    };
-    let db = Storage::open(Arc::clone(&store), "db", settings, clock.clone())
-        .await
-        .unwrap();
-    let data = many_series(t0, 3_000);
-    db.write(data.clone(), Durability::Applied).await.unwrap();
+    let many = |t0| many_series(t0, 3_000);
+    let (_store, db, clock, t0) = spread_db(Duration::from_secs(1800), many).await;
+    let data = many(t0);
     // Only the first bucket is due: it is spread over 30 minutes.
     clock.set(t0 + HOUR + 6 * 60_000);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -382,24 +379,12 @@ async fn a_spread_seal_hurries_when_the_next_bucket_comes_due() {
 
 #[tokio::test]
 async fn close_hurries_a_spread_seal() {
-    use strata_storage::Clock;
     // A spread of 30 minutes over a bucket of several batches: close must
     // not wait it.
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let now = strata_storage::SystemClock.now_ms();
-    let t0 = now - now % HOUR - 3 * HOUR;
+    let many = |t0| many_series(t0, 3_000);
+    let (store, db, clock, t0) = spread_db(Duration::from_secs(1800), many).await;
+    let data = many(t0);
     let due = t0 + HOUR + 6 * 60_000;
-    let clock = Arc::new(ManualClock::new(t0));
-    let spread_settings = StorageSettings {
-        seal_check_interval: Duration::from_millis(20),
-        seal_spread: Duration::from_secs(1800),
-        ..StorageSettings::default()
-    };
-    let db = Storage::open(Arc::clone(&store), "db", spread_settings, clock.clone())
-        .await
-        .unwrap();
-    let data = many_series(t0, 3_000);
-    db.write(data.clone(), Durability::Applied).await.unwrap();
     clock.set(due);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(db.head().sealed_through(), None, "still spreading");
