@@ -165,6 +165,11 @@ pub struct MetricMetadata {
     pub unit: String,
 }
 
+/// Either version's enum number of a type named as [`metric_kind`] names it.
+pub fn metric_kind_number(kind: &str) -> i32 {
+    (1..=7).find(|&t| metric_kind(t) == kind).unwrap_or(0)
+}
+
 /// The API's name of a metric type, from either version's enum (the two
 /// number their types alike; 0 is unknown or unspecified).
 pub fn metric_kind(t: i32) -> &'static str {

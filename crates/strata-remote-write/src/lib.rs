@@ -41,8 +41,8 @@ mod wire;
 
 pub use decode::{
     decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, metric_kind,
-    DecodeLimits, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries, RejectedSeries,
-    SeriesSamples, HISTOGRAMS_UNSUPPORTED,
+    metric_kind_number, DecodeLimits, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries,
+    RejectedSeries, SeriesSamples, HISTOGRAMS_UNSUPPORTED,
 };
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;

@@ -189,7 +189,12 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
             decoded.rejection_message(),
         )
     });
-    let parts = split::split(version, decoded.series, state.writers.len());
+    let parts = split::split(
+        version,
+        decoded.series,
+        decoded.metadata,
+        state.writers.len(),
+    );
     let answers = forward::send_all(state, version, headers, parts).await;
 
     let failed = forward::failures(&answers);

@@ -1,8 +1,12 @@
 //! Splitting a decoded request by shard and encoding each part in the
 //! request's own protocol version.
 
-use strata_remote_write::proto::v1;
-use strata_remote_write::{Encoder, SeriesSamples, V2RequestBuilder, Version};
+use std::collections::HashMap;
+
+use strata_remote_write::proto::{v1, v2};
+use strata_remote_write::{
+    metric_kind_number, Encoder, MetricMetadata, SeriesSamples, V2RequestBuilder, Version,
+};
 
 use super::shard_map::shard_of;
 
@@ -17,8 +21,15 @@ pub struct Part {
 
 /// Groups `series` by owning shard among `count` and encodes each non-empty
 /// group as a `version` body (snappy-compressed protobuf). Series keep their
-/// order within a part.
-pub fn split(version: Version, series: Vec<SeriesSamples>, count: usize) -> Vec<Part> {
+/// order within a part. Metric metadata travels as it came: 1.0's list to
+/// shard 0 (readers merge every shard's), 2.0's on each series of the
+/// metric it describes.
+pub fn split(
+    version: Version,
+    series: Vec<SeriesSamples>,
+    metadata: Vec<MetricMetadata>,
+    count: usize,
+) -> Vec<Part> {
     let count_u32 = u32::try_from(count).unwrap_or(u32::MAX);
     let mut groups: Vec<Vec<SeriesSamples>> = (0..count).map(|_| Vec::new()).collect();
     for s in series {
@@ -28,20 +39,42 @@ pub fn split(version: Version, series: Vec<SeriesSamples>, count: usize) -> Vec<
         }
     }
     let mut encoder = Encoder::new();
+    let v1_metadata: &[MetricMetadata] = if version == Version::V1 {
+        &metadata
+    } else {
+        &[]
+    };
+    let described: HashMap<&str, &MetricMetadata> =
+        metadata.iter().map(|m| (m.metric.as_str(), m)).collect();
     groups
         .into_iter()
         .enumerate()
-        .filter(|(_, g)| !g.is_empty())
+        .filter(|(shard, g)| !g.is_empty() || (*shard == 0 && !v1_metadata.is_empty()))
         .map(|(shard, group)| {
             let series = group.len();
             let samples = group.iter().map(|s| s.samples.len()).sum();
             let mut body = Vec::new();
             match version {
-                Version::V1 => encoder.encode_v1(&to_v1(group), &mut body),
+                Version::V1 => {
+                    let mut req = to_v1(group);
+                    if shard == 0 {
+                        req.metadata = v1_metadata.iter().map(to_v1_metadata).collect();
+                    }
+                    encoder.encode_v1(&req, &mut body)
+                }
                 Version::V2 => {
                     let mut b = V2RequestBuilder::new();
                     for s in &group {
-                        b.add_series(&s.labels, &s.samples);
+                        let name = s.labels.iter().find(|l| l.name == "__name__");
+                        match name.and_then(|n| described.get(n.value.as_str())) {
+                            Some(m) => {
+                                let series = v2_series(&mut b, s, m);
+                                b.push_series(series);
+                            }
+                            None => {
+                                b.add_series(&s.labels, &s.samples);
+                            }
+                        }
                     }
                     encoder.encode_v2(&b.build(), &mut body);
                 }
@@ -54,6 +87,42 @@ pub fn split(version: Version, series: Vec<SeriesSamples>, count: usize) -> Vec<
             }
         })
         .collect()
+}
+
+fn to_v1_metadata(m: &MetricMetadata) -> v1::MetricMetadata {
+    v1::MetricMetadata {
+        r#type: metric_kind_number(m.kind),
+        metric_family_name: m.metric.clone(),
+        help: m.help.clone(),
+        unit: m.unit.clone(),
+    }
+}
+
+/// A 2.0 series with its metric's metadata.
+fn v2_series(b: &mut V2RequestBuilder, s: &SeriesSamples, m: &MetricMetadata) -> v2::TimeSeries {
+    let mut labels_refs = Vec::with_capacity(s.labels.len() * 2);
+    for l in &s.labels {
+        labels_refs.push(b.symbol(&l.name));
+        labels_refs.push(b.symbol(&l.value));
+    }
+    v2::TimeSeries {
+        labels_refs,
+        samples: s
+            .samples
+            .iter()
+            .map(|&(timestamp, value)| v2::Sample {
+                value,
+                timestamp,
+                start_timestamp: 0,
+            })
+            .collect(),
+        metadata: Some(v2::Metadata {
+            r#type: metric_kind_number(m.kind),
+            help_ref: b.symbol(&m.help),
+            unit_ref: b.symbol(&m.unit),
+        }),
+        ..Default::default()
+    }
 }
 
 fn to_v1(group: Vec<SeriesSamples>) -> v1::WriteRequest {
@@ -101,7 +170,7 @@ mod tests {
     fn parts_round_trip_in_both_versions() {
         for version in [Version::V1, Version::V2] {
             let all = series(100);
-            let parts = split(version, all.clone(), 3);
+            let parts = split(version, all.clone(), Vec::new(), 3);
             assert_eq!(parts.len(), 3);
             let mut back = Vec::new();
             for p in &parts {
@@ -123,8 +192,31 @@ mod tests {
 
     #[test]
     fn empty_groups_make_no_part() {
-        assert!(split(Version::V1, Vec::new(), 4).is_empty());
-        let parts = split(Version::V1, series(1), 4);
+        assert!(split(Version::V1, Vec::new(), Vec::new(), 4).is_empty());
+        let parts = split(Version::V1, series(1), Vec::new(), 4);
         assert_eq!(parts.len(), 1);
+    }
+
+    #[test]
+    fn metadata_travels_with_its_version() {
+        let described = vec![MetricMetadata {
+            metric: "m".into(),
+            kind: "counter",
+            help: "Things.".into(),
+            unit: String::new(),
+        }];
+        // 1.0: the list goes to shard 0, even with no series of its own.
+        let parts = split(Version::V1, Vec::new(), described.clone(), 4);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].shard, 0);
+        let d = decode(Version::V1, &parts[0].body, &DecodeLimits::default()).unwrap();
+        assert_eq!(d.metadata, described);
+        // 2.0: on the series of the metric, whatever their shard.
+        let parts = split(Version::V2, series(20), described.clone(), 3);
+        assert_eq!(parts.len(), 3);
+        for p in &parts {
+            let d = decode(Version::V2, &p.body, &DecodeLimits::default()).unwrap();
+            assert_eq!(d.metadata, described, "shard {}", p.shard);
+        }
     }
 }
