@@ -2,6 +2,7 @@
 //! lifecycle (recovery, readiness, graceful shutdown).
 
 pub mod auth;
+pub mod build_info;
 pub mod config;
 pub mod distributor;
 pub mod effective_config;

@@ -29,9 +29,6 @@ use crate::{Engine, QueryGate, QueryLimits, Queryable};
 /// are small).
 const MAX_BODY_BYTES: usize = 16 << 20;
 
-/// The version `status/buildinfo` reports.
-const VERSION: &str = env!("CARGO_PKG_VERSION");
-
 /// Picks the data a request may read (e.g. its tenant's), from the
 /// request's headers and extensions; an error is answered as is.
 pub type SourceResolver =
@@ -79,7 +76,6 @@ pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
             get(label_values).post(label_values),
         )
         .route("/api/v1/metadata", get(metadata).post(metadata))
-        .route("/api/v1/status/buildinfo", get(buildinfo))
         .with_state(api)
 }
 
@@ -425,13 +421,4 @@ async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
         }
         .await,
     )
-}
-
-async fn buildinfo() -> Response {
-    let mut out = String::from("{\"version\":");
-    json::write_str(&mut out, VERSION);
-    out.push_str(
-        ",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\",\"goVersion\":\"\"}",
-    );
-    success(&out)
 }
