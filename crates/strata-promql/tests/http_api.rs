@@ -66,10 +66,12 @@ async fn call_with(
         }
         None => Body::empty(),
     };
-    let resp = app
-        .oneshot(req.body(body).expect("request"))
-        .await
-        .expect("response");
+    send(app, req.body(body).expect("request")).await
+}
+
+/// Sends `req` and reads the JSON answer's status and body.
+async fn send(app: axum::Router, req: Request<Body>) -> (StatusCode, String) {
+    let resp = app.oneshot(req).await.expect("response");
     let status = resp.status();
     let content_type = resp
         .headers()
@@ -432,12 +434,93 @@ async fn metadata_apis() {
     let (status, body) = get("/api/v1/metadata").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, r#"{"status":"success","data":{}}"#);
+}
 
-    let (status, body) = get("/api/v1/status/buildinfo").await;
-    assert_eq!(status, StatusCode::OK);
+/// Prometheus' pretty-printer, as promtool 3.16's `promql format` prints
+/// each of these.
+#[tokio::test]
+async fn format_query_pretty_prints() {
+    for (q, want) in [
+        (
+            r#"sum(rate(foo{a="b"}[5m])) by (job)"#,
+            r#"sum by (job) (rate(foo{a=\"b\"}[5m]))"#,
+        ),
+        ("up  ==   1", "up == 1"),
+        ("a offset 5m", "a offset 5m"),
+    ] {
+        for (status, body) in [
+            get(&format!("/api/v1/format_query?query={}", encode(q))).await,
+            call_with(
+                router(source(), QueryLimits::default()),
+                "POST",
+                "/api/v1/format_query",
+                Some(&format!("query={}", encode(q))),
+            )
+            .await,
+        ] {
+            assert_eq!(status, StatusCode::OK, "{q}: {body}");
+            assert_eq!(body, format!(r#"{{"status":"success","data":"{want}"}}"#));
+        }
+    }
+    let (status, body) = get("/api/v1/format_query?query=sum(").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(
-        body.starts_with(r#"{"status":"success","data":{"version":""#),
+        body.starts_with(
+            r#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": "#
+        ),
         "{body}"
     );
-    assert!(body.contains(r#""goVersion":"#), "{body}");
+}
+
+/// A multipart form body is read as a URL-encoded one is (Go's
+/// `ParseMultipartForm`), its values before the URL's.
+#[tokio::test]
+async fn multipart_form_bodies() {
+    let body = "--strata\r\n\
+        Content-Disposition: form-data; name=\"query\"\r\n\r\n\
+        up{job=\"a\"}\r\n\
+        --strata\r\n\
+        Content-Disposition: form-data; name=\"time\"\r\n\r\n\
+        1700000000.123\r\n\
+        --strata--\r\n";
+    let req = Request::builder()
+        .method("POST")
+        .uri("/api/v1/query?query=nothing")
+        .header("content-type", "multipart/form-data; boundary=strata")
+        .body(Body::from(body))
+        .expect("request");
+    let (status, got) = send(router(source(), QueryLimits::default()), req).await;
+    assert_eq!(status, StatusCode::OK, "{got}");
+    assert_eq!(
+        got,
+        r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"a"},"value":[1700000000.123,"1.5"]}]}}"#
+    );
+    let req = Request::builder()
+        .method("POST")
+        .uri("/api/v1/query")
+        .header("content-type", "multipart/form-data; boundary=strata")
+        .body(Body::from("--strata\r\nno end"))
+        .expect("request");
+    let (status, got) = send(router(source(), QueryLimits::default()), req).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{got}");
+    assert!(
+        got.contains("error parsing form values: multipart"),
+        "{got}"
+    );
+}
+
+/// A [`LongUrlQuery`] extension stands in for the URL query.
+#[tokio::test]
+async fn long_url_query_extension() {
+    let mut req = Request::builder()
+        .uri("/api/v1/query")
+        .body(Body::empty())
+        .expect("request");
+    req.extensions_mut()
+        .insert(strata_promql::http::params::LongUrlQuery(
+            "query=up&time=1700000000.123".into(),
+        ));
+    let (status, got) = send(router(source(), QueryLimits::default()), req).await;
+    assert_eq!(status, StatusCode::OK, "{got}");
+    assert!(got.contains(r#""job":"b""#), "{got}");
 }

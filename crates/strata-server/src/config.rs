@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use strata_storage::{ReaderSettings, S3Settings, StorageSettings};
 
 /// The commented default configuration, compiled in.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/strata.toml");
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub server: ServerConfig,
@@ -25,7 +25,7 @@ pub struct Config {
     pub tenants: TenantsConfig,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     All,
@@ -35,14 +35,14 @@ pub enum Role {
     Distributor,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum DurabilityConfig {
     Applied,
     Durable,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     pub role: Role,
@@ -57,7 +57,7 @@ pub struct ServerConfig {
     pub store_unhealthy_after: Duration,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     pub max_body_bytes: usize,
@@ -84,7 +84,7 @@ pub struct LimitsConfig {
 
 /// Who may write and who may read. Each side is open until it has a
 /// credential; `token_file` gives both sides the same tokens.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// A file of bearer tokens, one per line, valid for writes and reads.
@@ -93,17 +93,18 @@ pub struct AuthConfig {
     pub read: CredentialsConfig,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialsConfig {
-    /// bcrypt hashes of accepted bearer tokens.
+    /// bcrypt hashes of accepted bearer tokens. Secret: `strata config`
+    /// and the status endpoints show `<secret>`.
     pub bearer_token_hashes: Vec<String>,
-    /// Accepted basic-auth users as `user:bcrypt-hash`.
+    /// Accepted basic-auth users as `user:bcrypt-hash`. Secret, as above.
     pub basic_auth: Vec<String>,
 }
 
 /// HTTPS instead of HTTP when `cert_file` and `key_file` are set.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
     pub cert_file: String,
@@ -119,7 +120,7 @@ impl TlsConfig {
 }
 
 /// Tenants, chosen per request by the `X-Scope-OrgID` header.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TenantsConfig {
     /// Refuse requests without the header (401) instead of giving them the
@@ -131,7 +132,7 @@ pub struct TenantsConfig {
     pub overrides: Vec<TenantOverride>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TenantOverride {
     pub tenant: String,
@@ -140,7 +141,7 @@ pub struct TenantOverride {
     pub max_active_series: Option<usize>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct QueryConfig {
     #[serde(with = "humantime_serde")]
@@ -156,7 +157,7 @@ pub struct QueryConfig {
     pub max_samples_total: usize,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectStoreConfig {
     pub url: String,
@@ -166,7 +167,7 @@ pub struct ObjectStoreConfig {
 
 /// Writer shards: how many, which one this writer is, where a distributor
 /// sends each shard's series and what else a reader opens.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ShardsConfig {
     /// Number of writer shards; 1 = unsharded (data at the object store's
@@ -206,6 +207,15 @@ impl<'de> Deserialize<'de> for ShardId {
         match Raw::deserialize(d)? {
             Raw::Index(i) => Ok(Self::Index(i)),
             Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for ShardId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Index(i) => s.serialize_u32(*i),
+            Self::FromHostname => s.serialize_str("auto"),
         }
     }
 }
@@ -251,7 +261,7 @@ pub fn shard_from_hostname(hostname: &str) -> Option<u32> {
 }
 
 /// This machine's host name: `$HOSTNAME`, else the kernel's.
-fn hostname() -> Option<String> {
+pub(crate) fn hostname() -> Option<String> {
     std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.trim().is_empty())

@@ -2,6 +2,7 @@
 //! lifecycle (recovery, readiness, graceful shutdown).
 
 pub mod auth;
+pub mod build_info;
 pub mod config;
 pub mod distributor;
 pub mod effective_config;
@@ -9,6 +10,7 @@ pub mod http;
 pub mod metrics;
 mod query_source;
 mod rate_limit;
+mod serve;
 pub mod state;
 pub mod tenants;
 mod tls;
@@ -119,17 +121,7 @@ pub async fn run_with_store_layer(
         let stopped = async move {
             let _ = stop_for_server.wait_for(|s| *s).await;
         };
-        match tls {
-            Some(tls) => {
-                tls::serve(listener, app, tls, stopped).await;
-                Ok(())
-            }
-            None => {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stopped)
-                    .await
-            }
-        }
+        serve::serve(listener, app, tls, stopped).await;
     });
     tokio::spawn(async move {
         shutdown.await;
@@ -247,10 +239,7 @@ pub async fn run_with_store_layer(
         });
     }
 
-    let served = server.await.context("HTTP server task")?;
-    if let Err(e) = served {
-        tracing::error!(error = %e, "HTTP server failed");
-    }
+    server.await.context("HTTP server task")?;
     let open: Vec<Arc<Storage>> = state.shards.read().clone();
     let closing = futures::future::join_all(open.iter().map(|s| s.close()));
     match tokio::time::timeout(shutdown_timeout, closing).await {

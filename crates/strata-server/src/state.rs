@@ -30,6 +30,8 @@ pub struct AppState {
     /// The start-up check's view of the object store, before the storage
     /// is open.
     pub startup_store: StoreHealth,
+    /// When the server started (and read its configuration).
+    pub started: std::time::SystemTime,
 }
 
 impl AppState {
@@ -54,6 +56,7 @@ impl AppState {
             metrics: ServerMetrics::default(),
             config,
             startup_store: StoreHealth::default(),
+            started: std::time::SystemTime::now(),
         })
     }
 

@@ -1,27 +1,15 @@
-//! HTTPS with rustls, and client-certificate verification when a CA is
-//! configured.
+//! The rustls configuration for HTTPS, with client-certificate
+//! verification when a CA is configured; [`crate::serve`] serves with it.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
-use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 
 use crate::config::TlsConfig;
-
-/// Longest a client may take to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The rustls server configuration `config` describes; errors name the
 /// file at fault.
@@ -70,56 +58,4 @@ pub fn server_config(config: &TlsConfig) -> anyhow::Result<Arc<ServerConfig>> {
         .context("tls.cert_file and tls.key_file do not make a certificate and its key")?;
     server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(server))
-}
-
-/// Serves `app` over TLS until `shutdown` resolves, then lets open
-/// connections finish their requests.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    tls: Arc<ServerConfig>,
-    shutdown: impl Future<Output = ()>,
-) {
-    let acceptor = TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait a little
-                    // rather than spin.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = &mut shutdown => break,
-        };
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(app.clone());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
-            let conn = builder.serve_connection(TokioIo::new(tls), service);
-            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    graceful.shutdown().await;
 }

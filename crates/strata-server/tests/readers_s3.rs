@@ -314,8 +314,8 @@ fn fetched(port: u16) -> Fetched {
     Fetched {
         requests: get("strata_object_store_requests_total"),
         read_bytes: get("strata_object_store_read_bytes_total"),
-        part_hits: get("slatedb_object_store_cache_part_hit_count"),
-        part_accesses: get("slatedb_object_store_cache_part_access_count"),
+        part_hits: get("slatedb_object_store_cache_part_hits_total"),
+        part_accesses: get("slatedb_object_store_cache_part_accesses_total"),
     }
 }
 

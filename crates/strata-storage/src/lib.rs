@@ -29,6 +29,7 @@ mod read;
 mod recovery;
 mod sealer;
 pub mod settings;
+pub mod slatedb_metrics;
 mod spill;
 pub mod stats;
 mod tailer;
@@ -973,7 +974,7 @@ impl Storage {
     /// SlateDB's own metrics (WAL flushes, caches, object-store cache hits,
     /// compaction) in the Prometheus text format, named `slatedb_*`.
     pub fn slatedb_metrics_text(&self) -> String {
-        stats::render_slatedb(&self.inner.slatedb_metrics.snapshot())
+        slatedb_metrics::render(&self.inner.slatedb_metrics.snapshot())
     }
 }
 

@@ -1,8 +1,9 @@
-//! The Prometheus HTTP query API (`/api/v1/query`, `query_range`, `series`,
-//! `labels`, `label/{name}/values`, `metadata`, `status/buildinfo`), with
-//! Prometheus' JSON envelope, error types and status codes.
+//! The Prometheus HTTP query API (`/api/v1/query`, `query_range`,
+//! `format_query`, `series`, `labels`, `label/{name}/values`, `metadata`),
+//! with Prometheus' JSON envelope, error types and status codes.
 
 pub mod json;
+mod multipart;
 pub mod params;
 
 use std::collections::BTreeSet;
@@ -17,7 +18,7 @@ use promql_parser::parser::Expr;
 use strata_codec::{Label, Matcher};
 
 use self::params::{
-    parse_duration, parse_time, parse_time_param, Params, MAX_TIME_MS, MIN_TIME_MS,
+    parse_duration, parse_time, parse_time_param, LongUrlQuery, Params, MAX_TIME_MS, MIN_TIME_MS,
 };
 use crate::engine::{parse_query, too_many_points_message};
 use crate::error::QueryError;
@@ -27,9 +28,6 @@ use crate::{Engine, QueryGate, QueryLimits, Queryable};
 /// Largest form body accepted (Prometheus' default is unlimited; queries
 /// are small).
 const MAX_BODY_BYTES: usize = 16 << 20;
-
-/// The version `status/buildinfo` reports.
-const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Picks the data a request may read (e.g. its tenant's), from the
 /// request's headers and extensions; an error is answered as is.
@@ -53,7 +51,8 @@ impl Api {
     }
 }
 
-/// The API's routes over `source`, each answering GET and form POST.
+/// The API's routes over `source`, each answering GET and form POST
+/// (URL-encoded or multipart).
 pub fn router(source: Arc<dyn Queryable>, limits: QueryLimits) -> Router {
     router_with(Arc::new(move |_: &Request| Ok(Arc::clone(&source))), limits)
 }
@@ -69,6 +68,7 @@ pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
     Router::new()
         .route("/api/v1/query", get(query).post(query))
         .route("/api/v1/query_range", get(query_range).post(query_range))
+        .route("/api/v1/format_query", get(format_query).post(format_query))
         .route("/api/v1/series", get(series).post(series))
         .route("/api/v1/labels", get(labels).post(labels))
         .route(
@@ -76,12 +76,11 @@ pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
             get(label_values).post(label_values),
         )
         .route("/api/v1/metadata", get(metadata).post(metadata))
-        .route("/api/v1/status/buildinfo", get(buildinfo))
         .with_state(api)
 }
 
-/// A successful response with `data` already encoded.
-fn success(data: &str) -> Response {
+/// A successful response with `data` already encoded as JSON.
+pub fn success(data: &str) -> Response {
     let body = format!("{{\"status\":\"success\",\"data\":{data}}}");
     (
         StatusCode::OK,
@@ -126,24 +125,34 @@ fn respond(r: Result<String, QueryError>) -> Response {
     }
 }
 
-/// Reads the URL query and, for a form POST, the body.
+/// Reads the URL query (or the [`LongUrlQuery`] standing in for it) and,
+/// for a POST, a URL-encoded or multipart form body.
 async fn read_params(req: Request) -> Result<Params, QueryError> {
-    let query = req.uri().query().map(str::to_owned);
-    let is_form = req.method() == Method::POST
-        && req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    let body = if is_form {
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
-            .await
-            .map_err(|e| QueryError::BadData(format!("error parsing form values: {e}")))?;
-        Some(bytes)
-    } else {
-        None
+    let query = match req.extensions().get::<LongUrlQuery>() {
+        Some(long) => Some(long.0.clone()),
+        None => req.uri().query().map(str::to_owned),
     };
-    Ok(Params::parse(query.as_deref(), body.as_deref()))
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let multipart = multipart::form_data_boundary(content_type);
+    let urlencoded = content_type.starts_with("application/x-www-form-urlencoded");
+    if req.method() != Method::POST || (multipart.is_none() && !urlencoded) {
+        return Ok(Params::parse(query.as_deref(), Vec::new()));
+    }
+    let form_error = |e: String| QueryError::BadData(format!("error parsing form values: {e}"));
+    let body = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+        .await
+        .map_err(|e| form_error(e.to_string()))?;
+    let values = match multipart {
+        Some(boundary) => {
+            multipart::parse_form_data(&body, &boundary.map_err(form_error)?).map_err(form_error)?
+        }
+        None => url::form_urlencoded::parse(&body).into_owned().collect(),
+    };
+    Ok(Params::parse(query.as_deref(), values))
 }
 
 fn invalid_param(name: &str, e: impl std::fmt::Display) -> QueryError {
@@ -167,6 +176,26 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
             let v = engine.instant_query(p.get("query"), t, timeout).await?;
             let mut out = String::new();
             json::write_query_data(&mut out, &v);
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+/// `format_query`: the expression as Prometheus' pretty-printer writes it.
+async fn format_query(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let p = read_params(req).await?;
+            let expr = parse_query(p.get("query"), api.limits.max_regex_bytes)?;
+            // As for parsing: a panic in the library is a bad answer, not a
+            // dropped connection. Nothing reads `expr` after one.
+            let prettify = std::panic::AssertUnwindSafe(|| expr.prettify());
+            let pretty = std::panic::catch_unwind(prettify).map_err(|_| {
+                QueryError::Internal("the expression could not be pretty-printed".into())
+            })?;
+            let mut out = String::new();
+            json::write_str(&mut out, &pretty);
             Ok(out)
         }
         .await,
@@ -392,13 +421,4 @@ async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
         }
         .await,
     )
-}
-
-async fn buildinfo() -> Response {
-    let mut out = String::from("{\"version\":");
-    json::write_str(&mut out, VERSION);
-    out.push_str(
-        ",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\",\"goVersion\":\"\"}",
-    );
-    success(&out)
 }

@@ -1,10 +1,16 @@
-//! Request parameters: the URL query and a form-encoded body, read as Go's
+//! Request parameters: the URL query and a form body, read as Go's
 //! `Request.FormValue` reads them, and Prometheus' time and duration
 //! formats.
 
 use std::time::Duration;
 
 use crate::error::QueryError;
+
+/// The URL query of a request whose target was too long for the URI type
+/// (64 KiB): the server moves it into this request extension, and the API
+/// reads it as it reads a URL query.
+#[derive(Clone, Debug)]
+pub struct LongUrlQuery(pub String);
 
 /// The parameters of one request.
 #[derive(Debug, Default)]
@@ -14,11 +20,10 @@ pub struct Params {
 }
 
 impl Params {
-    pub fn parse(query: Option<&str>, form_body: Option<&[u8]>) -> Self {
-        let mut pairs = Vec::new();
-        if let Some(body) = form_body {
-            pairs.extend(url::form_urlencoded::parse(body).into_owned());
-        }
+    /// The values of a form body (already decoded), then those of the URL
+    /// query.
+    pub fn parse(query: Option<&str>, body_values: Vec<(String, String)>) -> Self {
+        let mut pairs = body_values;
         if let Some(q) = query {
             pairs.extend(url::form_urlencoded::parse(q.as_bytes()).into_owned());
         }

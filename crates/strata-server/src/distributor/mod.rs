@@ -112,15 +112,12 @@ pub async fn run(
         shutdown.await;
         tracing::info!("shutting down: finishing in-flight requests");
     };
-    if config.tls.enabled() {
-        let tls = crate::tls::server_config(&config.tls)?;
-        crate::tls::serve(listener, app, tls, stopped).await;
+    let tls = if config.tls.enabled() {
+        Some(crate::tls::server_config(&config.tls)?)
     } else {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stopped)
-            .await
-            .context("HTTP server")?;
-    }
+        None
+    };
+    crate::serve::serve(listener, app, tls, stopped).await;
     tracing::info!("bye");
     Ok(())
 }

@@ -1,8 +1,9 @@
-//! The HTTP API: remote write, import, operations endpoints and the
-//! Prometheus query API (from `strata-promql`).
+//! The HTTP API: remote write, import, operations endpoints, the
+//! Prometheus query API (from `strata-promql`) and its status endpoints.
 
 pub mod import;
 mod ops;
+mod status;
 pub mod write;
 
 use std::sync::Arc;
@@ -62,6 +63,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(write)
         .merge(import)
         .merge(strata_promql::router_with(resolve, limits))
+        .merge(status::router(Arc::clone(&state)))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
     Router::new()
         .route("/-/healthy", get(ops::healthy))

@@ -1,5 +1,8 @@
-//! The server's own metrics and the Prometheus text rendering of them and
-//! of the storage engine's counters. No global registry: the state owns it.
+//! The server's own metrics and the Prometheus text rendering of them, of
+//! the storage engine's counters, of the process and of the build. No
+//! global registry: the state owns it.
+
+mod process;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,7 +63,7 @@ pub(crate) fn counter_header(out: &mut String, name: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
 }
 
-fn counter(out: &mut String, name: &str, help: &str, v: u64) {
+fn counter(out: &mut String, name: &str, help: &str, v: impl std::fmt::Display) {
     let _ = writeln!(
         out,
         "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
@@ -94,9 +97,28 @@ fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
     histogram_lines(out, name, "", h);
 }
 
+/// `strata_build_info`: always 1, the build in its labels, as
+/// `prometheus_build_info` is.
+fn build_info(out: &mut String) {
+    use strata_storage::slatedb_metrics::escape_label_value as label_value;
+    let b = &crate::build_info::BUILD;
+    let _ = writeln!(
+        out,
+        "# HELP strata_build_info A metric with a constant '1' value labeled by version, revision, branch and the Rust compiler's version from which strata was built.\n\
+         # TYPE strata_build_info gauge\n\
+         strata_build_info{{version=\"{}\",revision=\"{}\",branch=\"{}\",rustc_version=\"{}\"}} 1",
+        label_value(b.version),
+        label_value(b.revision),
+        label_value(b.branch),
+        label_value(b.rustc)
+    );
+}
+
 /// Renders every metric in the Prometheus text format (0.0.4).
 pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> String {
     let mut out = String::with_capacity(8192);
+    process::render(&mut out);
+    build_info(&mut out);
     let _ = writeln!(
         out,
         "# HELP strata_http_request_duration_seconds HTTP request latency by handler and status.\n# TYPE strata_http_request_duration_seconds histogram"

@@ -1,0 +1,142 @@
+//! Prometheus' status endpoints (`/api/v1/status/*`) over this server, and
+//! the empty answers of the scrape and alerting endpoints, which a store
+//! without scraping, rules or alerts gives (as Mimir and VictoriaMetrics
+//! do) so that Grafana's pages for them load.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use serde_json::json;
+use strata_promql::http::success;
+
+use crate::build_info::BUILD;
+use crate::effective_config::Effective;
+use crate::state::AppState;
+
+/// The status and empty endpoints, each answering GET.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/api/v1/status/buildinfo", get(buildinfo))
+        .route("/api/v1/status/config", get(config))
+        .route("/api/v1/status/flags", get(flags))
+        .route("/api/v1/status/runtimeinfo", get(runtimeinfo))
+        .route("/api/v1/targets", get(targets))
+        .route("/api/v1/rules", get(rules))
+        .route("/api/v1/alerts", get(alerts))
+        .route("/api/v1/alertmanagers", get(alertmanagers))
+        .with_state(state)
+}
+
+fn answer(data: serde_json::Value) -> Response {
+    success(&data.to_string())
+}
+
+/// Prometheus' fields; `goVersion` carries the Rust compiler's version.
+async fn buildinfo() -> Response {
+    answer(json!({
+        "version": BUILD.version,
+        "revision": BUILD.revision,
+        "branch": BUILD.branch,
+        "buildUser": "",
+        "buildDate": BUILD.build_date,
+        "goVersion": BUILD.rustc,
+    }))
+}
+
+async fn config(State(state): State<Arc<AppState>>) -> Response {
+    answer(json!({ "yaml": Effective::of(&state.config).yaml() }))
+}
+
+async fn flags(State(state): State<Arc<AppState>>) -> Response {
+    answer(json!(Effective::of(&state.config).flat()))
+}
+
+/// The fields of Prometheus' that mean something here. The configuration
+/// is read once at start, so it was loaded then and never reloaded; Go's
+/// `GOMAXPROCS` and `goroutineCount` become the async runtime's worker
+/// threads and live tasks.
+async fn runtimeinfo(State(state): State<Arc<AppState>>) -> Response {
+    let runtime = tokio::runtime::Handle::current().metrics();
+    let started = rfc3339(state.started);
+    answer(json!({
+        "startTime": started,
+        "CWD": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+        "hostname": crate::config::hostname().unwrap_or_default(),
+        "serverTime": rfc3339(SystemTime::now()),
+        "reloadConfigSuccess": true,
+        "lastConfigTime": started,
+        "storageRetention": prometheus_duration(state.config.storage.retention),
+        "GOMAXPROCS": runtime.num_workers(),
+        "goroutineCount": runtime.num_alive_tasks(),
+    }))
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_nanos(t).to_string()
+}
+
+/// A duration as Prometheus' `model.Duration` prints it: `15d`, `1h30m`;
+/// years and weeks only when they divide it exactly.
+fn prometheus_duration(d: Duration) -> String {
+    let mut ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 {
+        return "0s".into();
+    }
+    const DAY: u64 = 86_400_000;
+    let mut out = String::new();
+    for (unit, size, exact) in [
+        ("y", 365 * DAY, true),
+        ("w", 7 * DAY, true),
+        ("d", DAY, false),
+        ("h", 3_600_000, false),
+        ("m", 60_000, false),
+        ("s", 1_000, false),
+        ("ms", 1, false),
+    ] {
+        if exact && ms % size != 0 {
+            continue;
+        }
+        let n = ms / size;
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+            ms -= n * size;
+        }
+    }
+    out
+}
+
+async fn targets() -> Response {
+    answer(json!({ "activeTargets": [], "droppedTargets": [] }))
+}
+
+async fn rules() -> Response {
+    answer(json!({ "groups": [] }))
+}
+
+async fn alerts() -> Response {
+    answer(json!({ "alerts": [] }))
+}
+
+async fn alertmanagers() -> Response {
+    answer(json!({ "activeAlertmanagers": [], "droppedAlertmanagers": [] }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_prometheus_prints_them() {
+        let s = Duration::from_secs;
+        assert_eq!(prometheus_duration(s(15 * 86_400)), "15d");
+        assert_eq!(prometheus_duration(s(14 * 86_400)), "2w");
+        assert_eq!(prometheus_duration(s(365 * 86_400)), "1y");
+        assert_eq!(prometheus_duration(s(5_400)), "1h30m");
+        assert_eq!(prometheus_duration(Duration::from_millis(1_500)), "1s500ms");
+        assert_eq!(prometheus_duration(Duration::ZERO), "0s");
+    }
+}

@@ -1,0 +1,278 @@
+//! The API as Grafana and operators meet it besides queries: the status
+//! endpoints (secrets redacted), the empty scrape and alerting endpoints,
+//! `format_query` against Prometheus' own pretty-printer, GET queries as
+//! long as Prometheus takes, and multipart form bodies. Against the real
+//! binary, behind credentials and a required tenant.
+
+mod common;
+
+use common::promql_compare::{remote_write, WriteSeries};
+use common::{http_request, now_ms, prometheus3_bin, query_string, HttpResponse, StrataProcess};
+
+/// `grafana:dashboards`.
+const BASIC_AUTH: (&str, &str) = ("Authorization", "Basic Z3JhZmFuYTpkYXNoYm9hcmRz");
+const TENANT: (&str, &str) = ("X-Scope-OrgID", "team-a");
+
+/// The endpoints answering without data, and their `data`.
+const EMPTY: &[(&str, &str)] = &[
+    (
+        "/api/v1/targets",
+        r#"{"activeTargets":[],"droppedTargets":[]}"#,
+    ),
+    ("/api/v1/rules", r#"{"groups":[]}"#),
+    ("/api/v1/alerts", r#"{"alerts":[]}"#),
+    (
+        "/api/v1/alertmanagers",
+        r#"{"activeAlertmanagers":[],"droppedAlertmanagers":[]}"#,
+    ),
+];
+
+fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    http_request(port, method, path, headers, body)
+        .unwrap_or_else(|e| panic!("{method} :{port}{path}: {e}"))
+}
+
+/// A successful answer's `data`.
+fn data(resp: &HttpResponse, what: &str) -> serde_json::Value {
+    assert_eq!(resp.status, 200, "{what}: {}", resp.text());
+    let json = resp.json();
+    assert_eq!(json["status"], "success", "{what}: {json}");
+    json["data"].clone()
+}
+
+#[test]
+fn status_endpoints_redact_secrets_and_sit_behind_auth_and_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash("dashboards", 4).unwrap();
+    let users = format!("[\"grafana:{hash}\"]");
+    let srv = StrataProcess::start(
+        &dir.path().join("data"),
+        &[
+            ("STRATA_AUTH_READ_BASIC_AUTH", &users),
+            ("STRATA_TENANTS_REQUIRED", "true"),
+            ("STRATA_OBJECT_STORE_S3_ACCESS_KEY_ID", "AKID-SHOWN"),
+            (
+                "STRATA_OBJECT_STORE_S3_SECRET_ACCESS_KEY",
+                "s3-secret-value",
+            ),
+        ],
+    );
+    let port = srv.port;
+    let get = |path: &str| request(port, "GET", path, &[BASIC_AUTH, TENANT], b"");
+
+    let build = data(&get("/api/v1/status/buildinfo"), "buildinfo");
+    assert_eq!(build["version"], env!("CARGO_PKG_VERSION"));
+    let revision = build["revision"].as_str().unwrap();
+    assert!(
+        revision == "unknown"
+            || (revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{build}"
+    );
+    assert!(
+        build["goVersion"].as_str().unwrap().starts_with("rustc "),
+        "{build}"
+    );
+    let date = build["buildDate"].as_str().unwrap();
+    assert!(date.len() == 17 && date.as_bytes()[8] == b'-', "{build}");
+
+    let config = get("/api/v1/status/config");
+    let flags = get("/api/v1/status/flags");
+    for resp in [&config, &flags] {
+        let text = resp.text();
+        assert!(
+            !text.contains("s3-secret-value") && !text.contains(&hash),
+            "{text}"
+        );
+    }
+    let yaml = data(&config, "config")["yaml"].as_str().unwrap().to_owned();
+    for line in [
+        "  secret_access_key: \"<secret>\"",
+        "  access_key_id: \"AKID-SHOWN\"",
+        "  basic_auth: \"<secret>\"",
+        "  required: true",
+    ] {
+        assert!(yaml.contains(line), "{line:?} not in\n{yaml}");
+    }
+    let flags = data(&flags, "flags");
+    assert_eq!(flags["object_store.s3.secret_access_key"], "<secret>");
+    assert_eq!(flags["auth.read.basic_auth"], "<secret>");
+    assert_eq!(flags["server.listen"], format!("127.0.0.1:{port}"));
+    assert_eq!(flags["storage.retention"], "15days");
+
+    let runtime = data(&get("/api/v1/status/runtimeinfo"), "runtimeinfo");
+    assert_eq!(runtime["storageRetention"], "15d");
+    assert_eq!(runtime["reloadConfigSuccess"], true);
+    assert_eq!(runtime["startTime"], runtime["lastConfigTime"]);
+    assert!(
+        runtime["startTime"].as_str().unwrap().ends_with('Z'),
+        "{runtime}"
+    );
+    assert!(!runtime["CWD"].as_str().unwrap().is_empty(), "{runtime}");
+    assert!(runtime["GOMAXPROCS"].as_u64().unwrap() >= 1, "{runtime}");
+
+    for (path, want) in EMPTY {
+        let resp = get(path);
+        assert_eq!(resp.status, 200, "{path}");
+        assert_eq!(
+            resp.text(),
+            format!(r#"{{"status":"success","data":{want}}}"#)
+        );
+    }
+
+    // The same guards as the query routes: credentials, then a tenant.
+    let status_paths = [
+        "/api/v1/status/buildinfo",
+        "/api/v1/status/config",
+        "/api/v1/status/flags",
+        "/api/v1/status/runtimeinfo",
+    ];
+    for path in status_paths.iter().chain(EMPTY.iter().map(|(p, _)| p)) {
+        for (headers, why) in [
+            (&[TENANT][..], "credentials"),
+            (&[BASIC_AUTH][..], "tenant"),
+        ] {
+            let resp = request(port, "GET", path, headers, b"");
+            assert_eq!(resp.status, 401, "{path} without a {why}: {}", resp.text());
+            assert_eq!(resp.json()["status"], "error", "{path}");
+        }
+    }
+    srv.stop();
+}
+
+/// Prometheus' pretty-printer (promtool 3's `promql format`) and
+/// `/api/v1/format_query` write the same text.
+#[test]
+fn format_query_writes_what_prometheus_writes() {
+    let promtool = prometheus3_bin("promtool");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = StrataProcess::start(&dir.path().join("data"), &[]);
+    for q in [
+        r#"sum(rate(foo{a="b"}[5m])) by (job)"#,
+        r#"histogram_quantile(0.9, sum by (le, job) (rate(http_request_duration_seconds_bucket{job=~"api|web", code!~"5.."}[5m]))) > 0.5 and on(job) up == 1"#,
+        "a offset 5m + b @ 100",
+        "max_over_time(deriv(foo[5m])[1h:5m])",
+        "-foo",
+        "topk(3, foo) without (instance)",
+        "sum(foo) / ignoring(job) group_left(instance) bar",
+        r#"label_replace(up, "a", "$1", "job", "(.*)")"#,
+        "foo and bar unless baz or qux",
+        r#"{__name__="up", job="a"}"#,
+        "1 + 2 * 3",
+    ] {
+        let out = std::process::Command::new(&promtool)
+            .args(["--experimental", "promql", "format", "--", q])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "promtool on {q}: {out:?}");
+        let want = String::from_utf8(out.stdout).unwrap().trim_end().to_owned();
+        let get = request(
+            srv.port,
+            "GET",
+            &format!("/api/v1/format_query?{}", query_string(&[("query", q)])),
+            &[],
+            b"",
+        );
+        assert_eq!(data(&get, q), want.as_str(), "{q}");
+        let post = request(
+            srv.port,
+            "POST",
+            "/api/v1/format_query",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            query_string(&[("query", q)]).as_bytes(),
+        );
+        assert_eq!(data(&post, q), want.as_str(), "{q} (POST)");
+    }
+    let bad = request(srv.port, "GET", "/api/v1/format_query?query=sum(", &[], b"");
+    assert_eq!(bad.status, 400, "{}", bad.text());
+    assert_eq!(bad.json()["errorType"], "bad_data");
+    srv.stop();
+}
+
+/// A ~100 KB query over GET answers as its POST form does (hyper alone
+/// refuses a target over 64 KiB with an empty 414); past a megabyte, the
+/// refusal names the limit. Multipart bodies, as curl's `-F` sends them,
+/// answer as URL-encoded ones.
+#[test]
+fn long_get_queries_and_multipart_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = StrataProcess::start(&dir.path().join("data"), &[]);
+    let port = srv.port;
+    let t = now_ms();
+    remote_write(
+        port,
+        &[WriteSeries {
+            labels: vec![
+                ("__name__".into(), "good_total".into()),
+                ("job".into(), "test".into()),
+            ],
+            samples: vec![(t, 42.0)],
+        }],
+    );
+    let time = format!("{}", t as f64 / 1000.0);
+    // Two regular expressions, each under query.max_regex_bytes (64 KiB).
+    let alternatives = |p: &str| (0..9_000).map(|i| format!("{p}{i}")).collect::<Vec<_>>();
+    let query = format!(
+        "sum(good_total{{job=~\"test|{}\",job!~\"{}\"}})",
+        alternatives("a").join("|"),
+        alternatives("x").join("|")
+    );
+    assert!(query.len() > 100_000, "{}", query.len());
+    let form = query_string(&[("query", &query), ("time", &time)]);
+
+    let post = request(
+        port,
+        "POST",
+        "/api/v1/query",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        form.as_bytes(),
+    );
+    let want = data(&post, "POST");
+    assert_eq!(want["result"][0]["value"][1], "42", "{want}");
+    let get = request(port, "GET", &format!("/api/v1/query?{form}"), &[], b"");
+    assert_eq!(data(&get, "long GET"), want);
+
+    // --form-string: -F's own syntax (`@file`, `;type=`) stays out of it.
+    let curl = std::process::Command::new("curl")
+        .args(["-sS", "--fail-with-body", "--form-string"])
+        .arg(format!("query={query}"))
+        .args(["--form-string", &format!("time={time}")])
+        .arg(format!("http://127.0.0.1:{port}/api/v1/query"))
+        .output()
+        .expect("run curl");
+    assert!(curl.status.success(), "curl -F: {curl:?}");
+    let multipart: serde_json::Value = serde_json::from_slice(&curl.stdout).unwrap();
+    assert_eq!(multipart["data"], want);
+
+    let too_long = format!("/api/v1/query?query={}", "x".repeat(1_100_000));
+    let refused = request(port, "GET", &too_long, &[], b"");
+    assert_eq!(refused.status, 414);
+    assert!(
+        refused.text().contains("1 MiB") && refused.text().contains("POST"),
+        "{}",
+        refused.text()
+    );
+    let huge_header = "h".repeat(1_100_000);
+    let refused = request(
+        port,
+        "GET",
+        "/api/v1/query?query=up",
+        &[("X-Big", &huge_header)],
+        b"",
+    );
+    assert_eq!(refused.status, 431);
+    assert!(
+        refused.text().contains("headers are longer than"),
+        "{}",
+        refused.text()
+    );
+    // The server is none the worse.
+    let again = request(port, "GET", &format!("/api/v1/query?{form}"), &[], b"");
+    assert_eq!(data(&again, "long GET again"), want);
+    srv.stop();
+}
