@@ -373,6 +373,10 @@ async fn a_spread_seal_hurries_when_the_next_bucket_comes_due() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    eprintln!(
+        "seal_and_recover: a spread seal finished {:?} after the next bucket came due",
+        started.elapsed()
+    );
     assert_eq!(read_all(&db).await, expected(&data));
     db.close().await.unwrap();
 }
