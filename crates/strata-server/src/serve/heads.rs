@@ -111,6 +111,35 @@ impl Scanner {
         at
     }
 
+    /// How many leading bytes of `input` pass unchanged and in place: body
+    /// bytes, and whole heads in `input` that need no rewriting (nearly
+    /// every request), so that hyper reads them where they were read.
+    /// Stops where a head needs the copying path: split across reads,
+    /// preceded by empty lines, or to be rewritten or refused.
+    pub fn pass_in_place(&mut self, input: &[u8]) -> usize {
+        let mut at = 0;
+        loop {
+            at += self.pass(input.get(at..).unwrap_or_default());
+            let rest = input.get(at..).unwrap_or_default();
+            let at_head_start = matches!(self.state, State::Head)
+                && self.head.is_empty()
+                && self.head_end.0 == 0
+                && !matches!(rest.first(), None | Some(b'\r' | b'\n'));
+            if !at_head_start {
+                return at;
+            }
+            let Some(end) = HeadEnd::default().find(rest).filter(|&e| e <= MAX_HEAD) else {
+                return at;
+            };
+            let (next, rewritten) = examine(rest.get(..end).unwrap_or_default());
+            if rewritten.is_some() {
+                return at;
+            }
+            self.state = next;
+            at += end;
+        }
+    }
+
     /// Takes head bytes from the front of `input`, appending the head to
     /// `out` once it is whole; returns how many bytes it took.
     fn take_head(&mut self, input: &[u8], out: &mut Vec<u8>) -> usize {

@@ -60,13 +60,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadRewriting<S> {
                 this.out = this.scanner.finish();
                 continue;
             }
-            // Body bytes stay where they were read; from the first head
-            // byte on, they go through the scanner.
-            let passed = if this.scanner.in_head() {
-                0
-            } else {
-                this.scanner.pass(read)
-            };
+            // Body bytes and heads that need no rewriting stay where they
+            // were read; from the first other head byte on, they go
+            // through the scanner.
+            let passed = this.scanner.pass_in_place(read);
             if passed == read.len() {
                 return Poll::Ready(Ok(()));
             }

@@ -144,3 +144,37 @@ fn heads_are_found_by_framing_not_by_looks() {
         last.get(..40)
     );
 }
+
+/// As the connection stream reads: what passes in place, then the rest
+/// through the scanner.
+fn scan_in_place(input: &[u8], piece: usize) -> (Vec<u8>, usize) {
+    let mut scanner = Scanner::default();
+    let (mut out, mut in_place) = (Vec::new(), 0);
+    for part in input.chunks(piece) {
+        let n = scanner.pass_in_place(part);
+        in_place += n;
+        out.extend_from_slice(&part[..n]);
+        scanner.feed(&part[n..], &mut out);
+    }
+    out.extend(scanner.finish());
+    (out, in_place)
+}
+
+#[test]
+fn heads_that_need_no_rewriting_pass_in_place() {
+    let mut long = long_get(100_000);
+    long.extend_from_slice(PLAIN);
+    for input in [PLAIN.to_vec(), long] {
+        let want = scan_all_ways(&input);
+        for piece in [1, 7, 64, 4096, input.len()] {
+            assert_eq!(scan_in_place(&input, piece).0, want, "pieces of {piece}");
+        }
+    }
+    // Remote writes read whole: nothing is copied.
+    let writes = b"POST /api/v1/write HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd\
+        POST /api/v1/write HTTP/1.1\r\nContent-Length: 2\r\n\r\nef";
+    assert_eq!(
+        scan_in_place(writes, writes.len()),
+        (writes.to_vec(), writes.len())
+    );
+}
