@@ -14,6 +14,7 @@ pub mod error;
 pub mod labels;
 pub mod log_record;
 pub mod sealed;
+pub mod threads;
 mod varint;
 
 pub use chunk::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter, XorChunk};

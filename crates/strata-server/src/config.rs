@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use strata_storage::{ReaderSettings, S3Settings, StorageSettings};
+use strata_storage::{Durability, ReaderSettings, S3Settings, StorageSettings};
 
 /// The commented default configuration, compiled in.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/strata.toml");
@@ -35,20 +35,13 @@ pub enum Role {
     Distributor,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum DurabilityConfig {
-    Applied,
-    Durable,
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     pub role: Role,
     pub listen: String,
     pub log_level: String,
-    pub default_durability: DurabilityConfig,
+    pub default_durability: Durability,
     #[serde(with = "humantime_serde")]
     pub shutdown_timeout: Duration,
     /// `/-/healthy` answers 503 once every object-store request has failed

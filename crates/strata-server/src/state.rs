@@ -47,10 +47,7 @@ impl AppState {
                 max_body_bytes: limits.max_body_bytes,
                 max_decoded_bytes: limits.max_decoded_bytes,
             },
-            default_durability: match config.server.default_durability {
-                crate::config::DurabilityConfig::Applied => Durability::Applied,
-                crate::config::DurabilityConfig::Durable => Durability::Durable,
-            },
+            default_durability: config.server.default_durability,
             tenants: Tenants::new(&config.tenants, limits),
             auth: Authenticator::new(&config.auth)?,
             metrics: ServerMetrics::default(),

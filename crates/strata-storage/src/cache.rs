@@ -68,7 +68,7 @@ impl MemoryCache {
 /// shard evicts on its own, and one smaller than a block would hold it
 /// over its share.
 fn part(capacity: u64) -> Part {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = strata_codec::threads::available();
     let shards = usize::try_from(capacity >> 24)
         .unwrap_or(usize::MAX)
         .clamp(1, threads);

@@ -66,8 +66,9 @@ pub use stats::{Histogram, StorageStats};
 use coordinator::Command;
 use follower_store::{FollowerStore, Quiet};
 
-/// When a write is answered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// When a write is answered; in configuration `"applied"` or `"durable"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// Once applied to the head and appended to SlateDB's WAL buffer; a
     /// crash loses at most one flush interval.

@@ -81,9 +81,7 @@ struct PartitionResult {
 
 impl LogFollower {
     pub(crate) fn new(next_seq: u64, bucket_ms: i64, keep_late: bool) -> Self {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .clamp(1, 8);
+        let threads = strata_codec::threads::available().clamp(1, 8);
         Self {
             next_seq,
             open_buckets: BTreeMap::new(),

@@ -2,7 +2,6 @@
 //! `by` / `without`, following Prometheus' `rangeEvalAgg`.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use promql_parser::parser::token::{
@@ -16,6 +15,7 @@ use super::{total_points, unwrap_parens, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::{format_go_float, kahan_inc, quantile};
 use crate::value::{set_label, Labels, Matrix, MatrixSeries, Point, Sample};
+use strata_codec::threads::available as available_threads;
 
 /// Most group-and-step states [`Evaluator::aggregate_by_series`] holds at
 /// once (about 20 MB); beyond it the step-by-step loop is used, which
@@ -428,11 +428,6 @@ impl Evaluator<'_> {
 /// Below this many input points an aggregation runs on one thread: a
 /// thread costs tens of microseconds to start.
 const PARALLEL_MIN_POINTS: usize = 200_000;
-
-fn available_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
 
 /// How [`Evaluator::aggregate_by_series`] folds series into their groups'
 /// states.

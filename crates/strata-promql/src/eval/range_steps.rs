@@ -3,7 +3,6 @@
 //! counter resets of `rate` and `increase` are found once per series, and
 //! large inputs are split across threads by series.
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::selector::RangeSeries;
@@ -11,6 +10,7 @@ use super::Result;
 use crate::error::QueryError;
 use crate::functions::rate;
 use crate::value::{Point, Samples};
+use strata_codec::threads::available as available_threads;
 
 /// What a range-vector function sees at one step besides the samples.
 pub(crate) struct StepContext {
@@ -67,11 +67,6 @@ impl StepGrid<'_> {
 /// Below this many sample and step visits a call runs on one thread: a
 /// thread costs tens of microseconds to start.
 const PARALLEL_MIN_WORK: usize = 200_000;
-
-fn available_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
 
 /// Evaluates `f` over every series, one result per series in order; large
 /// inputs are split into contiguous runs of series, one thread each.

@@ -1,11 +1,12 @@
 //! Selecting series in the head and reading their samples.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use strata_codec::Matcher;
 
 use super::{Head, HeadChunk, MemSeries};
 use crate::postings::{combine, union, MatcherSet};
+use strata_codec::threads::available as available_threads;
 
 impl Head {
     /// Ids of the series matching every matcher, ascending.
@@ -67,11 +68,6 @@ const PARALLEL_SERIES_MIN: usize = 512;
 
 /// Below this many samples a series' chunks are decoded on one thread.
 const PARALLEL_SAMPLES_MIN: usize = 100_000;
-
-fn available_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
 
 /// One series' head samples in a range, as one read saw them.
 #[derive(Debug, Default)]
