@@ -5,6 +5,11 @@ use regex::{Regex, RegexBuilder};
 /// The label that names a metric.
 pub const METRIC_NAME: &str = "__name__";
 
+/// The label that tells tenants apart. The server adds it to every series
+/// of a named tenant and selects on it for every query of that tenant; the
+/// default tenant's series do not have it. Clients may not send it.
+pub const TENANT_LABEL: &str = "__tenant__";
+
 /// One label pair of a series. A series' labels are kept sorted by name and
 /// have unique names, as the remote-write specification requires.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -13,9 +13,12 @@ pub mod chunk;
 pub mod error;
 pub mod labels;
 pub mod log_record;
+pub mod merge;
+pub mod render;
 pub mod sealed;
+pub mod series;
 pub mod threads;
-mod varint;
+pub mod varint;
 
 pub use chunk::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter, XorChunk};
 pub use error::CodecError;
@@ -24,3 +27,4 @@ pub use log_record::{LogRecord, LogSample, NewSeries};
 pub use sealed::{
     chunk_len_hint, decode_chunk_range_into, encode_sealed, encode_sealed_with, SealScratch,
 };
+pub use series::Series;

@@ -109,6 +109,21 @@ impl<'a> Decbuf<'a> {
         }
     }
 
+    /// One byte, or 0 (and a `Truncated` error) if none remains.
+    #[inline]
+    pub fn byte(&mut self) -> u8 {
+        match self.rest.split_first() {
+            Some((&b, rest)) => {
+                self.rest = rest;
+                b
+            }
+            None => {
+                self.fail(CodecError::Truncated);
+                0
+            }
+        }
+    }
+
     /// `n` bytes, or an empty slice (and a `Truncated` error) if fewer remain.
     #[inline]
     pub fn bytes(&mut self, n: usize) -> &'a [u8] {

@@ -10,13 +10,9 @@ use std::sync::RwLock;
 use strata_codec::{Label, Matcher};
 
 /// One series as returned by [`Queryable::select`]: its labels sorted by
-/// name, and its samples in ascending timestamp order (milliseconds).
-#[derive(Clone, Debug, Default)]
-pub struct Series {
-    pub labels: Vec<Label>,
-    pub timestamps: Vec<i64>,
-    pub values: Vec<f64>,
-}
+/// name, and its samples in ascending timestamp order (milliseconds); the
+/// same type storage reads into.
+pub use strata_codec::Series;
 
 /// A failure of the data source. `Unavailable` is retryable (HTTP 503);
 /// `Internal` is not (HTTP 500).

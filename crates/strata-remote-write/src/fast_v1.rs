@@ -15,7 +15,7 @@
 
 use bytes::Bytes;
 
-use crate::decode::{DecodedWrite, RawLabel, RawLabels, RawSeries};
+use crate::series::{DecodedWrite, RawLabel, RawLabels, RawSeries};
 use crate::validate::check_labels;
 use crate::Version;
 

@@ -36,14 +36,19 @@ mod error;
 mod fast_v1;
 mod negotiate;
 pub mod proto;
-mod validate;
+mod series;
+pub mod validate;
 mod wire;
 
 pub use decode::{
-    decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, metric_kind,
-    metric_kind_number, DecodeLimits, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries,
-    RejectedSeries, SeriesSamples, HISTOGRAMS_UNSUPPORTED,
+    decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, DecodeLimits,
+    HISTOGRAMS_UNSUPPORTED,
 };
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;
 pub use negotiate::{negotiate, Encoding, Version, MEDIA_TYPE, PROTO_V1, PROTO_V2};
+pub use series::{
+    metric_kind, metric_kind_number, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries,
+    RejectedSeries, SeriesSamples,
+};
+pub use validate::{apply_limits, SeriesLimits};

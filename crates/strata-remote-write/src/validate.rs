@@ -1,17 +1,12 @@
 //! Per-series label rules of the remote-write specification, and how a
 //! rejected series is named in messages.
 
-use std::fmt::Write as _;
-
 use strata_codec::labels::METRIC_NAME;
+use strata_codec::render::render_labels;
 use strata_codec::LabelPairs;
 
-use crate::decode::{RawLabel, RawLabels};
+use crate::series::{DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries};
 use crate::wire;
-
-/// A rendered label set is cut at this many bytes, so that a hostile series
-/// cannot blow up an error message.
-const MAX_RENDERED_BYTES: usize = 1024;
 
 /// Checks one series' labels, sorting them by name first if the sender did
 /// not (vmagent sends them in scrape order; Prometheus sorts on receipt):
@@ -113,68 +108,199 @@ pub(crate) fn labels_from_raw(raw: Vec<wire::v1::Label>) -> Result<RawLabels, (S
     Ok(RawLabels(labels))
 }
 
-/// Renders labels as Prometheus prints a series, `{__name__="up", job="x"}`:
-/// names bare when they are legacy identifiers and quoted otherwise, values
-/// quoted. Cut at [`MAX_RENDERED_BYTES`].
-pub(crate) fn render_labels(labels: &(impl LabelPairs + ?Sized)) -> String {
-    let mut out = String::from("{");
-    for (i, (name, value)) in labels.pairs().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        if is_legacy_name(name) {
-            out.push_str(name);
-        } else {
-            let _ = write!(out, "{name:?}");
-        }
-        let _ = write!(out, "={value:?}");
-        if out.len() > MAX_RENDERED_BYTES {
-            let mut cut = MAX_RENDERED_BYTES;
-            while !out.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            out.truncate(cut);
-            out.push_str("...");
-            break;
-        }
-    }
-    out.push('}');
-    out
+/// The limits a write's series are held to, beyond the specification's
+/// rules: checked in one step ([`apply_limits`]) after decoding, for
+/// remote write and import alike. Limits that depend on what the store
+/// holds (active series, conflicting values) are the store's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeriesLimits {
+    pub max_labels_per_series: usize,
+    pub max_label_name_length: usize,
+    pub max_label_value_length: usize,
+    /// Samples later than now plus this many milliseconds are rejected.
+    pub max_future_ms: Option<i64>,
 }
 
-/// Whether a name matches Prometheus' legacy `[a-zA-Z_][a-zA-Z0-9_]*`.
-fn is_legacy_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    bytes
-        .next()
-        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+/// The label names a sender may not use: the server sets it from the
+/// request's tenant.
+const RESERVED: &str = strata_codec::labels::TENANT_LABEL;
+
+/// Holds every series of `decoded` to `limits` at `now_ms`: a series
+/// breaking a label limit, or naming the reserved tenant label, is
+/// rejected whole; samples too far in the future are rejected alone; the
+/// series kept get `tenant`'s label. Each refusal goes to
+/// `decoded.rejected`, its series rendered as everywhere else.
+pub fn apply_limits(
+    decoded: &mut DecodedWrite<RawSeries>,
+    limits: &SeriesLimits,
+    tenant: Option<&str>,
+    now_ms: i64,
+) {
+    let tenant_label = tenant.and_then(|t| {
+        RawLabel::new(
+            bytes::Bytes::from_static(RESERVED.as_bytes()),
+            bytes::Bytes::from(t.to_owned()),
+        )
+    });
+    let max_t = limits.max_future_ms.map(|f| now_ms.saturating_add(f));
+    let mut kept = Vec::with_capacity(decoded.series.len());
+    for mut s in decoded.series.drain(..) {
+        if let Some(reason) = label_problem(&s.labels, limits) {
+            decoded.rejected.push(RejectedSeries {
+                labels: render_labels(&s.labels),
+                samples: s.samples.len(),
+                reason,
+            });
+            continue;
+        }
+        if let Some(max_t) = max_t {
+            if let Some(&(t, _)) = s.samples.iter().find(|&&(t, _)| t > max_t) {
+                let before = s.samples.len();
+                s.samples.retain(|&(t, _)| t <= max_t);
+                decoded.rejected.push(RejectedSeries {
+                    labels: render_labels(&s.labels),
+                    samples: before - s.samples.len(),
+                    reason: format!(
+                        "sample too far in the future: timestamp {t} is after {max_t} \
+                         (now plus limits.max_future)"
+                    ),
+                });
+                if s.samples.is_empty() {
+                    continue;
+                }
+            }
+        }
+        if let Some(t) = &tenant_label {
+            let at = s.labels.0.partition_point(|l| l.name() < RESERVED);
+            s.labels.0.insert(at, t.clone());
+        }
+        kept.push(s);
+    }
+    decoded.series = kept;
+}
+
+/// The first label limit `labels` breaks, named with its setting; a value
+/// is named by its label and length, never repeated.
+fn label_problem(labels: &RawLabels, limits: &SeriesLimits) -> Option<String> {
+    if labels.0.len() > limits.max_labels_per_series {
+        return Some(format!(
+            "{} labels, more than limits.max_labels_per_series ({})",
+            labels.0.len(),
+            limits.max_labels_per_series
+        ));
+    }
+    labels.0.iter().find_map(|l| {
+        if l.name().len() > limits.max_label_name_length {
+            Some(format!(
+                "label name {:?}… is {} bytes long, more than limits.max_label_name_length ({})",
+                l.name().chars().take(64).collect::<String>(),
+                l.name().len(),
+                limits.max_label_name_length
+            ))
+        } else if l.value().len() > limits.max_label_value_length {
+            Some(format!(
+                "value of label {:?} is {} bytes long, more than limits.max_label_value_length ({})",
+                l.name(),
+                l.value().len(),
+                limits.max_label_value_length
+            ))
+        } else if l.name() == RESERVED {
+            Some(format!(
+                "label name {RESERVED} is reserved; the X-Scope-OrgID header sets the tenant"
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use strata_codec::Label;
+    use crate::Version;
+    use bytes::Bytes;
+
+    fn series(labels: &[(&str, &str)], samples: &[i64]) -> RawSeries {
+        let labels = labels
+            .iter()
+            .map(|(n, v)| {
+                RawLabel::new(
+                    Bytes::copy_from_slice(n.as_bytes()),
+                    Bytes::copy_from_slice(v.as_bytes()),
+                )
+                .unwrap()
+            })
+            .collect();
+        RawSeries {
+            labels: RawLabels(labels),
+            samples: samples.iter().map(|&t| (t, 1.0)).collect(),
+        }
+    }
+
+    fn limits() -> SeriesLimits {
+        SeriesLimits {
+            max_labels_per_series: 3,
+            max_label_name_length: 10,
+            max_label_value_length: 20,
+            max_future_ms: Some(1_000),
+        }
+    }
+
+    fn decoded(series: Vec<RawSeries>) -> DecodedWrite<RawSeries> {
+        let mut d = DecodedWrite::new(Version::V1, series.len());
+        d.series = series;
+        d
+    }
 
     #[test]
-    fn renders_like_prometheus() {
-        let labels = vec![
-            Label::new("__name__", "up"),
-            Label::new("job", "a\"b"),
-            Label::new("k8s.pod", "p"),
-        ];
-        assert_eq!(
-            render_labels(&labels),
-            r#"{__name__="up", job="a\"b", "k8s.pod"="p"}"#
+    fn label_limits_reject_the_series_and_name_the_setting() {
+        let long_value = "v".repeat(5000);
+        let mut d = decoded(vec![
+            series(&[("__name__", "ok"), ("job", "a")], &[1]),
+            series(
+                &[("__name__", "x"), ("a", "1"), ("b", "2"), ("c", "3")],
+                &[1, 2],
+            ),
+            series(&[("__name__", "x"), ("job", &long_value)], &[1]),
+            series(&[("__name__", "x"), ("__tenant__", "t")], &[1]),
+        ]);
+        apply_limits(&mut d, &limits(), None, 0);
+        assert_eq!(d.series.len(), 1);
+        let reasons: Vec<&str> = d.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert!(
+            reasons[0].contains("limits.max_labels_per_series (3)"),
+            "{reasons:?}"
+        );
+        assert!(reasons[1].contains("5000 bytes long"), "{reasons:?}");
+        assert!(reasons[2].contains("reserved"), "{reasons:?}");
+        assert_eq!(d.rejected[0].samples, 2);
+        // The long value is cut in the rendering, not repeated whole.
+        let message = d.rejection_message();
+        assert!(
+            message.len() < 2 * strata_codec::render::MAX_RENDERED_BYTES,
+            "{}",
+            message.len()
         );
     }
 
     #[test]
-    fn long_rendering_is_cut() {
-        let labels = vec![Label::new("__name__", "é".repeat(2000))];
-        let s = render_labels(&labels);
-        assert!(s.len() < MAX_RENDERED_BYTES + 8);
-        assert!(s.ends_with("...}"));
+    fn future_samples_are_rejected_alone_and_the_tenant_label_added() {
+        let mut d = decoded(vec![
+            series(&[("__name__", "up")], &[500, 1_000, 1_500, 2_000]),
+            series(&[("__name__", "later")], &[5_000]),
+        ]);
+        apply_limits(&mut d, &limits(), Some("team"), 0);
+        assert_eq!(d.series.len(), 1);
+        assert_eq!(d.series[0].samples, vec![(500, 1.0), (1_000, 1.0)]);
+        let names: Vec<&str> = d.series[0].labels.0.iter().map(|l| l.name()).collect();
+        assert_eq!(names, ["__name__", "__tenant__"]);
+        assert_eq!(d.rejected.len(), 2);
+        assert_eq!(d.rejected[0].samples, 2);
+        assert_eq!(d.rejected[0].labels, r#"{__name__="up"}"#);
+        assert!(d.rejected[0]
+            .reason
+            .starts_with("sample too far in the future: timestamp 1500 is after 1000"));
+        assert_eq!(d.rejected[1].samples, 1);
     }
 }

@@ -500,10 +500,10 @@ impl Config {
                     .into(),
             );
         }
-        crate::tenants::check_tenant_id(&self.tenants.default_tenant)
+        crate::tenant_id::check_tenant_id(&self.tenants.default_tenant)
             .map_err(|e| format!("invalid configuration: tenants.default_tenant: {e}"))?;
         for o in &self.tenants.overrides {
-            crate::tenants::check_tenant_id(&o.tenant)
+            crate::tenant_id::check_tenant_id(&o.tenant)
                 .map_err(|e| format!("invalid configuration: tenants.overrides: {e}"))?;
         }
         if self.query.timeout.is_zero() {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use strata_codec::merge::merge_newer;
 use strata_codec::{Label, Matcher};
 use strata_promql::{MetricMetadata, Queryable, Series, SourceError};
 use strata_storage::{Storage, StorageError};
@@ -73,17 +74,14 @@ pub fn merge_series(parts: Vec<Vec<Series>>) -> Vec<Series> {
     out
 }
 
+/// `other`'s samples merged into `into`'s; of equal timestamps `into`'s
+/// are kept.
 fn merge_samples(into: &mut Series, other: Series) {
-    let mut pairs: Vec<(i64, f64)> = into
-        .timestamps
-        .iter()
-        .copied()
-        .zip(into.values.iter().copied())
-        .chain(other.timestamps.into_iter().zip(other.values))
-        .collect();
-    pairs.sort_by_key(|&(t, _)| t);
-    pairs.dedup_by_key(|&mut (t, _)| t);
-    (into.timestamps, into.values) = pairs.into_iter().unzip();
+    let kept = (
+        std::mem::take(&mut into.timestamps),
+        std::mem::take(&mut into.values),
+    );
+    (into.timestamps, into.values) = merge_newer((other.timestamps, other.values), kept);
 }
 
 /// Sorted, deduplicated union of sorted lists.
@@ -142,18 +140,7 @@ impl Queryable for StorageSource {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Series>, SourceError> {
-        let parts = fan_out(&self.storages()?, |s| async move {
-            Ok(s.select(matchers, mint, maxt)
-                .await?
-                .into_iter()
-                .map(|s| Series {
-                    labels: s.labels,
-                    timestamps: s.timestamps,
-                    values: s.values,
-                })
-                .collect::<Vec<_>>())
-        })
-        .await?;
+        let parts = fan_out(&self.storages()?, |s| s.select(matchers, mint, maxt)).await?;
         Ok(merge_series(parts))
     }
 

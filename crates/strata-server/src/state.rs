@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use strata_remote_write::DecodeLimits;
 use strata_storage::instrumented::StoreHealth;
-use strata_storage::{Durability, Storage};
+use strata_storage::{Durability, Storage, Writer};
 
 use crate::auth::Authenticator;
 use crate::config::Config;
@@ -15,6 +15,9 @@ use crate::tenants::Tenants;
 pub struct AppState {
     /// Set once recovery has finished; until then the server is not ready.
     pub storage: OnceLock<Arc<Storage>>,
+    /// The writer's handle, set with `storage` on a writer; never on a
+    /// reader node.
+    pub writer: OnceLock<Arc<Writer>>,
     /// Every database queries read: the writer's own, or on a reader each
     /// shard's (the first is also `storage`). A sharded `all` process adds
     /// the other shards as they become available.
@@ -41,6 +44,7 @@ impl AppState {
         let limits = &config.limits;
         Ok(Self {
             storage: OnceLock::new(),
+            writer: OnceLock::new(),
             shards: parking_lot::RwLock::new(Vec::new()),
             shards_expected: std::sync::atomic::AtomicUsize::new(1),
             decode_limits: DecodeLimits {
@@ -73,6 +77,12 @@ impl AppState {
 
     pub fn storage(&self) -> Option<&Arc<Storage>> {
         self.storage.get()
+    }
+
+    /// The writer, once recovery has finished on a writer; never on a
+    /// reader node.
+    pub fn writer(&self) -> Option<&Arc<Writer>> {
+        self.writer.get()
     }
 
     /// The databases queries fan out over, once recovery is done; an

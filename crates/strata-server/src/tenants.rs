@@ -18,12 +18,10 @@ use strata_storage::TENANT_LABEL;
 
 use crate::config::{LimitsConfig, TenantsConfig};
 use crate::rate_limit::RateLimiter;
+use crate::tenant_id::check_tenant_id;
 
 /// The header that names a request's tenant, as Cortex, Mimir and Loki use.
 pub const TENANT_HEADER: &str = "x-scope-orgid";
-
-/// Longest tenant name, as in Mimir.
-const MAX_TENANT_LENGTH: usize = 150;
 
 /// A request's tenant: `None` is the default tenant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -37,32 +35,6 @@ impl Tenant {
     pub fn label_value(&self) -> &str {
         self.0.as_deref().unwrap_or("")
     }
-}
-
-/// Checks a tenant name as Mimir does: 1 to 150 characters out of letters,
-/// digits and `!-_.*'()`, and neither `.` nor `..`.
-pub fn check_tenant_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        return Err("the tenant name is empty".into());
-    }
-    if id.len() > MAX_TENANT_LENGTH {
-        return Err(format!(
-            "the tenant name is {} bytes long, more than {MAX_TENANT_LENGTH}",
-            id.len()
-        ));
-    }
-    if id == "." || id == ".." {
-        return Err(format!("{id:?} is not a valid tenant name"));
-    }
-    if let Some(c) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "!-_.*'()".contains(*c)))
-    {
-        return Err(format!(
-            "tenant name {id:?} contains {c:?}; use letters, digits and !-_.*'()"
-        ));
-    }
-    Ok(())
 }
 
 /// The limits one tenant writes under.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::inproc::{body, now_ms, post, post_with, raw, raw_as, ts, Server};
 use strata_codec::{MatchOp, Matcher};
-use strata_storage::{open_object_store, S3Settings, Storage, StorageSettings, SystemClock};
+use strata_storage::{open_object_store, S3Settings, StorageSettings, SystemClock, Writer};
 
 const GOOD: &[(&str, &str)] = &[("__name__", "good_total"), ("job", "test")];
 
@@ -272,7 +272,7 @@ async fn special_values_retries_and_staleness() {
         &S3Settings::default(),
     )
     .unwrap();
-    let db = Storage::open(
+    let db = Writer::open(
         loc.store,
         &loc.path,
         StorageSettings::default(),

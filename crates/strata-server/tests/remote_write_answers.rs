@@ -382,7 +382,7 @@ async fn fenced_writer_answers_503() {
         &Default::default(),
     )
     .unwrap();
-    let newer = strata_storage::Storage::open(
+    let newer = strata_storage::Writer::open(
         loc.store,
         &loc.path,
         Default::default(),

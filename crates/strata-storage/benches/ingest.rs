@@ -25,7 +25,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use strata_codec::Label;
 use strata_storage::{
     open_object_store, Clock, Durability, IngestSeries, ManualClock, Storage, StorageSettings,
-    SystemClock,
+    SystemClock, Writer,
 };
 
 const HOUR: i64 = 3_600_000;
@@ -310,7 +310,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
     let rss_before = rss_bytes();
     let loc = open_object_store(&url, &Default::default()).expect("store");
     let db = Arc::new(
-        Storage::open(Arc::clone(&loc.store), &loc.path, settings(), clock.clone())
+        Writer::open(Arc::clone(&loc.store), &loc.path, settings(), clock.clone())
             .await
             .expect("open"),
     );
@@ -459,7 +459,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
     drop(db);
     let folder_unsealed = folder_bytes(dir.path());
     let opened = Instant::now();
-    let db = Storage::open(Arc::clone(&loc.store), &loc.path, settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&loc.store), &loc.path, settings(), clock.clone())
         .await
         .expect("reopen");
     let open_time = opened.elapsed();

@@ -17,7 +17,7 @@ use object_store::local::LocalFileSystem;
 use object_store::ObjectStore;
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
-    Clock, Durability, IngestSeries, ManualClock, Storage, StorageSettings, SystemClock,
+    Clock, Durability, IngestSeries, ManualClock, Storage, StorageSettings, SystemClock, Writer,
 };
 
 #[global_allocator]
@@ -59,9 +59,9 @@ fn hour_request(start: i64) -> Vec<IngestSeries> {
         .collect()
 }
 
-async fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Storage {
+async fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Writer {
     let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap());
-    Storage::open(store, "db", settings(), clock.clone())
+    Writer::open(store, "db", settings(), clock.clone())
         .await
         .unwrap()
 }

@@ -21,9 +21,10 @@ use crate::error::StorageError;
 use crate::head::{AppendPolicy, MemSeries, Rejection};
 use crate::keys;
 use crate::sealer::{self, SealJob};
+use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
-use crate::Inner;
+use strata_codec::render::render_labels;
 
 /// One resolved series of a write request.
 pub struct ResolvedSeries {
@@ -73,7 +74,7 @@ pub(crate) type SealUnderWay = (JoinHandle<Result<(), StorageError>>, i64, u64);
 
 /// State owned by the coordinator task alone.
 pub(crate) struct Coordinator {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<Shared>,
     db: slatedb::Db,
     pub(crate) next_seq: u64,
     /// First log seq that carries a sample of each unsealed bucket.
@@ -102,7 +103,7 @@ pub(crate) struct Coordinator {
 
 impl Coordinator {
     pub(crate) fn new(
-        inner: Arc<Inner>,
+        inner: Arc<Shared>,
         db: slatedb::Db,
         next_seq: u64,
         open_buckets: BTreeMap<i64, u64>,
@@ -402,18 +403,4 @@ impl Coordinator {
             }
         }
     }
-}
-
-/// Renders labels as Prometheus prints a series: `name{k="v", ...}`.
-pub fn render_labels(labels: &(impl LabelPairs + ?Sized)) -> String {
-    let mut name = "";
-    let mut rest = Vec::with_capacity(labels.len());
-    for (n, v) in labels.pairs() {
-        if n == strata_codec::labels::METRIC_NAME {
-            name = v;
-        } else {
-            rest.push(format!("{n}={v:?}"));
-        }
-    }
-    format!("{name}{{{}}}", rest.join(", "))
 }

@@ -29,9 +29,10 @@ use strata_codec::LabelPairs;
 
 use crate::error::StorageError;
 use crate::keys;
+use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
-use crate::{Inner, Storage};
+use crate::Storage;
 
 /// Series handled per write batch of the late pass and the fold.
 const SERIES_PER_BATCH: usize = 1024;
@@ -128,7 +129,7 @@ pub struct FoldPass {
 
 /// Writes the head's late samples of sealed buckets as late segments and
 /// frees them. Nothing on a reader.
-pub(crate) async fn flush(inner: &Inner, db: &slatedb::Db) -> Result<LatePass, StorageError> {
+pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, StorageError> {
     let mut pass = LatePass::default();
     let Some(sealed) = inner.head.sealed_through() else {
         return Ok(pass);
@@ -195,7 +196,7 @@ pub(crate) async fn flush(inner: &Inner, db: &slatedb::Db) -> Result<LatePass, S
 /// bucket with late segments when `all`, else those no late segment was
 /// written to for [`FOLD_QUIET`].
 pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, StorageError> {
-    let inner = &storage.inner;
+    let inner = &storage.shared;
     let mut pass = FoldPass::default();
     let (Some(db), Some(sealed)) = (inner.backend.writer(), inner.head.sealed_through()) else {
         return Ok(pass);
@@ -259,7 +260,7 @@ async fn fold_bucket(
     bucket: i64,
     ids: &[u64],
 ) -> Result<FoldPass, StorageError> {
-    let inner = &storage.inner;
+    let inner = &storage.shared;
     let ttl = inner.bucket_ttl(bucket);
     let mut pass = FoldPass::default();
 
@@ -381,7 +382,7 @@ impl Storage {
         let mut layout = BucketLayout::default();
         let prefix = keys::chunk_prefix(bucket);
         let end = keys::prefix_end(&prefix);
-        let mut it = self.inner.backend.scan(prefix..end).await?;
+        let mut it = self.shared.backend.scan(prefix..end).await?;
         while let Some(kv) = it.next().await? {
             layout.bytes += kv.value.len();
             match kv.key.len() {

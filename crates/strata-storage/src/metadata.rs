@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::StorageError;
 use crate::keys;
-use crate::Inner;
+use crate::shared::Shared;
 
 /// Most distinct entries kept per metric (targets that disagree about a
 /// metric's help, say); the oldest goes first.
@@ -34,7 +34,7 @@ pub(crate) struct MetadataCache {
 /// entries are added to what is stored, and written if anything changed.
 /// Returns how many metrics were written.
 pub(crate) async fn record(
-    inner: &Inner,
+    inner: &Shared,
     tenant: &str,
     entries: &[(String, MetadataEntry)],
 ) -> Result<usize, StorageError> {
@@ -75,7 +75,7 @@ pub(crate) async fn record(
 }
 
 async fn read_one(
-    inner: &Inner,
+    inner: &Shared,
     tenant: &str,
     metric: &str,
 ) -> Result<Vec<MetadataEntry>, StorageError> {
@@ -91,7 +91,7 @@ async fn read_one(
 
 /// The stored metadata of `tenant`: one metric, or all, in name order.
 pub(crate) async fn read(
-    inner: &Inner,
+    inner: &Shared,
     tenant: &str,
     metric: Option<&str>,
 ) -> Result<Vec<(String, Vec<MetadataEntry>)>, StorageError> {

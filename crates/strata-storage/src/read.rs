@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher};
+use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher, Series};
 
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
 use crate::keys;
-use crate::merge::{merge_into, merge_newer};
 use crate::postings::{combine, union, MatcherSet};
 use crate::values;
 use crate::Storage;
+use strata_codec::merge::{merge_into, merge_newer};
 
 /// Sealed buckets read at once by one select.
 const BUCKET_FETCH_CONCURRENCY: usize = 8;
@@ -111,20 +111,12 @@ struct SealedPart {
     late: bool,
 }
 
-/// One series' samples in a time range.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SeriesData {
-    pub labels: Vec<Label>,
-    pub timestamps: Vec<i64>,
-    pub values: Vec<f64>,
-}
-
 impl Storage {
     fn bucket_range(&self, mint: i64, maxt: i64) -> (i64, i64) {
-        let bucket_ms = self.inner.settings.bucket_ms();
-        let now = self.inner.clock.now_ms();
+        let bucket_ms = self.shared.settings.bucket_ms();
+        let now = self.shared.clock.now_ms();
         let oldest_kept = now
-            .saturating_sub(self.inner.settings.retention_ms())
+            .saturating_sub(self.shared.settings.retention_ms())
             .div_euclid(bucket_ms)
             - 1;
         (
@@ -139,7 +131,7 @@ impl Storage {
         bucket: i64,
         matchers: &[Matcher],
     ) -> Result<Vec<u64>, StorageError> {
-        let db = &self.inner.backend;
+        let db = &self.shared.backend;
         let mut sets = Vec::with_capacity(matchers.len());
         for m in matchers {
             let matches_empty = m.matches_empty();
@@ -208,7 +200,7 @@ impl Storage {
     pub(crate) async fn late_ids(&self, bucket: i64) -> Result<Vec<u64>, StorageError> {
         let prefix = keys::late_prefix(bucket);
         let end = keys::prefix_end(&prefix);
-        let mut it = self.inner.backend.scan(prefix..end).await?;
+        let mut it = self.shared.backend.scan(prefix..end).await?;
         let mut ids = Vec::new();
         while let Some(kv) = it.next().await? {
             if let Some((_, id)) = keys::late_key_parts(&kv.key) {
@@ -258,7 +250,7 @@ impl Storage {
         let mut out = Vec::with_capacity(ids.len());
         let prefix = keys::chunk_prefix(bucket);
         let end = keys::prefix_end(&prefix);
-        let mut it = self.inner.backend.scan(prefix..end).await?;
+        let mut it = self.shared.backend.scan(prefix..end).await?;
         // The next key the iterator holds: it cannot seek back to it.
         let mut next: Option<slatedb::KeyValue> = None;
         for &id in ids {
@@ -299,7 +291,7 @@ impl Storage {
     ) -> Result<Option<SeriesBucket>, StorageError> {
         let prefix = keys::chunk_key(bucket, id);
         let end = keys::prefix_end(&prefix);
-        let mut it = self.inner.backend.scan(prefix..end).await?;
+        let mut it = self.shared.backend.scan(prefix..end).await?;
         let mut found = FoundKeys::default();
         while let Some(kv) = it.next().await? {
             found.add(kv);
@@ -373,7 +365,7 @@ impl Storage {
     /// their key order (sort them first). Few: concurrent point reads;
     /// many: one scan that seeks from key to key.
     async fn segments(&self, wanted: &[(i64, u64, i64, i64)]) -> Result<Vec<Bytes>, StorageError> {
-        let backend = &self.inner.backend;
+        let backend = &self.shared.backend;
         let key =
             |&(b, id, first, last): &(i64, u64, i64, i64)| keys::segment_key(b, id, first, last);
         let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
@@ -407,13 +399,13 @@ impl Storage {
 
     /// Labels of a series by id: from the head, else from its `S` key.
     pub(crate) async fn labels_of(&self, id: u64) -> Result<Option<Arc<MemSeries>>, StorageError> {
-        if let Some(s) = self.inner.head.series_by_id(id) {
+        if let Some(s) = self.shared.head.series_by_id(id) {
             return Ok(Some(s));
         }
-        match self.inner.backend.get(&keys::series_key(id)).await? {
+        match self.shared.backend.get(&keys::series_key(id)).await? {
             Some(v) => {
                 let (written, labels) = values::decode_series(&v)?;
-                Ok(Some(self.inner.head.insert_recovered(id, labels, written)))
+                Ok(Some(self.shared.head.insert_recovered(id, labels, written)))
             }
             None => Ok(None),
         }
@@ -426,16 +418,16 @@ impl Storage {
         matchers: &[Matcher],
         mint: i64,
         maxt: i64,
-    ) -> Result<Vec<SeriesData>, StorageError> {
+    ) -> Result<Vec<Series>, StorageError> {
         if mint > maxt {
             return Ok(Vec::new());
         }
-        let head = &self.inner.head;
-        let bucket_ms = self.inner.settings.bucket_ms();
+        let head = &self.shared.head;
+        let bucket_ms = self.shared.settings.bucket_ms();
         let sealed_before = head.sealed_through().unwrap_or(NONE_SEALED);
 
         // Head part first, then anything sealed meanwhile from the store.
-        let mut out: BTreeMap<u64, SeriesData> = BTreeMap::new();
+        let mut out: BTreeMap<u64, Series> = BTreeMap::new();
         let reads = head.read_ranges(matchers, sealed_before, bucket_ms, mint, maxt);
         let sealed_after = head.sealed_through().unwrap_or(NONE_SEALED);
         let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
@@ -510,7 +502,7 @@ impl Storage {
                             continue;
                         };
                         let n = sizes.get(&id).copied().unwrap_or(0);
-                        e.insert(SeriesData {
+                        e.insert(Series {
                             labels: s.labels.to_labels(),
                             timestamps: Vec::with_capacity(n),
                             values: Vec::with_capacity(n),
@@ -555,7 +547,7 @@ impl Storage {
                     let Some(s) = head.series_by_id(id) else {
                         continue;
                     };
-                    e.insert(SeriesData {
+                    e.insert(Series {
                         labels: s.labels.to_labels(),
                         timestamps: ts,
                         values: vs,
@@ -563,7 +555,7 @@ impl Storage {
                 }
             }
         }
-        let mut series: Vec<SeriesData> = out
+        let mut series: Vec<Series> = out
             .into_values()
             .filter(|s| !s.timestamps.is_empty())
             .collect();
@@ -626,8 +618,8 @@ impl Storage {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Vec<Label>>, StorageError> {
-        let head = &self.inner.head;
-        let bucket_ms = self.inner.settings.bucket_ms();
+        let head = &self.shared.head;
+        let bucket_ms = self.shared.settings.bucket_ms();
         let sealed = head.sealed_through().unwrap_or(NONE_SEALED);
         let mut ids: Vec<u64> = head
             .series_for(&head.select_ids(matchers))

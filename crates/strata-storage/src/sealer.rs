@@ -23,9 +23,9 @@ use tokio::sync::mpsc;
 use crate::error::StorageError;
 use crate::head::MemSeries;
 use crate::keys;
+use crate::shared::Shared;
 use crate::stats::add;
 use crate::values::{self, Checkpoint};
-use crate::Inner;
 
 /// Keys per SlateDB write batch while sealing: about 2 MB of chunks for
 /// hour buckets at 2 s scrapes.
@@ -37,9 +37,6 @@ const BATCHES_AHEAD: usize = 2;
 /// Longest pause between two batches of a paced seal, so a request to
 /// hurry is seen soon.
 const HURRY_CHECK: Duration = Duration::from_millis(500);
-
-/// Nice value of the encoding thread: ingest goes first when CPU is short.
-const SEAL_THREAD_NICE: i32 = 10;
 
 pub(crate) struct SealJob {
     pub bucket: i64,
@@ -68,7 +65,7 @@ struct Written {
 }
 
 pub(crate) async fn seal(
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
     db: slatedb::Db,
     job: SealJob,
 ) -> Result<(), StorageError> {
@@ -90,7 +87,7 @@ pub(crate) async fn seal(
         std::thread::Builder::new()
             .name("strata-sealer".into())
             .spawn(move || {
-                lower_priority();
+                crate::background::lower_priority();
                 encode_bucket(&inner, bucket, &series, &tx)
             })
             .map_err(|e| StorageError::Unavailable(format!("cannot start the sealer: {e}")))?
@@ -190,7 +187,7 @@ async fn delete_log(db: &slatedb::Db, from: u64, to: u64) -> Result<u64, Storage
 /// side, on the sealer thread. Stops early, without error, if the writer
 /// side has gone (its write failed).
 fn encode_bucket(
-    inner: &Inner,
+    inner: &Shared,
     bucket: i64,
     series: &[Arc<MemSeries>],
     tx: &mpsc::Sender<Encoded>,
@@ -287,19 +284,4 @@ fn encode_bucket(
     }
     send(&mut batch, &mut series_done);
     Ok(written)
-}
-
-/// Lowers the calling thread's scheduling priority (Linux: a thread's nice
-/// value is its own). Best effort: sealing works at any priority.
-#[allow(unsafe_code)]
-pub(crate) fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid and setpriority take no pointers and only affect the
-    // calling thread's scheduling.
-    unsafe {
-        let tid = libc::gettid();
-        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, SEAL_THREAD_NICE) != 0 {
-            tracing::debug!("could not lower the sealer thread's priority");
-        }
-    }
 }

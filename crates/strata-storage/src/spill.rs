@@ -21,8 +21,8 @@ use slatedb::WriteBatch;
 use crate::error::StorageError;
 use crate::head::{MemSeries, Spill};
 use crate::keys;
+use crate::shared::Shared;
 use crate::stats::add;
-use crate::Inner;
 
 /// Series looked at per write batch; the spill lock is held for one batch.
 const SERIES_PER_BATCH: usize = 4096;
@@ -39,7 +39,7 @@ pub struct SpillPass {
 /// Runs on a plain thread (the freezer's), blocking on `runtime` for the
 /// writes. Nothing on a reader, or with spilling off.
 pub(crate) fn spill_pass(
-    inner: &Inner,
+    inner: &Shared,
     runtime: &tokio::runtime::Handle,
 ) -> Result<SpillPass, StorageError> {
     let mut pass = SpillPass::default();

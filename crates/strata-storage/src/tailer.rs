@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use crate::head::NONE_SEALED;
 use crate::recovery::{read_checkpoint, LogFollower};
+use crate::shared::Shared;
 use crate::stats::add;
-use crate::Inner;
 
 pub(crate) async fn follow(
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
     mut follower: LogFollower,
     poll: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,

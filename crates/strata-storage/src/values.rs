@@ -2,6 +2,7 @@
 //! segment list a chunk key holds for a series the head spilled. Chunks and
 //! log records are encoded by `strata-codec`.
 
+use strata_codec::varint::{put_uvarint, unzigzag, zigzag, Decbuf};
 use strata_codec::{Label, LabelPairs};
 
 use crate::error::StorageError;
@@ -9,90 +10,13 @@ use crate::error::StorageError;
 const SERIES_VERSION: u8 = 1;
 const CHECKPOINT_VERSION: u8 = 1;
 
-pub(crate) fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+/// `d`'s value once every byte was read without error; `what` names it in
+/// the error.
+fn finish<T>(d: Decbuf<'_>, what: &'static str, value: T) -> Result<T, StorageError> {
+    if d.err().is_some() || d.remaining() > 0 {
+        return Err(StorageError::Corrupt(format!("malformed {what} value")));
     }
-    out.push(v as u8);
-}
-
-/// A reader over an encoded value with a sticky error: decode every field,
-/// check once at the end.
-struct Decbuf<'a> {
-    rest: &'a [u8],
-    failed: bool,
-}
-
-impl<'a> Decbuf<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Self {
-            rest: bytes,
-            failed: false,
-        }
-    }
-
-    fn byte(&mut self) -> u8 {
-        match self.rest.split_first() {
-            Some((&b, rest)) if !self.failed => {
-                self.rest = rest;
-                b
-            }
-            _ => {
-                self.failed = true;
-                0
-            }
-        }
-    }
-
-    fn bytes(&mut self, n: usize) -> &'a [u8] {
-        if self.failed || n > self.rest.len() {
-            self.failed = true;
-            return &[];
-        }
-        let (head, rest) = self.rest.split_at(n);
-        self.rest = rest;
-        head
-    }
-
-    fn be_u64(&mut self) -> u64 {
-        self.bytes(8)
-            .try_into()
-            .map(u64::from_be_bytes)
-            .unwrap_or_default()
-    }
-
-    fn uvarint(&mut self) -> u64 {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte();
-            v |= u64::from(b & 0x7F) << shift;
-            if b & 0x80 == 0 {
-                return v;
-            }
-        }
-        self.failed = true;
-        0
-    }
-
-    fn string(&mut self) -> String {
-        let n = self.uvarint();
-        let raw = self.bytes(usize::try_from(n).unwrap_or(usize::MAX));
-        match std::str::from_utf8(raw) {
-            Ok(s) => s.to_owned(),
-            Err(_) => {
-                self.failed = true;
-                String::new()
-            }
-        }
-    }
-
-    fn finish<T>(self, what: &'static str, value: T) -> Result<T, StorageError> {
-        if self.failed || !self.rest.is_empty() {
-            return Err(StorageError::Corrupt(format!("malformed {what} value")));
-        }
-        Ok(value)
-    }
+    Ok(value)
 }
 
 /// `S` value: version, the wall-clock time it was written (ms), then labels.
@@ -119,14 +43,14 @@ pub fn decode_series(bytes: &[u8]) -> Result<(i64, Vec<Label>), StorageError> {
     let n = d.uvarint();
     let mut labels = Vec::with_capacity(usize::try_from(n.min(256)).unwrap_or(0));
     for _ in 0..n {
-        if d.failed {
+        if d.err().is_some() {
             break;
         }
         let name = d.string();
         let value = d.string();
         labels.push(Label { name, value });
     }
-    d.finish("series", (written, labels))
+    finish(d, "series", (written, labels))
 }
 
 /// First byte of a `C` value listing a series' spilled segments. A sealed
@@ -155,14 +79,6 @@ pub fn encode_segmented(segments: &[(i64, i64)], last_chunk: &[u8]) -> Vec<u8> {
     out
 }
 
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
 /// The segments' time ranges and the last chunk of a chunk key's value.
 pub type Segmented<'a> = (Vec<(i64, i64)>, &'a [u8]);
 
@@ -183,7 +99,7 @@ pub fn decode_segmented(bytes: &[u8]) -> Result<Option<Segmented<'_>>, StorageEr
     let mut segments = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(rest.len() / 2));
     let mut prev = 0i64;
     for _ in 0..n {
-        if d.failed {
+        if d.err().is_some() {
             break;
         }
         let first = prev.wrapping_add(unzigzag(d.uvarint()));
@@ -191,10 +107,10 @@ pub fn decode_segmented(bytes: &[u8]) -> Result<Option<Segmented<'_>>, StorageEr
         segments.push((first, last));
         prev = last;
     }
-    if d.failed {
+    if d.err().is_some() {
         return Err(StorageError::Corrupt("malformed segment list".into()));
     }
-    Ok(Some((segments, d.rest)))
+    Ok(Some((segments, d.rest())))
 }
 
 /// `I` value: a sorted list of series ids, as a count then varint deltas.
@@ -217,13 +133,13 @@ pub fn decode_postings(bytes: &[u8], out: &mut Vec<u64>) -> Result<(), StorageEr
     out.reserve(usize::try_from(n).unwrap_or(0).min(bytes.len()));
     let mut prev = 0u64;
     for _ in 0..n {
-        if d.failed {
+        if d.err().is_some() {
             break;
         }
         prev = prev.wrapping_add(d.uvarint());
         out.push(prev);
     }
-    d.finish("postings", ())
+    finish(d, "postings", ())
 }
 
 /// The seal checkpoint kept under `Mcheckpoint`: everything recovery needs
@@ -273,7 +189,7 @@ pub fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, StorageError> {
         next_series_id: d.be_u64(),
         next_log_seq: d.be_u64(),
     };
-    d.finish("checkpoint", c)
+    finish(d, "checkpoint", c)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
-    open_object_store, Durability, IngestSeries, ObjectStoreLocation, Storage, StorageSettings,
-    SystemClock,
+    open_object_store, Durability, IngestSeries, ObjectStoreLocation, StorageSettings, SystemClock,
+    Writer,
 };
 
 /// Files and bytes under `dir`, recursively.
@@ -26,8 +26,8 @@ fn files_in(dir: &Path) -> (usize, u64) {
     })
 }
 
-async fn open(loc: &ObjectStoreLocation) -> Storage {
-    Storage::open(
+async fn open(loc: &ObjectStoreLocation) -> Writer {
+    Writer::open(
         Arc::clone(&loc.store),
         &loc.path,
         StorageSettings::default(),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
-    open_object_store, Clock, Durability, IngestSeries, Storage, StorageSettings, SystemClock,
+    open_object_store, Clock, Durability, IngestSeries, StorageSettings, SystemClock, Writer,
 };
 
 const CHILD_ENV: &str = "STRATA_CRASH_CHILD_DIR";
@@ -100,7 +100,7 @@ fn child_ingest() {
     rt.block_on(async move {
         let loc = open_object_store(&store_url(&dir), &Default::default()).unwrap();
         let db = Arc::new(
-            Storage::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+            Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
                 .await
                 .unwrap(),
         );
@@ -226,7 +226,7 @@ async fn one_round(round: u32) -> RoundResult {
 
     let log = read_acks(dir.path());
     let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
-    let db = Storage::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+    let db = Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
         .await
         .unwrap();
     let found = db

@@ -23,7 +23,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
     Clock, Durability, Fault, Faults, IngestSeries, ManualClock, Op, Storage, StorageError,
-    StorageSettings, SystemClock, When,
+    StorageSettings, SystemClock, When, Writer,
 };
 
 const SERIES: u32 = 20;
@@ -74,7 +74,7 @@ struct Ledger {
 impl Ledger {
     async fn write(
         &mut self,
-        db: &Storage,
+        db: &Writer,
         stream: &str,
         t: i64,
         durability: Durability,
@@ -91,7 +91,7 @@ impl Ledger {
     }
 
     /// Retries a write as a remote-write client does, until it succeeds.
-    async fn write_until_ok(&mut self, db: &Storage, stream: &str, t: i64, d: Durability) {
+    async fn write_until_ok(&mut self, db: &Writer, stream: &str, t: i64, d: Durability) {
         let started = Instant::now();
         loop {
             match self.write(db, stream, t, d).await {
@@ -187,7 +187,7 @@ async fn under_put_fault(fault: Fault, store_takes_puts: bool) {
     let base: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let faults = Faults::new();
     let clock = Arc::new(SystemClock);
-    let db = Storage::open(
+    let db = Writer::open(
         faults.wrap(Arc::clone(&base)),
         "db",
         settings(),
@@ -268,7 +268,7 @@ async fn under_put_fault(fault: Fault, store_takes_puts: bool) {
     db.close().await.unwrap();
 
     // A clean reopening finds every acknowledged sample, once.
-    let db = Storage::open(Arc::clone(&base), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&base), "db", settings(), clock.clone())
         .await
         .unwrap();
     let found = read(&db, t0 - HOUR, t0 + HOUR).await.unwrap();
@@ -277,7 +277,7 @@ async fn under_put_fault(fault: Fault, store_takes_puts: bool) {
 
     // So does a writer after a crash at any Durable acknowledgement.
     for (n, (copy, durable)) in crash_copies.into_iter().enumerate() {
-        let db = Storage::open(copy, "db", settings(), clock.clone())
+        let db = Writer::open(copy, "db", settings(), clock.clone())
             .await
             .unwrap();
         let found = read(&db, t0 - HOUR, t0 + HOUR).await.unwrap();
@@ -324,7 +324,7 @@ async fn flaky_store() {
     let base: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let faults = Faults::with_seed(7);
     let clock = Arc::new(SystemClock);
-    let db = Storage::open(
+    let db = Writer::open(
         faults.wrap(Arc::clone(&base)),
         "db",
         settings(),
@@ -370,7 +370,7 @@ async fn flaky_store() {
         (base, &ledger.acked, "reopened"),
         (crash_copy, &ledger.durable, "crash copy"),
     ] {
-        let db = Storage::open(store, "db", settings(), clock.clone())
+        let db = Writer::open(store, "db", settings(), clock.clone())
             .await
             .unwrap();
         let found = read(&db, t0 - HOUR, t0 + HOUR).await.unwrap();
@@ -383,7 +383,7 @@ async fn flaky_store() {
 /// one an every 30 s), written with `clock`, which ends past the seal.
 async fn sealed_store(clock: &Arc<ManualClock>, t0: i64) -> (Arc<dyn ObjectStore>, Ledger) {
     let base: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let db = Storage::open(Arc::clone(&base), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&base), "db", settings(), clock.clone())
         .await
         .unwrap();
     let mut ledger = Ledger::default();
@@ -414,7 +414,7 @@ async fn under_get_fault(fault: Fault, store_answers: bool) {
     let sealed = ledger.acked.clone();
 
     let faults = Faults::new();
-    let db = Storage::open(faults.wrap(base), "db", settings(), clock.clone())
+    let db = Writer::open(faults.wrap(base), "db", settings(), clock.clone())
         .await
         .unwrap();
     // Samples of the next bucket, in the head.

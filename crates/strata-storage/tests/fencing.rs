@@ -10,7 +10,7 @@ use object_store::ObjectStore;
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
     open_object_store, Clock, Durability, IngestSeries, Storage, StorageError, StorageSettings,
-    SystemClock,
+    SystemClock, Writer,
 };
 
 /// How long the older writer may take to notice it was fenced: its next
@@ -62,7 +62,7 @@ async fn samples_of(db: &Storage, writer: &str) -> Vec<(i64, f64)> {
 async fn newer_writer_fences_older(store: Arc<dyn ObjectStore>, path: &str, first: Durability) {
     let clock = Arc::new(SystemClock);
     let t0 = clock.now_ms();
-    let old = Storage::open(Arc::clone(&store), path, settings(), clock.clone())
+    let old = Writer::open(Arc::clone(&store), path, settings(), clock.clone())
         .await
         .unwrap();
     for k in 0..5 {
@@ -77,7 +77,7 @@ async fn newer_writer_fences_older(store: Arc<dyn ObjectStore>, path: &str, firs
     old.flush().await.unwrap();
     assert!(!old.is_fenced());
 
-    let new = Storage::open(Arc::clone(&store), path, settings(), clock.clone())
+    let new = Writer::open(Arc::clone(&store), path, settings(), clock.clone())
         .await
         .unwrap();
     let want_old: Vec<(i64, f64)> = (0..6).map(|k| (t0 + k, k as f64)).collect();
@@ -138,7 +138,7 @@ async fn newer_writer_fences_older(store: Arc<dyn ObjectStore>, path: &str, firs
     new.close().await.unwrap();
 
     // And a third opening finds the same.
-    let third = Storage::open(store, path, settings(), clock).await.unwrap();
+    let third = Writer::open(store, path, settings(), clock).await.unwrap();
     assert_eq!(samples_of(&third, "old").await, want_old);
     assert_eq!(samples_of(&third, "new").await, want_new);
     third.close().await.unwrap();

@@ -17,7 +17,7 @@ use object_store::ObjectStore;
 use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{
     Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Rejection, Storage,
-    StorageSettings, SystemClock,
+    StorageSettings, SystemClock, Writer,
 };
 
 const HOUR: i64 = 3_600_000;
@@ -118,7 +118,7 @@ async fn a_week_backfilled_into_sealed_hours_reads_back_everywhere_before_and_af
     let now = SystemClock.now_ms();
     let first = now - now % HOUR - (HOURS + 2) * HOUR;
     let clock = Arc::new(ManualClock::new(now));
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     // Every hour of the week sealed first: a marker series with a sample
@@ -218,7 +218,7 @@ async fn a_week_backfilled_into_sealed_hours_reads_back_everywhere_before_and_af
     db.close().await.unwrap();
 
     // After a restart, the same.
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     assert_eq!(read_all(&db, mint, maxt).await, want, "writer, reopened");
@@ -231,7 +231,7 @@ async fn late_samples_survive_a_crash_before_they_are_written() {
     let now = SystemClock.now_ms();
     let t0 = now - now % HOUR - 3 * HOUR;
     let clock = Arc::new(ManualClock::new(now));
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     let one = |t: i64, v: f64| {
@@ -255,7 +255,7 @@ async fn late_samples_survive_a_crash_before_they_are_written() {
     // A crash: the writer is dropped without closing; a new one fences it
     // and replays the log.
     drop(db);
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     let want: Expected = [(
@@ -281,7 +281,7 @@ async fn out_of_order_samples_in_an_open_bucket_are_kept_and_sealed_in_order() {
     let now = SystemClock.now_ms();
     let t0 = now - now % HOUR - 2 * HOUR;
     let clock = Arc::new(ManualClock::new(t0 + 30 * 60_000));
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     let s = |samples: Vec<(i64, f64)>| {
@@ -337,7 +337,7 @@ async fn out_of_order_samples_in_an_open_bucket_are_kept_and_sealed_in_order() {
         ..settings()
     };
     db.close().await.unwrap();
-    let db = Storage::open(Arc::clone(&store), "db", strict, clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", strict, clock.clone())
         .await
         .unwrap();
     let out = db

@@ -7,7 +7,7 @@ use std::time::Duration;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use strata_codec::{Label, MatchOp, Matcher};
-use strata_storage::{Clock, Durability, IngestSeries, ManualClock, Storage, StorageSettings};
+use strata_storage::{Clock, Durability, IngestSeries, ManualClock, StorageSettings, Writer};
 
 const HOUR: i64 = 3_600_000;
 const CACHE: u64 = 1 << 20;
@@ -46,7 +46,7 @@ async fn sealed_reads_go_through_the_sized_cache() {
     let now = strata_storage::SystemClock.now_ms();
     let t0 = now - now % HOUR - 3 * HOUR;
     let clock = Arc::new(ManualClock::new(t0));
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     db.write(data(t0), Durability::Applied).await.unwrap();
@@ -57,7 +57,7 @@ async fn sealed_reads_go_through_the_sized_cache() {
 
     // Reopened, the sealed chunks are in SlateDB's tables, not its
     // memtable: reading them goes through the cache.
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     let before = db.cache_usage();
@@ -97,7 +97,7 @@ async fn a_zero_cache_is_refused_by_name() {
         memory_cache_bytes: 0,
         ..StorageSettings::default()
     };
-    let err = Storage::open(store, "db", settings, Arc::new(ManualClock::new(0)))
+    let err = Writer::open(store, "db", settings, Arc::new(ManualClock::new(0)))
         .await
         .err()
         .expect("a zero cache must be refused");

@@ -6,7 +6,7 @@ use std::time::Duration;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use strata_codec::{Label, MatchOp, Matcher};
-use strata_storage::{Durability, IngestSeries, ManualClock, Storage, StorageSettings};
+use strata_storage::{Durability, IngestSeries, ManualClock, Storage, StorageSettings, Writer};
 
 const HOUR: i64 = 3_600_000;
 
@@ -123,7 +123,7 @@ async fn seal_then_recover_round_trip() {
     let data = dataset(t0);
     let want = expected(&data);
 
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     // Write in 10 requests of 60 samples per series, as a sender would.
@@ -189,7 +189,7 @@ async fn seal_then_recover_round_trip() {
     // of the open bucket are left.
     assert_eq!(log_seqs(&store).await, vec![8, 9]);
 
-    let db = Storage::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
         .unwrap();
     assert_eq!(read_all(&db).await, want, "after recovery");
@@ -221,7 +221,7 @@ async fn rejections_are_counted_and_named() {
         out_of_order_window: Some(std::time::Duration::ZERO),
         ..settings()
     };
-    let db = Storage::open(store, "db", strict, clock).await.unwrap();
+    let db = Writer::open(store, "db", strict, clock).await.unwrap();
     let s = |samples| vec![series("node", 1, samples)];
     db.write(s(vec![(10 * HOUR, 1.0)]), Durability::Applied)
         .await
@@ -254,7 +254,7 @@ async fn sealed_scan_selects_exactly() {
     let t0 = now - now % HOUR - 3 * HOUR;
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let clock = Arc::new(ManualClock::new(t0));
-    let db = Storage::open(store, "db", settings(), clock.clone())
+    let db = Writer::open(store, "db", settings(), clock.clone())
         .await
         .unwrap();
     let data: Vec<IngestSeries> = (0..100)
@@ -296,7 +296,7 @@ async fn sealed_scan_selects_exactly() {
 async fn spread_db(
     spread: Duration,
     data: impl Fn(i64) -> Vec<IngestSeries>,
-) -> (Arc<dyn ObjectStore>, Storage, Arc<ManualClock>, i64) {
+) -> (Arc<dyn ObjectStore>, Writer, Arc<ManualClock>, i64) {
     use strata_storage::Clock;
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let now = strata_storage::SystemClock.now_ms();
@@ -307,7 +307,7 @@ async fn spread_db(
         seal_spread: spread,
         ..StorageSettings::default()
     };
-    let db = Storage::open(Arc::clone(&store), "db", settings, clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings, clock.clone())
         .await
         .unwrap();
     db.write(data(t0), Durability::Applied).await.unwrap();
@@ -316,7 +316,7 @@ async fn spread_db(
 
 /// Writes `dataset(t0)` and moves the clock past the end of its first two
 /// buckets plus grace, so the sealer finds both due.
-async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Storage, i64) {
+async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Writer, i64) {
     let (store, db, clock, t0) = spread_db(spread, dataset).await;
     clock.set(t0 + 2 * HOUR + 6 * 60_000);
     (store, db, t0)
@@ -397,7 +397,7 @@ async fn close_hurries_a_spread_seal() {
     assert!(started.elapsed() < Duration::from_secs(30));
 
     // The seal under way finished on close.
-    let db = Storage::open(store, "db", settings(), Arc::new(ManualClock::new(due)))
+    let db = Writer::open(store, "db", settings(), Arc::new(ManualClock::new(due)))
         .await
         .unwrap();
     assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
@@ -426,7 +426,7 @@ fn many_series(t0: i64, n: u32) -> Vec<IngestSeries> {
 
 /// Writes `data` in requests of 60 samples per series, as a sender would;
 /// each must be appended whole.
-async fn write_parts(db: &Storage, data: &[IngestSeries], parts: std::ops::Range<usize>) {
+async fn write_parts(db: &Writer, data: &[IngestSeries], parts: std::ops::Range<usize>) {
     for part in parts {
         let req = data
             .iter()
@@ -459,7 +459,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
         ..settings()
     };
     let api = || [eq("job", "api")];
-    let db = Storage::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
         .await
         .unwrap();
 
@@ -511,7 +511,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
     db.close().await.unwrap();
 
     // Recovery finds the segments and replays only the samples after them.
-    let db = Storage::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings.clone(), clock.clone())
         .await
         .unwrap();
     // (and the ten retried samples kept beside the chunk, which no segment
@@ -531,7 +531,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
     assert_eq!(one[0].timestamps.len(), 361);
     db.close().await.unwrap();
 
-    let db = Storage::open(Arc::clone(&store), "db", settings, clock.clone())
+    let db = Writer::open(Arc::clone(&store), "db", settings, clock.clone())
         .await
         .unwrap();
     assert_eq!(db.stats().samples_replayed.load(Relaxed), 20 * 120);

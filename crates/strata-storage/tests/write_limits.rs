@@ -7,7 +7,7 @@ use std::time::Duration;
 use object_store::memory::InMemory;
 use strata_codec::Label;
 use strata_storage::{
-    Durability, IngestSeries, ManualClock, Rejection, Storage, StorageSettings, WriteLimits,
+    Durability, IngestSeries, ManualClock, Rejection, StorageSettings, WriteLimits, Writer,
     TENANT_LABEL,
 };
 
@@ -35,12 +35,11 @@ fn series(tenant: Option<&str>, i: usize, samples: Vec<(i64, f64)>) -> IngestSer
 async fn active_series_limit_per_tenant() {
     let t0 = 10 * HOUR;
     let clock = Arc::new(ManualClock::new(t0));
-    let db = Storage::open(Arc::new(InMemory::new()), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::new(InMemory::new()), "db", settings(), clock.clone())
         .await
         .unwrap();
     let limits = WriteLimits {
         max_active_series: 3,
-        ..WriteLimits::default()
     };
     let batch = |tenant, range: std::ops::Range<usize>, t| {
         range
@@ -102,7 +101,7 @@ async fn active_series_limit_per_tenant() {
     db.close().await.unwrap();
     drop(db);
     let store = Arc::new(InMemory::new());
-    let db = Storage::open(Arc::clone(&store) as _, "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(&store) as _, "db", settings(), clock.clone())
         .await
         .unwrap();
     db.write_with(batch(Some("a"), 0..2, t0), Durability::Applied, limits)
@@ -110,7 +109,7 @@ async fn active_series_limit_per_tenant() {
         .unwrap();
     db.close().await.unwrap();
     drop(db);
-    let db = Storage::open(store, "db", settings(), clock).await.unwrap();
+    let db = Writer::open(store, "db", settings(), clock).await.unwrap();
     assert_eq!(db.head().active_series("a"), 2);
     let out = db
         .write_with(
@@ -121,46 +120,4 @@ async fn active_series_limit_per_tenant() {
         .await
         .unwrap();
     assert_eq!((out.appended, out.rejected), (3, 2), "{out:?}");
-}
-
-#[tokio::test]
-async fn samples_too_far_in_the_future() {
-    let t0 = 10 * HOUR;
-    let clock = Arc::new(ManualClock::new(t0));
-    let db = Storage::open(Arc::new(InMemory::new()), "db", settings(), clock)
-        .await
-        .unwrap();
-    let limits = WriteLimits {
-        max_future_ms: Some(600_000),
-        ..WriteLimits::default()
-    };
-    let out = db
-        .write_with(
-            vec![series(
-                None,
-                0,
-                vec![(t0, 1.0), (t0 + 600_000, 2.0), (t0 + 600_001, 3.0)],
-            )],
-            Durability::Applied,
-            limits,
-        )
-        .await
-        .unwrap();
-    assert_eq!((out.appended, out.rejected), (2, 1), "{out:?}");
-    assert_eq!(
-        out.first_rejection.unwrap().1,
-        Rejection::TooFarInFuture {
-            t: t0 + 600_001,
-            max_t: t0 + 600_000
-        }
-    );
-    // Without the limit the same sample is taken.
-    let out = db
-        .write(
-            vec![series(None, 0, vec![(t0 + 600_001, 3.0)])],
-            Durability::Applied,
-        )
-        .await
-        .unwrap();
-    assert_eq!(out.appended, 1);
 }

@@ -130,7 +130,7 @@ async fn ready(State(state): State<Arc<DistributorState>>) -> String {
 }
 
 async fn metrics_text(State(state): State<Arc<DistributorState>>) -> Response {
-    let mut body = crate::metrics::render(&state.server_metrics, None, true);
+    let mut body = crate::metrics::render(&state.server_metrics, None, None, true);
     state.metrics.render(&mut body);
     (
         [(

@@ -4,10 +4,10 @@
 //!
 //! The body is read as it arrives and parsed line by line on a blocking
 //! thread ([`text`]); samples go to storage in batches of at most
-//! [`BATCH_SAMPLES`], each checked as a remote-write request is: label
-//! limits and the reserved tenant label (`check_series`), the tenant's
-//! ingest rate and active-series limits, `limits.max_future`, the
-//! durability header. Memory stays bounded whatever the body's size: a line
+//! [`BATCH_SAMPLES`], each checked as a remote-write request is: the one
+//! validation step (`check_series`: label limits, the reserved tenant
+//! label, `limits.max_future`), the tenant's ingest rate and active-series
+//! limits, the durability header. Memory stays bounded whatever the body's size: a line
 //! being read, the batch being filled, one queued and one being written.
 //!
 //! As VictoriaMetrics' endpoint of the same path does, a line that does
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures::StreamExt;
@@ -183,14 +183,9 @@ async fn handle(
         Ok(d) => d,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
     };
-    let Some(storage) = state.storage() else {
-        let mut r = text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: recovery is in progress",
-        );
-        r.headers_mut()
-            .insert("retry-after", HeaderValue::from_static("1"));
-        return r;
+    let storage = match super::write::writer_of(state) {
+        Ok(w) => w,
+        Err(no) => return no.into_response(),
     };
     let limits = &state.config.limits;
     let options = Options {
@@ -203,7 +198,6 @@ async fn handle(
     };
     let write_limits = WriteLimits {
         max_active_series: state.tenants.limits(tenant).max_active_series,
-        max_future_ms: Some(i64::try_from(limits.max_future.as_millis()).unwrap_or(i64::MAX)),
     };
 
     let (chunk_tx, chunk_rx) = mpsc::channel(BODY_CHUNKS_QUEUED);
@@ -592,7 +586,7 @@ async fn pace(state: &AppState, tenant: &Tenant, n: usize) {
 /// import, if one did.
 async fn write_batches(
     state: &AppState,
-    storage: &Arc<strata_storage::Storage>,
+    storage: &Arc<strata_storage::Writer>,
     tenant: &Tenant,
     durability: Durability,
     write_limits: WriteLimits,
@@ -616,7 +610,7 @@ async fn write_batches(
             exemplars: 0,
             metadata: Vec::new(),
         };
-        check_series(&mut decoded, limits, tenant);
+        check_series(&mut decoded, limits, tenant, storage.now_ms());
         for r in &decoded.rejected {
             tally.rejected += r.samples as u64;
             tally.quote(r.to_string());

@@ -43,7 +43,8 @@ pub async fn ready(State(state): State<Arc<AppState>>) -> Response {
 
 pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let storage = state.storage().map(|s| s.as_ref());
-    let body = crate::metrics::render(&state.metrics, storage, storage.is_some());
+    let writer = state.writer().map(|w| w.as_ref());
+    let body = crate::metrics::render(&state.metrics, storage, writer, storage.is_some());
     (
         [(
             header::CONTENT_TYPE,

@@ -10,9 +10,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use strata_remote_write::{
-    decode_raw, negotiate, DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries, Version,
+    apply_limits, decode_raw, negotiate, DecodedWrite, RawLabels, RawSeries, SeriesLimits, Version,
 };
-use strata_storage::{Durability, IngestSeries, StorageError, WriteLimits, TENANT_LABEL};
+use strata_storage::{Durability, IngestSeries, StorageError, WriteLimits, Writer};
 
 use crate::config::LimitsConfig;
 use crate::state::AppState;
@@ -33,6 +33,35 @@ fn retry_after(status: StatusCode, secs: u64, msg: impl Into<String>) -> Respons
     r.headers_mut()
         .insert("retry-after", HeaderValue::from(secs));
     r
+}
+
+/// The writer a write goes to, or the answer when there is none: 503
+/// until recovery is done, 403 on a reader node.
+pub(crate) fn writer_of(state: &AppState) -> Result<&Arc<Writer>, NoWriter> {
+    match (state.writer(), state.storage()) {
+        (Some(w), _) => Ok(w),
+        (None, None) => Err(NoWriter::Recovering),
+        (None, Some(_)) => Err(NoWriter::ReadOnly),
+    }
+}
+
+/// Why a write has no writer to go to.
+pub(crate) enum NoWriter {
+    Recovering,
+    ReadOnly,
+}
+
+impl IntoResponse for NoWriter {
+    fn into_response(self) -> Response {
+        match self {
+            NoWriter::Recovering => retry_after(
+                StatusCode::SERVICE_UNAVAILABLE,
+                1,
+                "not ready: recovery is in progress",
+            ),
+            NoWriter::ReadOnly => storage_error(&StorageError::ReadOnly),
+        }
+    }
 }
 
 /// Maps a storage failure to the answer a remote-write client acts on.
@@ -113,69 +142,22 @@ pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabel
         .collect()
 }
 
-/// Moves series over a label limit, or with the reserved tenant label, to
-/// the rejected list; with a named tenant, labels the others with it.
+/// The write path's one validation step, after decoding: the
+/// configuration's limits applied by [`apply_limits`] (label limits, the
+/// reserved tenant label, future timestamps), and the tenant's label added.
 pub(crate) fn check_series(
     decoded: &mut DecodedWrite<RawSeries>,
     limits: &LimitsConfig,
     tenant: &Tenant,
+    now_ms: i64,
 ) {
-    let tenant_label = tenant.0.as_deref().and_then(|t| {
-        RawLabel::new(
-            Bytes::from_static(TENANT_LABEL.as_bytes()),
-            Bytes::from(t.to_owned()),
-        )
-    });
-    let mut kept = Vec::with_capacity(decoded.series.len());
-    for mut s in decoded.series.drain(..) {
-        let problem = if s.labels.0.len() > limits.max_labels_per_series {
-            Some(format!(
-                "{} labels, more than limits.max_labels_per_series ({})",
-                s.labels.0.len(),
-                limits.max_labels_per_series
-            ))
-        } else {
-            s.labels.0.iter().find_map(|l| {
-                if l.name().len() > limits.max_label_name_length {
-                    Some(format!(
-                        "label name {:?}… is {} bytes long, more than limits.max_label_name_length ({})",
-                        l.name().chars().take(64).collect::<String>(),
-                        l.name().len(),
-                        limits.max_label_name_length
-                    ))
-                } else if l.value().len() > limits.max_label_value_length {
-                    Some(format!(
-                        "value of label {:?} is {} bytes long, more than limits.max_label_value_length ({})",
-                        l.name(),
-                        l.value().len(),
-                        limits.max_label_value_length
-                    ))
-                } else if l.name() == TENANT_LABEL {
-                    Some(format!(
-                        "label name {TENANT_LABEL} is reserved; the X-Scope-OrgID header sets the tenant"
-                    ))
-                } else {
-                    None
-                }
-            })
-        };
-        if let Some(reason) = problem {
-            decoded.rejected.push(RejectedSeries {
-                labels: strata_storage::render_labels(&strata_codec::LabelPairs::to_labels(
-                    &s.labels,
-                )),
-                samples: s.samples.len(),
-                reason,
-            });
-            continue;
-        }
-        if let Some(t) = &tenant_label {
-            let at = s.labels.0.partition_point(|l| l.name() < TENANT_LABEL);
-            s.labels.0.insert(at, t.clone());
-        }
-        kept.push(s);
-    }
-    decoded.series = kept;
+    let limits = SeriesLimits {
+        max_labels_per_series: limits.max_labels_per_series,
+        max_label_name_length: limits.max_label_name_length,
+        max_label_value_length: limits.max_label_value_length,
+        max_future_ms: Some(i64::try_from(limits.max_future.as_millis()).unwrap_or(i64::MAX)),
+    };
+    apply_limits(decoded, &limits, tenant.0.as_deref(), now_ms);
 }
 
 async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[u8]) -> Response {
@@ -202,12 +184,9 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
             )
         }
     };
-    let Some(storage) = state.storage() else {
-        return retry_after(
-            StatusCode::SERVICE_UNAVAILABLE,
-            1,
-            "not ready: recovery is in progress",
-        );
+    let storage = match writer_of(state) {
+        Ok(w) => w,
+        Err(no) => return no.into_response(),
     };
     let mut decoded = match decode_raw(version, encoding, body, &state.decode_limits) {
         Ok(d) => d,
@@ -249,7 +228,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
             ),
         );
     }
-    check_series(&mut decoded, limits, tenant);
+    check_series(&mut decoded, limits, tenant, storage.now_ms());
     if !decoded.metadata.is_empty() {
         let entries = metadata_entries(std::mem::take(&mut decoded.metadata));
         if let Err(e) = storage
@@ -265,7 +244,6 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
     let series = ingest_series(decoded.series);
     let write_limits = WriteLimits {
         max_active_series: state.tenants.limits(tenant).max_active_series,
-        max_future_ms: Some(i64::try_from(limits.max_future.as_millis()).unwrap_or(i64::MAX)),
     };
     let outcome = match storage.write_with(series, durability, write_limits).await {
         Ok(o) => o,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use strata_remote_write::Encoding;
 use strata_storage::stats::LATENCY_BOUNDS;
-use strata_storage::{Histogram, Storage};
+use strata_storage::{Histogram, Storage, Writer};
 
 /// One latency histogram per (handler, status).
 type RequestHistograms = Vec<((&'static str, u16), std::sync::Arc<Histogram>)>;
@@ -115,7 +115,14 @@ fn build_info(out: &mut String) {
 }
 
 /// Renders every metric in the Prometheus text format (0.0.4).
-pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> String {
+/// `writer` is set on a writer only; `storage` is its database's (or a
+/// reader node's first) read handle.
+pub fn render(
+    m: &ServerMetrics,
+    storage: Option<&Storage>,
+    writer: Option<&Writer>,
+    ready: bool,
+) -> String {
     let mut out = String::with_capacity(8192);
     process::render(&mut out);
     build_info(&mut out);
@@ -330,7 +337,7 @@ pub fn render(m: &ServerMetrics, storage: Option<&Storage>, ready: bool) -> Stri
         &mut out,
         "strata_coordinator_queue_depth",
         "Write requests waiting for the coordinator.",
-        s.queue_depth() as f64,
+        writer.map_or(0, |w| w.queue_depth()) as f64,
     );
     gauge(
         &mut out,

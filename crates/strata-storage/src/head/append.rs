@@ -17,8 +17,6 @@ pub enum Rejection {
     /// Out of order or in a sealed bucket, and older than the window
     /// allows (`storage.out_of_order_window`, at most the retention).
     OutsideWindow { t: i64, min_t: i64 },
-    /// Further in the future than the limit allows.
-    TooFarInFuture { t: i64, max_t: i64 },
     /// A new (or inactive) series while its tenant has this many active
     /// series.
     ActiveSeriesLimit { limit: usize },
@@ -42,10 +40,6 @@ impl fmt::Display for Rejection {
             Self::OutsideWindow { t, min_t } => write!(
                 f,
                 "sample too old: timestamp {t} is out of order or in a sealed bucket, and before {min_t} (now minus storage.out_of_order_window, at most the retention)"
-            ),
-            Self::TooFarInFuture { t, max_t } => write!(
-                f,
-                "sample too far in the future: timestamp {t} is after {max_t} (now plus limits.max_future)"
             ),
             Self::ActiveSeriesLimit { limit } => write!(
                 f,

@@ -77,7 +77,7 @@ fn as_str(b: &[u8]) -> &str {
 }
 
 fn put_len(buf: &mut Vec<u8>, n: usize) {
-    crate::values::put_uvarint(buf, n as u64);
+    strata_codec::varint::put_uvarint(buf, n as u64);
 }
 
 /// Reads a buffer `SeriesLabels::new` wrote; cannot run past it.

@@ -31,10 +31,7 @@ pub use read::HeadRead;
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
 
-/// The label that tells tenants apart. The server adds it to every series
-/// of a named tenant and selects on it for every query of that tenant; the
-/// default tenant's series do not have it. Clients may not send it.
-pub const TENANT_LABEL: &str = "__tenant__";
+pub use strata_codec::labels::TENANT_LABEL;
 
 /// The tenant a label set belongs to: its [`TENANT_LABEL`] value, or `""`
 /// (the default tenant) without one.
@@ -147,7 +144,8 @@ impl MemSeries {
             i64::MAX,
         );
         if spilled.is_empty() && !late.0.is_empty() {
-            let (t, v) = crate::merge::merge_newer((std::mem::take(ts), std::mem::take(vs)), late);
+            let (t, v) =
+                strata_codec::merge::merge_newer((std::mem::take(ts), std::mem::take(vs)), late);
             *ts = t;
             *vs = v;
             return Ok(Some(SealSamples {

@@ -1,8 +1,20 @@
 use std::io::Write as _;
 
-use strata_codec::LabelPairs;
-
 use super::*;
+
+/// A series as `name{k="v", ...}`, short for the expectations below.
+fn show(labels: &impl strata_codec::LabelPairs) -> String {
+    let mut name = "";
+    let mut rest = Vec::new();
+    for (n, v) in labels.pairs() {
+        if n == "__name__" {
+            name = v;
+        } else {
+            rest.push(format!("{n}={v:?}"));
+        }
+    }
+    format!("{name}{{{}}}", rest.join(", "))
+}
 
 fn options() -> Options {
     Options {
@@ -33,12 +45,7 @@ fn parse_all(body: &[u8], options: &Options) -> (Batches, ParseEnd) {
         batches.push(
             b.series
                 .into_iter()
-                .map(|s| {
-                    (
-                        strata_storage::render_labels(&s.labels.to_labels()),
-                        s.samples,
-                    )
-                })
+                .map(|s| (show(&s.labels), s.samples))
                 .collect(),
         );
     }

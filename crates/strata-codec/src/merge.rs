@@ -1,12 +1,13 @@
 //! Merging sorted sample runs of one series, the one merge every path
 //! uses: a head read with spilled segments, a sealed bucket with late
-//! segments, a late segment with the chunk it is folded into.
+//! segments, a late segment with the chunk it is folded into, a series
+//! read from several shards.
 
 /// Two ascending sample runs merged into one; where both hold a
 /// timestamp, `newer`'s sample is kept (a later write wins). Runs that do
 /// not overlap are concatenated; overlapping ones are merged run by run,
 /// each run found by binary search, not sample by sample.
-pub(crate) fn merge_newer(
+pub fn merge_newer(
     older: (Vec<i64>, Vec<f64>),
     newer: (Vec<i64>, Vec<f64>),
 ) -> (Vec<i64>, Vec<f64>) {
@@ -69,7 +70,7 @@ fn take_run(side: &mut (&[i64], &[f64]), run: usize, ts: &mut Vec<i64>, vs: &mut
 /// Merges `newer` into the end of `ts`/`vs` in place: only the samples
 /// from `newer`'s first timestamp on are moved, so merging a bucket's late
 /// samples into a series read over many buckets costs that bucket only.
-pub(crate) fn merge_into(ts: &mut Vec<i64>, vs: &mut Vec<f64>, newer: (Vec<i64>, Vec<f64>)) {
+pub fn merge_into(ts: &mut Vec<i64>, vs: &mut Vec<f64>, newer: (Vec<i64>, Vec<f64>)) {
     let Some(&first) = newer.0.first() else {
         return;
     };

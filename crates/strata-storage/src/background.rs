@@ -1,0 +1,147 @@
+//! Work a database does beside requests, each on a thread of low priority:
+//! the head freezer (and, on a writer, the spill pass), the writer's late
+//! pass, and the runtime SlateDB's compactions run on.
+
+use std::sync::Arc;
+
+use crate::shared::Shared;
+use crate::{head, late, spill, Storage};
+
+/// How often the head's chunk tails are looked at for freezing and
+/// spilling.
+const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Starts the background pass that freezes long head-chunk tails into the
+/// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
+/// long frozen runs to the store (see `spill`), on a thread of low
+/// priority, until the storage is dropped.
+pub(crate) fn start_freezer(inner: &Arc<Shared>, replayed: bool) {
+    let weak = Arc::downgrade(inner);
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    let started = std::thread::Builder::new()
+        .name("strata-freezer".into())
+        .spawn(move || {
+            lower_priority();
+            // After a replay the first pass runs at once: a head just
+            // replayed from the log is all Gorilla chunks.
+            if !replayed {
+                std::thread::sleep(FREEZE_INTERVAL);
+            }
+            loop {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
+                tracing::debug!(frozen, "froze head chunk tails");
+                if let Some(runtime) = &runtime {
+                    match spill::spill_pass(&inner, runtime) {
+                        Ok(pass) if pass.segments > 0 => tracing::debug!(
+                            segments = pass.segments,
+                            bytes = pass.bytes,
+                            "spilled head segments"
+                        ),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(
+                            error = %e,
+                            "cannot spill head segments; they stay in memory"
+                        ),
+                    }
+                }
+                drop(inner);
+                std::thread::sleep(FREEZE_INTERVAL);
+            }
+        });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start the head freezer; the head stays in Gorilla chunks");
+    }
+}
+
+/// Starts the writer's late pass: writes the head's late samples (of sealed
+/// buckets) to the store every [`late::LATE_INTERVAL`] while it holds any,
+/// at once when it holds many, and folds quiet buckets' late segments into
+/// their chunks every [`late::FOLD_INTERVAL`]; on a thread of low
+/// priority, until the storage is dropped.
+pub(crate) fn start_late_pass(inner: &Arc<Shared>) {
+    if inner.backend.writer().is_none() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(inner);
+    let state = Arc::clone(&inner.late);
+    let started = std::thread::Builder::new()
+        .name("strata-late".into())
+        .spawn(move || {
+            lower_priority();
+            let mut last_fold = std::time::Instant::now();
+            loop {
+                state.wait(late::LATE_INTERVAL);
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let Some(db) = inner.backend.writer() else {
+                    return;
+                };
+                if inner.head.extra_samples() > 0 {
+                    if let Err(e) = runtime.block_on(late::flush(&inner, db)) {
+                        tracing::warn!(error = %e, "cannot write late samples; they stay in memory");
+                    }
+                }
+                if last_fold.elapsed() >= late::FOLD_INTERVAL {
+                    last_fold = std::time::Instant::now();
+                    let view = Storage::view(Arc::clone(&inner));
+                    if let Err(e) = runtime.block_on(late::fold(&view, false)) {
+                        tracing::warn!(error = %e, "cannot fold late segments; will retry");
+                    }
+                }
+            }
+        });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start the late pass; late samples stay in memory until a seal");
+    }
+}
+
+/// The runtime SlateDB's compactions run on: one thread at the sealer's
+/// lower priority, shared by every database the process opens. On the
+/// request runtime a compaction's merge held a worker for as long as each
+/// step ran, and requests queued behind it (the coordinator's included)
+/// waited; at a lower priority it takes the CPU ingest leaves.
+pub(crate) fn compaction_runtime() -> Option<tokio::runtime::Handle> {
+    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("strata-compactor")
+                .on_thread_start(lower_priority)
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "no runtime of its own for compaction; it shares the request runtime");
+                })
+                .ok()
+        })
+        .as_ref()
+        .map(|r| r.handle().clone())
+}
+
+/// Nice value of background threads: ingest and queries go first when CPU
+/// is short.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority (Linux: a thread's nice
+/// value is its own). Best effort: sealing works at any priority.
+#[allow(unsafe_code)]
+pub(crate) fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority take no pointers and only affect the
+    // calling thread's scheduling.
+    unsafe {
+        let tid = libc::gettid();
+        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE) != 0 {
+            tracing::debug!("could not lower a background thread's priority");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! How Strata configures SlateDB: a writer's settings (flush interval,
+//! compression, compaction, garbage collection) and the last collection a
+//! cleanly closed writer runs.
+
+use std::sync::Arc;
+
+use crate::settings::StorageSettings;
+
+/// A writer's database, for one last garbage collection after it closes.
+pub(crate) struct GarbageTarget {
+    pub(crate) path: String,
+    pub(crate) store: Arc<dyn object_store::ObjectStore>,
+    pub(crate) local_folder: bool,
+}
+
+impl GarbageTarget {
+    /// Deletes what a cleanly closed writer leaves for SlateDB's collector:
+    /// WAL files its final flush put into tables, and tables compactions
+    /// replaced. The background collector keeps them at least five minutes
+    /// (a reader node may still be reading one; such a read fails and is
+    /// retried at its next poll), so without this a stopped writer leaves
+    /// its last minutes of WAL beside the tables holding the same data.
+    /// Files the manifest still refers to are never deleted.
+    pub(crate) async fn collect_now(&self) {
+        use slatedb::config::{GarbageCollectorDirectoryOptions, GarbageCollectorOptions};
+        let now = Some(GarbageCollectorDirectoryOptions {
+            interval: None,
+            min_age: std::time::Duration::ZERO,
+            dry_run: false,
+        });
+        let gc = slatedb::GarbageCollectorBuilder::new(self.path.clone(), Arc::clone(&self.store))
+            .with_options(GarbageCollectorOptions {
+                manifest_options: None,
+                wal_options: now,
+                wal_fence_options: None,
+                compacted_options: now,
+                compactions_options: None,
+                boundary_files_enabled: !self.local_folder,
+                ..GarbageCollectorOptions::default()
+            })
+            .build();
+        gc.run_gc_once().await;
+    }
+}
+
+/// Whether `store` is a local folder, seen through any wrappers (each names
+/// the store it wraps).
+pub(crate) fn is_local_folder(store: &dyn object_store::ObjectStore) -> bool {
+    store.to_string().contains("LocalFileSystem(")
+}
+
+/// SlateDB's settings for a writer with these storage settings, on a local
+/// folder or not.
+pub(crate) fn slatedb_settings(
+    settings: &StorageSettings,
+    local_folder: bool,
+) -> slatedb::Settings {
+    use slatedb::config::{
+        CompactionWorkerOptions, CompactorOptions, GarbageCollectorDirectoryOptions,
+        GarbageCollectorOptions,
+    };
+    let codec = settings.compression.codec();
+    // The embedded compaction worker must write tables as the writer does.
+    let compactor = CompactorOptions {
+        worker: Some(CompactionWorkerOptions {
+            compression_codec: codec,
+            ..CompactionWorkerOptions::default()
+        }),
+        ..CompactorOptions::default()
+    };
+    // Collect obsolete WAL files and compacted tables every minute rather
+    // than every ten, so disk use follows the data; files stay at least the
+    // default five minutes for reader nodes still using them.
+    let every_minute = Some(GarbageCollectorDirectoryOptions {
+        interval: Some(std::time::Duration::from_secs(60)),
+        ..GarbageCollectorDirectoryOptions::default()
+    });
+    let gc = GarbageCollectorOptions {
+        wal_options: every_minute,
+        compacted_options: every_minute,
+        // A local folder cannot overwrite a file conditionally, which the
+        // boundary files of manifest and compaction-state collection need;
+        // with them, that collection fails with an error every time.
+        boundary_files_enabled: !local_folder,
+        ..GarbageCollectorOptions::default()
+    };
+    slatedb::Settings {
+        flush_interval: Some(settings.flush_interval),
+        compression_codec: codec,
+        compactor_options: Some(compactor),
+        garbage_collector_options: Some(gc),
+        ..slatedb::Settings::default()
+    }
+}
