@@ -3,6 +3,8 @@
 //! else "unknown", so a source tarball or a Docker context without `.git`
 //! builds too), the build date (`SOURCE_DATE_EPOCH` when set, for
 //! reproducible builds) and the compiler's version.
+// A build stamps the wall-clock time it ran, unless SOURCE_DATE_EPOCH says.
+#![allow(clippy::disallowed_methods)]
 
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};

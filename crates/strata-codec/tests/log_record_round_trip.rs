@@ -1,7 +1,7 @@
 //! Every log record survives an encode/decode round trip, values bit for
 //! bit.
-
-#![allow(clippy::unwrap_used)]
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod support;
 

@@ -1,8 +1,8 @@
 //! Damaged sealed chunks never panic: truncation is always an error, a
 //! flipped bit either errors or decodes to well-formed samples, and a huge
 //! sample count is refused before anything is allocated.
-
-#![allow(clippy::unwrap_used)]
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod support;
 

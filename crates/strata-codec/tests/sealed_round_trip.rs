@@ -1,7 +1,7 @@
 //! Sealed chunks round-trip every sample bit for bit, whatever the
 //! timestamps and values, and range decoding matches a filter.
-
-#![allow(clippy::unwrap_used)]
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! Runs PromQL scripts in Prometheus' promqltest format (`load`, `clear`,
 //! `eval instant at`, `eval range from .. to .. step ..`, `eval_fail`,
 //! `eval_ordered`) from `tests/testdata/*.test` against a `MemSource`.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::Path;
 use std::sync::Arc;

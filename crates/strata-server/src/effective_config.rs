@@ -62,7 +62,7 @@ impl Effective {
                 .or_insert_with(|| toml::Value::Table(toml::Table::new()))
             {
                 toml::Value::Table(t) => t,
-                _ => return Err(path[..=i].join(".")),
+                _ => return Err(sections.get(..=i).unwrap_or(sections).join(".")),
             };
         }
         table.insert((*name).to_owned(), value);

@@ -33,8 +33,11 @@ pub struct AppState {
     /// The start-up check's view of the object store, before the storage
     /// is open.
     pub startup_store: StoreHealth,
-    /// When the server started (and read its configuration).
-    pub started: std::time::SystemTime,
+    /// The clock the server reads the time from.
+    pub clock: Arc<dyn strata_codec::clock::Clock>,
+    /// When the server started (and read its configuration), in ms since
+    /// the epoch.
+    pub started_ms: i64,
 }
 
 impl AppState {
@@ -57,7 +60,8 @@ impl AppState {
             metrics: ServerMetrics::default(),
             config,
             startup_store: StoreHealth::default(),
-            started: std::time::SystemTime::now(),
+            clock: Arc::new(strata_codec::clock::SystemClock),
+            started_ms: strata_codec::clock::Clock::now_ms(&strata_codec::clock::SystemClock),
         })
     }
 

@@ -3,6 +3,8 @@
 //! `format_query` against Prometheus' own pretty-printer, GET queries as
 //! long as Prometheus takes, and multipart form bodies. Against the real
 //! binary, behind credentials and a required tenant.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

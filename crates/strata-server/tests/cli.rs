@@ -3,6 +3,8 @@
 //! forms, logs without colour codes when not on a terminal, `strata
 //! config` with sources and secrets redacted, and `--help` defaults that
 //! match the built-in configuration.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! accepts: every documented key, given through its documented variable
 //! with its documented default, loads; every key the binary has by
 //! default is documented with that default.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 

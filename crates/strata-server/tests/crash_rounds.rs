@@ -15,6 +15,12 @@
 //!
 //! `STRATA_CRASH_ROUNDS` sets the number of kills (3); `STRATA_CRASH_SEED`
 //! repeats a run's kill moments.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -5,6 +5,12 @@
 //! restart; a restart then serves every acknowledged sample once. Queries
 //! of sealed data under read faults answer 503 with Prometheus' error
 //! envelope or the right data, and answer again after healing.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

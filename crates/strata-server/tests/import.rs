@@ -10,6 +10,8 @@
 //! they look in `$STRATA_PROMETHEUS3_BIN_DIR`, else in
 //! `~/.cache/strata-test-bin/prometheus-3.16.0`, where `.ci/run` builds
 //! them, and fail (never skip) without them.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

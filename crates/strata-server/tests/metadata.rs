@@ -2,6 +2,8 @@
 //! metadata are kept per tenant, survive a restart, and are served by
 //! `/api/v1/metadata` with Prometheus' `metric`, `limit` and
 //! `limit_per_metric` parameters.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

@@ -3,6 +3,12 @@
 //! Prometheus holds, across a graceful restart, and catch up on what
 //! Prometheus retried while it was down; and `/api/v1/metadata` must answer
 //! what Prometheus' own does, from the metadata it sent.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -11,6 +11,12 @@
 //! With `PROMQL_DIFF_HOLD=<seconds>` the test keeps both servers up that
 //! long after writing (ports on stderr, run with `--nocapture`), to explore
 //! a difference by hand.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -3,6 +3,12 @@
 //! the writer's live log, that they answer as the writer does, that a
 //! restarted reader reuses its disk cache, and what an object-store outage
 //! does to all of them.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

@@ -6,6 +6,8 @@
 //! them as late samples. Prometheus must fail none of them, and Strata must
 //! hold exactly Prometheus' raw samples over the whole run, before and
 //! after another restart.
+// Real processes run in real time: the wall clock and sleeps are the point.
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

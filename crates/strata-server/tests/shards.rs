@@ -2,6 +2,8 @@
 //! series written through the distributor spread over both shards, the
 //! reader answers every series once with its samples, and a stopped shard
 //! fails only the writes that carry its series, until it returns.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

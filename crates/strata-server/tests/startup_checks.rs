@@ -3,6 +3,8 @@
 //! a real S3-compatible server (moto): a missing bucket, an `http://`
 //! endpoint without `allow_http`. `AWS_ALLOW_HTTP` is honoured, and a
 //! good store starts, leaving no probe object behind.
+// Real processes run in real time: the wall clock and sleeps are the point.
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

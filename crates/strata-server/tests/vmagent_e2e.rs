@@ -5,6 +5,12 @@
 //! `mode`). Strata must refuse nothing, the current vmagent must keep
 //! sending zstd to it, and Strata must hold exactly the raw samples
 //! VictoriaMetrics holds for each sender.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

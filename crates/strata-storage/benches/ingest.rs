@@ -13,6 +13,8 @@
 //! averages (two decimals) and 5 full-precision gauges. Scrapes are on
 //! schedule (each host at its own offset in the 10 s interval), as
 //! Prometheus writes them after its 2 ms timestamp alignment.
+// Bench code may unwrap and index: a panic is a failed run.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::Path;
 use std::sync::Arc;

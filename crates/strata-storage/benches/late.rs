@@ -6,6 +6,8 @@
 //! over late segments before and after the fold.
 //!
 //! `cargo bench -p strata-storage --bench late` (release build).
+// Bench code may unwrap and index: a panic is a failed run.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 #[path = "../tests/support/shuffle.rs"]
 mod shuffle;

@@ -15,7 +15,11 @@ const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 /// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
 /// long frozen runs to the store (see `spill`), on a thread of low
 /// priority, until the storage is dropped.
-pub(crate) fn start_freezer(inner: &Arc<Shared>, replayed: bool) {
+pub(crate) fn start_freezer(
+    inner: &Arc<Shared>,
+    replayed: bool,
+    stopped: std::sync::mpsc::Receiver<()>,
+) {
     let weak = Arc::downgrade(inner);
     let runtime = tokio::runtime::Handle::try_current().ok();
     let started = std::thread::Builder::new()
@@ -24,8 +28,8 @@ pub(crate) fn start_freezer(inner: &Arc<Shared>, replayed: bool) {
             lower_priority();
             // After a replay the first pass runs at once: a head just
             // replayed from the log is all Gorilla chunks.
-            if !replayed {
-                std::thread::sleep(FREEZE_INTERVAL);
+            if !replayed && !wait(&stopped, FREEZE_INTERVAL) {
+                return;
             }
             loop {
                 let Some(inner) = weak.upgrade() else {
@@ -48,12 +52,23 @@ pub(crate) fn start_freezer(inner: &Arc<Shared>, replayed: bool) {
                     }
                 }
                 drop(inner);
-                std::thread::sleep(FREEZE_INTERVAL);
+                if !wait(&stopped, FREEZE_INTERVAL) {
+                    return;
+                }
             }
         });
     if let Err(e) = started {
         tracing::warn!(error = %e, "cannot start the head freezer; the head stays in Gorilla chunks");
     }
+}
+
+/// Waits `interval` on `stopped`: false once its sender (held by the
+/// shared state) is gone, so a closed database's thread ends at once.
+fn wait(stopped: &std::sync::mpsc::Receiver<()>, interval: std::time::Duration) -> bool {
+    !matches!(
+        stopped.recv_timeout(interval),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+    )
 }
 
 /// Starts the writer's late pass: writes the head's late samples (of sealed

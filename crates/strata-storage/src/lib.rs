@@ -8,14 +8,13 @@
 //!  sealer (bucket end + grace): head bucket ─▶ `C` chunks + `I` postings + `M`
 //!  open: `M` checkpoint ─▶ load `S` ─▶ replay `L` after the checkpoint
 //! ```
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 mod backend;
 mod background;
 mod cache;
-pub mod clock;
 mod coordinator;
 pub mod error;
+#[cfg(any(test, feature = "test-util"))]
 pub mod faults;
 mod follower_store;
 pub mod head;
@@ -44,9 +43,9 @@ mod writer;
 use strata_codec::Label;
 
 pub use cache::CacheUsage;
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use coordinator::{ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
+#[cfg(any(test, feature = "test-util"))]
 pub use faults::{Fault, Faults, FaultyStore, Op, When};
 pub use head::{tenant_of, Rejection, TENANT_LABEL};
 pub use instrumented::{InstrumentedStore, ObjectStoreCounters, ObjectStoreStats};
@@ -58,6 +57,7 @@ pub use settings::{Compression, ReaderSettings, StorageSettings};
 pub use spill::SpillPass;
 pub use stats::{Histogram, StorageStats};
 pub use storage::Storage;
+pub use strata_codec::clock::{self, Clock, ManualClock, SystemClock};
 pub use strata_codec::Series;
 pub use writer::Writer;
 

@@ -82,6 +82,7 @@ impl Opening {
             replay_from,
         } = recovery::recover(&backend, &self.settings).await?;
         let now = self.clock.now_ms();
+        let (freezer_stop, freezer_stopped) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared {
             backend,
             slatedb_metrics: self.metrics,
@@ -95,9 +96,10 @@ impl Opening {
             spill_lock: tokio::sync::Mutex::new(()),
             late: Arc::new(late::LateState::new(now)),
             metadata: metadata::MetadataCache::default(),
+            _freezer_stop: freezer_stop,
         });
         stats::add(&shared.stats.samples_replayed, samples_replayed);
-        start_freezer(&shared, samples_replayed > 0);
+        start_freezer(&shared, samples_replayed > 0, freezer_stopped);
         Ok((
             shared,
             Resume {

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) late: Arc<late::LateState>,
     /// Metric metadata a writer has stored.
     pub(crate) metadata: metadata::MetadataCache,
+    /// Dropped with this state, which ends the freezer's wait at once.
+    pub(crate) _freezer_stop: std::sync::mpsc::Sender<()>,
 }
 
 impl Shared {

@@ -1,5 +1,7 @@
 //! A cleanly closed writer leaves no WAL files beside the tables holding
 //! the same data, and everything reads back after reopening.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -6,6 +6,8 @@
 //! every acknowledged request to an ack file; the parent kills it at a random
 //! moment, reopens the store and compares what it finds with what was sent
 //! and acknowledged. `STRATA_CRASH_ROUNDS` sets the number of kills (3).
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -184,11 +186,8 @@ fn read_acks(dir: &Path) -> AckLog {
 
 /// A pseudo-random number from the clock, for the kill moment.
 fn jitter_ms(round: u32, range: u64) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let mut x = u64::from(nanos) ^ (u64::from(round) << 32);
+    let seed = strata_storage::SystemClock.now_ms() as u64;
+    let mut x = seed ^ (u64::from(round) << 32);
     x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (x >> 17) % range
 }

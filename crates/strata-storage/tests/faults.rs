@@ -12,6 +12,8 @@
 //! - queries over sealed data fail as `Unavailable` within `read_timeout`
 //!   or answer the right data, never wrong data; head data is served from
 //!   memory; after healing, queries answer again.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

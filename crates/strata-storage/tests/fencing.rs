@@ -1,6 +1,8 @@
 //! Two writers on one path: the newer one fences the older, whose writes
 //! then fail with `StorageError::Fenced`, and everything acknowledged as
 //! Durable before that is readable from the newer one.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

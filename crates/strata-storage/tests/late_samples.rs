@@ -4,6 +4,8 @@
 //! restart; re-sending is idempotent, another value at a stored timestamp
 //! is refused by name; out-of-order samples in an open bucket are kept and
 //! sealed in order.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 #[path = "support/shuffle.rs"]
 mod shuffle;

@@ -1,5 +1,7 @@
 //! A reader node on the writer's path sees acknowledged samples within a
 //! second, follows seals, and refuses writes.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,4 +1,6 @@
 //! Samples survive sealing and reopening, and read back bit for bit.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::time::Duration;

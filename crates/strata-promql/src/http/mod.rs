@@ -22,6 +22,8 @@ use self::params::{
 };
 use crate::engine::{parse_query, too_many_points_message};
 use crate::error::QueryError;
+use strata_codec::clock::Clock as _;
+
 use crate::plan::matcher_sets;
 use crate::{Engine, QueryGate, QueryLimits, Queryable};
 
@@ -160,7 +162,7 @@ fn invalid_param(name: &str, e: impl std::fmt::Display) -> QueryError {
 }
 
 fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    strata_codec::clock::SystemClock.now_ms()
 }
 
 async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {

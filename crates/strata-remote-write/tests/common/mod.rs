@@ -1,5 +1,5 @@
 //! Request builders shared by the scenario tests.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(dead_code)]
 
 use strata_codec::Label;

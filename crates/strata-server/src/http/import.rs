@@ -25,14 +25,12 @@
 //! every imported series (replacing the line's own label of that name).
 //! `Content-Encoding: gzip` bodies are decompressed as they stream.
 
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
-
 mod text;
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
@@ -385,9 +383,7 @@ fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Re
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    strata_codec::clock::Clock::now_ms(&strata_codec::clock::SystemClock)
 }
 
 /// Sorts a line's labels after applying the extra labels; refuses

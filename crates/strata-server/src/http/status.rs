@@ -4,7 +4,7 @@
 //! do) so that Grafana's pages for them load.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, UNIX_EPOCH};
 
 use axum::extract::State;
 use axum::response::Response;
@@ -61,12 +61,12 @@ async fn flags(State(state): State<Arc<AppState>>) -> Response {
 /// threads and live tasks.
 async fn runtimeinfo(State(state): State<Arc<AppState>>) -> Response {
     let runtime = tokio::runtime::Handle::current().metrics();
-    let started = rfc3339(state.started);
+    let started = rfc3339(state.started_ms);
     answer(json!({
         "startTime": started,
         "CWD": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         "hostname": crate::config::hostname().unwrap_or_default(),
-        "serverTime": rfc3339(SystemTime::now()),
+        "serverTime": rfc3339(state.clock.now_ms()),
         "reloadConfigSuccess": true,
         "lastConfigTime": started,
         "storageRetention": prometheus_duration(state.config.storage.retention),
@@ -75,7 +75,8 @@ async fn runtimeinfo(State(state): State<Arc<AppState>>) -> Response {
     }))
 }
 
-fn rfc3339(t: SystemTime) -> String {
+fn rfc3339(ms: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_nanos(t).to_string()
 }
 

@@ -127,10 +127,8 @@ mod linux {
             assert!(value("process_open_fds") >= 3.0);
             assert!(value("process_max_fds") >= value("process_open_fds"));
             assert!(value("process_cpu_seconds_total") >= 0.0);
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs_f64();
+            use strata_codec::clock::Clock as _;
+            let now = strata_codec::clock::SystemClock.now_ms() as f64 / 1e3;
             let start = value("process_start_time_seconds");
             assert!(
                 start <= now + 1.0 && start > now - 86_400.0,

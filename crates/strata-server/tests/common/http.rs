@@ -1,5 +1,6 @@
 //! A minimal blocking HTTP/1.1 client: one request per connection, so
 //! tests need no HTTP client of their own and work from any thread.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,5 +1,10 @@
 //! An in-process `strata` server on a temporary folder, and remote-write
 //! and query helpers for HTTP-level tests.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //!
 //! Each test binary compiles this module on its own and uses part of it,
 //! hence the allowances for what a given test leaves unused.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, clippy::disallowed_methods)]
 
 mod http;
 pub mod inproc;

@@ -1,5 +1,10 @@
 //! Child processes on free ports: killed on drop, logs in files printed
 //! when the test fails.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
 //! Differential PromQL checks: remote-writing the same series to two
 //! servers, running the same query API call on both, and comparing the
 //! answers value by value.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 

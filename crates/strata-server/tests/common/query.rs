@@ -1,4 +1,9 @@
 //! The Prometheus query API as tests compare it: raw samples per series.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 use std::collections::BTreeMap;
 

@@ -2,6 +2,7 @@
 //! PyPI) on a free port, and a TCP proxy in front of it that a test can
 //! pause to make an object-store outage without losing moto's in-memory
 //! data.
+#![allow(clippy::disallowed_methods)]
 
 use std::fs::File;
 use std::net::SocketAddr;

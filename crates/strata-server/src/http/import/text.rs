@@ -31,8 +31,6 @@
 //!   Staleness markers cannot be written in these formats: a dump shows
 //!   them as `NaN`, which is read as an ordinary NaN.
 
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
-
 /// Timestamps of smaller magnitude are seconds, larger ones milliseconds.
 const SECONDS_BELOW: u64 = 1 << 31;
 
