@@ -4,12 +4,12 @@
 //! the whole query.
 
 use promql_parser::label::MatchOp as ParserMatchOp;
-use promql_parser::parser::token::{T_LIMITK, T_LIMIT_RATIO};
 use promql_parser::parser::{AtModifier, Expr, SubqueryExpr, VectorSelector};
 use strata_codec::{MatchOp, Matcher};
 
 use crate::engine::{QueryLimits, DEFAULT_SUBQUERY_STEP_MS};
 use crate::error::QueryError;
+use crate::eval::aggregate::AggOp;
 use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms};
 
 /// One selector's read: its node key, one matcher list per `or` branch, and
@@ -69,15 +69,7 @@ pub(crate) fn is_supported_function(name: &str) -> bool {
 pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
     match expr {
         Expr::Aggregate(a) => {
-            let op = a.op.id();
-            if op == T_LIMITK || op == T_LIMIT_RATIO {
-                let name = if op == T_LIMITK {
-                    "limitk"
-                } else {
-                    "limit_ratio"
-                };
-                return Err(QueryError::unsupported(format!("aggregation {name}")));
-            }
+            AggOp::of(a)?;
             if let Some(p) = &a.param {
                 check_supported(p)?;
             }
