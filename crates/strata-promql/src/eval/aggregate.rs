@@ -522,3 +522,6 @@ fn next_value(ts: i64, points: &[Point], cursor: &mut usize) -> Option<f64> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests;
