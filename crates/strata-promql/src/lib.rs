@@ -24,6 +24,8 @@
 //! # });
 //! ```
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 pub mod engine;
 pub mod error;
 pub(crate) mod eval;

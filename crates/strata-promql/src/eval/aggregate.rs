@@ -349,8 +349,10 @@ impl Evaluator<'_> {
                 .map(|_| Vec::with_capacity(rows.len()))
                 .collect();
             for (row, n) in rows.iter_mut().zip(per_group) {
-                let t = (0..threads).min_by_key(|&t| load[t]).unwrap_or(0);
-                load[t] += n;
+                let Some((t, least)) = load.iter_mut().enumerate().min_by_key(|(_, l)| **l) else {
+                    continue;
+                };
+                *least += n;
                 for (i, part) in parts.iter_mut().enumerate() {
                     part.push(if i == t { row.take() } else { None });
                 }
@@ -403,11 +405,11 @@ impl Evaluator<'_> {
         self.range_eval(&[a.expr.as_ref()], &mut |v, _| {
             let mut index: HashMap<Labels, usize> = HashMap::new();
             let mut out: Vec<Sample> = Vec::new();
-            for s in &v[0] {
+            for s in v.first().into_iter().flatten() {
                 let metric = set_label(&s.labels, &label, &format_go_float(s.v));
                 let key = grouping.group_labels(&metric);
-                match index.get(&key) {
-                    Some(&i) => out[i].v += 1.0,
+                match index.get(&key).and_then(|&i| out.get_mut(i)) {
+                    Some(counted) => counted.v += 1.0,
                     None => {
                         index.insert(key.clone(), out.len());
                         out.push(Sample {

@@ -98,10 +98,12 @@ fn histogram_quantile(q: f64, v: &[Sample]) -> Vector {
             ));
             out.len() - 1
         });
-        out[i].1.push(Bucket {
-            upper_bound,
-            count: s.v,
-        });
+        if let Some((_, buckets)) = out.get_mut(i) {
+            buckets.push(Bucket {
+                upper_bound,
+                count: s.v,
+            });
+        }
     }
     out.into_iter()
         .filter(|(_, b)| !b.is_empty())
