@@ -24,8 +24,6 @@
 //! # });
 //! ```
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
-
 pub mod engine;
 pub mod error;
 pub(crate) mod eval;

@@ -4,13 +4,14 @@
 //! the whole query.
 
 use promql_parser::label::MatchOp as ParserMatchOp;
-use promql_parser::parser::token::{T_LIMITK, T_LIMIT_RATIO};
 use promql_parser::parser::{AtModifier, Expr, SubqueryExpr, VectorSelector};
 use strata_codec::{MatchOp, Matcher};
 
 use crate::engine::{QueryLimits, DEFAULT_SUBQUERY_STEP_MS};
 use crate::error::QueryError;
+use crate::eval::aggregate::AggOp;
 use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms};
+use crate::functions::registry;
 
 /// One selector's read: its node key, one matcher list per `or` branch, and
 /// the inclusive time range.
@@ -21,63 +22,11 @@ pub(crate) struct SelectorLoad {
     pub maxt: i64,
 }
 
-/// Names of the functions Strata evaluates.
-pub(crate) fn is_supported_function(name: &str) -> bool {
-    crate::functions::math::simple(name).is_some()
-        || crate::functions::time::date_function(name).is_some()
-        || matches!(
-            name,
-            "rate"
-                | "increase"
-                | "delta"
-                | "irate"
-                | "idelta"
-                | "deriv"
-                | "predict_linear"
-                | "resets"
-                | "changes"
-                | "avg_over_time"
-                | "min_over_time"
-                | "max_over_time"
-                | "sum_over_time"
-                | "count_over_time"
-                | "last_over_time"
-                | "present_over_time"
-                | "stddev_over_time"
-                | "stdvar_over_time"
-                | "quantile_over_time"
-                | "absent_over_time"
-                | "clamp"
-                | "clamp_min"
-                | "clamp_max"
-                | "round"
-                | "histogram_quantile"
-                | "label_replace"
-                | "label_join"
-                | "absent"
-                | "vector"
-                | "scalar"
-                | "time"
-                | "timestamp"
-                | "sort"
-                | "sort_desc"
-                | "pi"
-        )
-}
-
 /// Errors on the first construct Strata does not evaluate, naming it.
 pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
     match expr {
         Expr::Aggregate(a) => {
-            let op = a.op.id();
-            if op == T_LIMITK || op == T_LIMIT_RATIO {
-                let name = if op == T_LIMITK {
-                    "limitk"
-                } else {
-                    "limit_ratio"
-                };
-                return Err(QueryError::unsupported(format!("aggregation {name}")));
-            }
+            AggOp::of(a)?;
             if let Some(p) = &a.param {
                 check_supported(p)?;
             }
@@ -98,9 +47,17 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
         Expr::Paren(p) => check_supported(&p.expr),
         Expr::Subquery(s) => check_supported(&s.expr),
         Expr::Call(c) => {
-            if !is_supported_function(c.func.name) {
+            let Some(function) = registry::lookup(c.func.name) else {
                 return Err(QueryError::unsupported(format!(
                     "function {:?}",
+                    c.func.name
+                )));
+            };
+            // The evaluator finds arguments by the table's signature: a
+            // parser that reads the call otherwise would have them misread.
+            if !function.signature_is(&c.func) {
+                return Err(QueryError::Internal(format!(
+                    "function {:?}: the parser's signature differs from Strata's",
                     c.func.name
                 )));
             }

@@ -1,6 +1,8 @@
 //! Aggregation operators (`sum`, `avg`, `topk`, `count_values`, ...) with
 //! `by` / `without`, following Prometheus' `rangeEvalAgg`.
 
+mod topk;
+
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -16,6 +18,55 @@ use crate::error::QueryError;
 use crate::functions::{format_go_float, kahan_inc, quantile};
 use crate::value::{set_label, Labels, Matrix, MatrixSeries, Point, Sample};
 use strata_codec::threads::available as available_threads;
+
+/// An aggregation operator, read from the parser's token once per
+/// aggregation node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AggOp {
+    Sum,
+    Avg,
+    Count,
+    Min,
+    Max,
+    Group,
+    Stddev,
+    Stdvar,
+    Quantile,
+    CountValues,
+    Topk,
+    Bottomk,
+    LimitK,
+    LimitRatio,
+}
+
+impl AggOp {
+    /// The operator of `a`; an error naming it when Strata does not
+    /// evaluate it.
+    pub fn of(a: &AggregateExpr) -> Result<Self> {
+        let op = match a.op.id() {
+            T_SUM => Self::Sum,
+            T_AVG => Self::Avg,
+            T_COUNT => Self::Count,
+            T_MIN => Self::Min,
+            T_MAX => Self::Max,
+            T_GROUP => Self::Group,
+            T_STDDEV => Self::Stddev,
+            T_STDVAR => Self::Stdvar,
+            T_QUANTILE => Self::Quantile,
+            T_COUNT_VALUES => Self::CountValues,
+            T_TOPK => Self::Topk,
+            T_BOTTOMK => Self::Bottomk,
+            T_LIMITK => Self::LimitK,
+            T_LIMIT_RATIO => Self::LimitRatio,
+            _ => return Err(QueryError::unsupported(format!("aggregation {}", a.op))),
+        };
+        match op {
+            Self::LimitK => Err(QueryError::unsupported("aggregation limitk")),
+            Self::LimitRatio => Err(QueryError::unsupported("aggregation limit_ratio")),
+            _ => Ok(op),
+        }
+    }
+}
 
 /// Most group-and-step states [`Evaluator::aggregate_by_series`] holds at
 /// once (about 20 MB); beyond it the step-by-step loop is used, which
@@ -80,7 +131,7 @@ struct Group {
 }
 
 impl Group {
-    fn start(op: u16, f: f64) -> Self {
+    fn start(op: AggOp, f: f64) -> Self {
         let mut g = Group {
             seen: true,
             value: f,
@@ -89,19 +140,19 @@ impl Group {
             ..Group::default()
         };
         match op {
-            T_STDDEV | T_STDVAR => g.value = if f.is_finite() { 0.0 } else { f64::NAN },
-            T_QUANTILE => g.values.push(f),
-            T_GROUP => g.value = 1.0,
+            AggOp::Stddev | AggOp::Stdvar => g.value = if f.is_finite() { 0.0 } else { f64::NAN },
+            AggOp::Quantile => g.values.push(f),
+            AggOp::Group => g.value = 1.0,
             _ => {}
         }
         g
     }
 
     #[inline]
-    fn add(&mut self, op: u16, f: f64) {
+    fn add(&mut self, op: AggOp, f: f64) {
         match op {
-            T_SUM => (self.value, self.kahan_c) = kahan_inc(f, self.value, self.kahan_c),
-            T_AVG => {
+            AggOp::Sum => (self.value, self.kahan_c) = kahan_inc(f, self.value, self.kahan_c),
+            AggOp::Avg => {
                 self.count += 1.0;
                 if !self.incremental_mean {
                     let (v, c) = kahan_inc(f, self.value, self.kahan_c);
@@ -117,29 +168,29 @@ impl Group {
                 (self.mean, self.kahan_c) =
                     kahan_inc(f / self.count, q * self.mean, q * self.kahan_c);
             }
-            T_MAX if self.value < f || self.value.is_nan() => self.value = f,
-            T_MIN if self.value > f || self.value.is_nan() => self.value = f,
-            T_COUNT => self.count += 1.0,
-            T_STDDEV | T_STDVAR => {
+            AggOp::Max if self.value < f || self.value.is_nan() => self.value = f,
+            AggOp::Min if self.value > f || self.value.is_nan() => self.value = f,
+            AggOp::Count => self.count += 1.0,
+            AggOp::Stddev | AggOp::Stdvar => {
                 self.count += 1.0;
                 let delta = f - self.mean;
                 self.mean += delta / self.count;
                 self.value += delta * (f - self.mean);
             }
-            T_QUANTILE => self.values.push(f),
+            AggOp::Quantile => self.values.push(f),
             _ => {}
         }
     }
 
-    fn finish(&mut self, op: u16, q: f64) -> f64 {
+    fn finish(&mut self, op: AggOp, q: f64) -> f64 {
         match op {
-            T_SUM => self.value + self.kahan_c,
-            T_AVG if self.incremental_mean => self.mean + self.kahan_c,
-            T_AVG => self.value / self.count + self.kahan_c / self.count,
-            T_COUNT => self.count,
-            T_STDVAR => self.value / self.count,
-            T_STDDEV => (self.value / self.count).sqrt(),
-            T_QUANTILE => quantile(q, &mut self.values),
+            AggOp::Sum => self.value + self.kahan_c,
+            AggOp::Avg if self.incremental_mean => self.mean + self.kahan_c,
+            AggOp::Avg => self.value / self.count + self.kahan_c / self.count,
+            AggOp::Count => self.count,
+            AggOp::Stdvar => self.value / self.count,
+            AggOp::Stddev => (self.value / self.count).sqrt(),
+            AggOp::Quantile => quantile(q, &mut self.values),
             _ => self.value,
         }
     }
@@ -147,165 +198,111 @@ impl Group {
 
 impl Evaluator<'_> {
     pub fn eval_aggregate(&mut self, a: &AggregateExpr) -> Result<Matrix> {
-        let op = a.op.id();
+        let op = AggOp::of(a)?;
         let grouping = Grouping::from_expr(a);
-        match op {
-            T_COUNT_VALUES => return self.eval_count_values(a, grouping),
-            T_LIMITK | T_LIMIT_RATIO => {
-                return Err(QueryError::unsupported(format!(
-                    "aggregation {}",
-                    if op == T_LIMITK {
-                        "limitk"
-                    } else {
-                        "limit_ratio"
-                    }
-                )))
-            }
-            _ => {}
+        if op == AggOp::CountValues {
+            return self.eval_count_values(a, grouping);
         }
-        let steps = self.num_steps();
-        let params: Vec<f64> = match &a.param {
-            Some(p) => {
-                let m = self.eval_matrix(p)?;
-                let mut values = vec![0.0; steps];
-                if let Some(s) = m.first() {
-                    for p in &s.points {
-                        let i = usize::try_from((p.t - self.start) / self.interval.max(1));
-                        if let Some(slot) = i.ok().and_then(|i| values.get_mut(i)) {
-                            *slot = p.v;
-                        }
-                    }
-                }
-                values
-            }
-            None => Vec::new(),
-        };
+        let params = self.step_params(a.param.as_deref())?;
         let original = self.current_samples;
-        if matches!(op, T_TOPK | T_BOTTOMK) {
-            // Go's math.Max/Min: NaN wins.
-            let go = |f: fn(f64, f64) -> f64| {
-                move |a: f64, b: f64| {
-                    if a.is_nan() || b.is_nan() {
-                        f64::NAN
-                    } else {
-                        f(a, b)
-                    }
+        let out = match op {
+            AggOp::Topk | AggOp::Bottomk => {
+                if !topk::any_k(&params)? {
+                    return Ok(Vec::new());
                 }
-            };
-            let max = params.iter().copied().fold(-f64::MAX, go(f64::max));
-            if params.is_empty() || max < 1.0 {
-                return Ok(Vec::new());
+                self.eval_select_k(op == AggOp::Topk, &a.expr, &grouping, &params)?
             }
-            if params.iter().any(|p| p.is_nan()) {
-                return Err(QueryError::exec("Parameter value is NaN"));
-            }
-            let min = params.iter().copied().fold(f64::MAX, go(f64::min));
-            if min <= i64::MIN as f64 {
-                return Err(QueryError::exec(format!(
-                    "Scalar value {} underflows int64",
-                    format_go_float(min)
-                )));
-            }
-            if max >= i64::MAX as f64 {
-                return Err(QueryError::exec(format!(
-                    "Scalar value {} overflows int64",
-                    format_go_float(max)
-                )));
-            }
-        }
-        let input = self.eval_matrix(&a.expr)?;
-
-        // Map each input series to its group, in order of first appearance.
-        let mut group_index: HashMap<Labels, usize> = HashMap::new();
-        let mut group_labels: Vec<Labels> = Vec::new();
-        let mut series_group: Vec<usize> = Vec::with_capacity(input.len());
-        for s in &input {
-            let key = grouping.group_labels(&s.labels);
-            let next = group_labels.len();
-            let g = *group_index.entry(key.clone()).or_insert_with(|| {
-                group_labels.push(key);
-                next
-            });
-            series_group.push(g);
-        }
-
-        let topk = matches!(op, T_TOPK | T_BOTTOMK);
-        if !topk && group_labels.len().saturating_mul(steps) <= SERIES_MAJOR_MAX_CELLS {
-            let out = self.aggregate_by_series(op, &input, &series_group, group_labels, &params)?;
-            self.current_samples = original;
-            self.add_samples(total_points(&out))?;
-            return Ok(out);
-        }
-        let mut out: Matrix = if topk {
-            Vec::new()
-        } else {
-            group_labels
-                .iter()
-                .map(|l| MatrixSeries {
-                    labels: l.clone(),
-                    points: Vec::new(),
-                })
-                .collect()
+            _ => self.eval_fold(op, &a.expr, &grouping, &params)?,
         };
-        let mut out_index: HashMap<Labels, usize> = HashMap::new();
+        self.current_samples = original;
+        self.add_samples(total_points(&out))?;
+        Ok(out)
+    }
+
+    /// The value of an aggregation's parameter at each step, 0 where it has
+    /// none; empty without a parameter.
+    fn step_params(&mut self, param: Option<&Expr>) -> Result<Vec<f64>> {
+        let Some(p) = param else {
+            return Ok(Vec::new());
+        };
+        let m = self.eval_matrix(p)?;
+        let mut values = vec![0.0; self.num_steps()];
+        if let Some(s) = m.first() {
+            for p in &s.points {
+                let i = usize::try_from((p.t - self.start) / self.interval.max(1));
+                if let Some(slot) = i.ok().and_then(|i| values.get_mut(i)) {
+                    *slot = p.v;
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// An aggregation that folds each group's values into one per step
+    /// (every operator but `topk`, `bottomk` and `count_values`).
+    fn eval_fold(
+        &mut self,
+        op: AggOp,
+        expr: &Expr,
+        grouping: &Grouping,
+        params: &[f64],
+    ) -> Result<Matrix> {
+        let input = self.eval_matrix(expr)?;
+        let (series_group, group_labels) = group_series(grouping, &input);
+        if group_labels.len().saturating_mul(self.num_steps()) <= SERIES_MAJOR_MAX_CELLS {
+            self.aggregate_by_series(op, &input, &series_group, group_labels, params)
+        } else {
+            self.aggregate_by_step(op, &input, &series_group, group_labels, params)
+        }
+    }
+
+    /// Aggregates `input` step by step, holding one state per group: the
+    /// way for more groups and steps than [`Self::aggregate_by_series`]
+    /// holds states for.
+    fn aggregate_by_step(
+        &self,
+        op: AggOp,
+        input: &Matrix,
+        series_group: &[usize],
+        group_labels: Vec<Labels>,
+        params: &[f64],
+    ) -> Result<Matrix> {
+        let mut out: Matrix = group_labels
+            .into_iter()
+            .map(|labels| MatrixSeries {
+                labels,
+                points: Vec::new(),
+            })
+            .collect();
         let mut cursors = vec![0usize; input.len()];
-        let mut groups: Vec<Group> = vec![Group::default(); group_labels.len()];
-        let mut candidates: Vec<Vec<(f64, usize)>> = vec![Vec::new(); group_labels.len()];
+        let mut groups: Vec<Group> = vec![Group::default(); out.len()];
         let (first, interval) = (self.start, self.interval.max(1));
         for step in 0..self.num_steps() {
             let ts = first + step as i64 * interval;
             self.check_deadline()?;
             let param = params.get(step).copied().unwrap_or(0.0);
             groups.iter_mut().for_each(|g| g.seen = false);
-            candidates.iter_mut().for_each(Vec::clear);
-            for (si, s) in input.iter().enumerate() {
-                let Some(f) = next_value(ts, &s.points, &mut cursors[si]) else {
+            for ((s, cursor), &gi) in input.iter().zip(&mut cursors).zip(series_group) {
+                let Some(f) = next_value(ts, &s.points, cursor) else {
                     continue;
                 };
-                let gi = series_group[si];
-                if topk {
-                    candidates[gi].push((f, si));
+                let Some(g) = groups.get_mut(gi) else {
                     continue;
-                }
-                let g = &mut groups[gi];
+                };
                 if g.seen {
                     g.add(op, f);
                 } else {
                     *g = Group::start(op, f);
                 }
             }
-            if topk {
-                let k = (param as i64).min(input.len() as i64);
-                if k < 1 {
-                    continue;
-                }
-                for c in &mut candidates {
-                    select_k(c, k as usize, op == T_TOPK);
-                    for &(f, si) in c.iter() {
-                        let labels = &input[si].labels;
-                        let next = out.len();
-                        let i = *out_index.entry(labels.clone()).or_insert(next);
-                        if i == next {
-                            out.push(MatrixSeries {
-                                labels: labels.clone(),
-                                points: Vec::new(),
-                            });
-                        }
-                        out[i].points.push(Point { t: ts, v: f });
-                    }
-                }
-            } else {
-                for (gi, g) in groups.iter_mut().enumerate() {
-                    if g.seen {
-                        let v = g.finish(op, param);
-                        out[gi].points.push(Point { t: ts, v });
-                    }
+            for (g, series) in groups.iter_mut().zip(&mut out) {
+                if g.seen {
+                    let v = g.finish(op, param);
+                    series.points.push(Point { t: ts, v });
                 }
             }
         }
         out.retain(|s| !s.points.is_empty());
-        self.current_samples = original;
-        self.add_samples(total_points(&out))?;
         Ok(out)
     }
 
@@ -318,7 +315,7 @@ impl Evaluator<'_> {
     /// ever see its own series, so the order stays the same.
     fn aggregate_by_series(
         &self,
-        op: u16,
+        op: AggOp,
         input: &Matrix,
         series_group: &[usize],
         group_labels: Vec<Labels>,
@@ -352,8 +349,10 @@ impl Evaluator<'_> {
                 .map(|_| Vec::with_capacity(rows.len()))
                 .collect();
             for (row, n) in rows.iter_mut().zip(per_group) {
-                let t = (0..threads).min_by_key(|&t| load[t]).unwrap_or(0);
-                load[t] += n;
+                let Some((t, least)) = load.iter_mut().enumerate().min_by_key(|(_, l)| **l) else {
+                    continue;
+                };
+                *least += n;
                 for (i, part) in parts.iter_mut().enumerate() {
                     part.push(if i == t { row.take() } else { None });
                 }
@@ -406,11 +405,11 @@ impl Evaluator<'_> {
         self.range_eval(&[a.expr.as_ref()], &mut |v, _| {
             let mut index: HashMap<Labels, usize> = HashMap::new();
             let mut out: Vec<Sample> = Vec::new();
-            for s in &v[0] {
+            for s in v.first().into_iter().flatten() {
                 let metric = set_label(&s.labels, &label, &format_go_float(s.v));
                 let key = grouping.group_labels(&metric);
-                match index.get(&key) {
-                    Some(&i) => out[i].v += 1.0,
+                match index.get(&key).and_then(|&i| out.get_mut(i)) {
+                    Some(counted) => counted.v += 1.0,
                     None => {
                         index.insert(key.clone(), out.len());
                         out.push(Sample {
@@ -432,7 +431,7 @@ const PARALLEL_MIN_POINTS: usize = 200_000;
 /// How [`Evaluator::aggregate_by_series`] folds series into their groups'
 /// states.
 struct FoldRange {
-    op: u16,
+    op: AggOp,
     first: i64,
     interval: i64,
     deadline: Option<Instant>,
@@ -492,6 +491,24 @@ impl FoldRange {
     }
 }
 
+/// The group of each input series, and each group's labels, groups in
+/// order of first appearance.
+fn group_series(grouping: &Grouping, input: &Matrix) -> (Vec<usize>, Vec<Labels>) {
+    let mut group_index: HashMap<Labels, usize> = HashMap::new();
+    let mut group_labels: Vec<Labels> = Vec::new();
+    let mut series_group: Vec<usize> = Vec::with_capacity(input.len());
+    for s in input {
+        let key = grouping.group_labels(&s.labels);
+        let next = group_labels.len();
+        let g = *group_index.entry(key.clone()).or_insert_with(|| {
+            group_labels.push(key);
+            next
+        });
+        series_group.push(g);
+    }
+    (series_group, group_labels)
+}
+
 /// The value of a series at step `ts`, advancing its cursor.
 fn next_value(ts: i64, points: &[Point], cursor: &mut usize) -> Option<f64> {
     while let Some(p) = points.get(*cursor) {
@@ -508,34 +525,5 @@ fn next_value(ts: i64, points: &[Point], cursor: &mut usize) -> Option<f64> {
     None
 }
 
-/// Keeps the `k` largest (`top`) or smallest values, NaN least preferred and
-/// earlier series winning ties, ordered best first. Only the `k` kept are
-/// sorted: the others are split off first.
-fn select_k(c: &mut Vec<(f64, usize)>, k: usize, top: bool) {
-    let order = |a: &(f64, usize), b: &(f64, usize)| {
-        use std::cmp::Ordering;
-        let by_value = match (a.0.is_nan(), b.0.is_nan()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            (false, false) => {
-                let o = a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal);
-                if top {
-                    o.reverse()
-                } else {
-                    o
-                }
-            }
-        };
-        by_value.then(a.1.cmp(&b.1))
-    };
-    if k == 0 {
-        c.clear();
-        return;
-    }
-    if k < c.len() {
-        c.select_nth_unstable_by(k - 1, order);
-        c.truncate(k);
-    }
-    c.sort_unstable_by(order);
-}
+#[cfg(test)]
+mod tests;

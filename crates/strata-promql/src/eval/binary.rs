@@ -108,7 +108,8 @@ impl Evaluator<'_> {
         let args = [b.lhs.as_ref(), b.rhs.as_ref()];
         match (lt, rt) {
             (ValueType::Scalar, ValueType::Scalar) => self.range_eval(&args, &mut |v, _| {
-                let (Some(l), Some(r)) = (v[0].first(), v[1].first()) else {
+                let (lhs, rhs) = operands(v);
+                let (Some(l), Some(r)) = (lhs.first(), rhs.first()) else {
                     return Ok(Vec::new());
                 };
                 Ok(vec![Sample {
@@ -119,29 +120,43 @@ impl Evaluator<'_> {
             (ValueType::Vector, ValueType::Vector) => {
                 let set_op = matches!(op, T_LAND | T_LOR | T_LUNLESS);
                 let matching = Matching::from_expr(b, set_op);
-                self.range_eval(&args, &mut |v, _| match op {
-                    T_LAND => Ok(vector_and(&v[0], &v[1], &matching)),
-                    T_LOR => Ok(vector_or(&v[0], &v[1], &matching)),
-                    T_LUNLESS => Ok(vector_unless(&v[0], &v[1], &matching)),
-                    _ => vector_binop(op, &v[0], &v[1], &matching, return_bool),
+                self.range_eval(&args, &mut |v, _| {
+                    let (lhs, rhs) = operands(v);
+                    match op {
+                        T_LAND => Ok(vector_and(lhs, rhs, &matching)),
+                        T_LOR => Ok(vector_or(lhs, rhs, &matching)),
+                        T_LUNLESS => Ok(vector_unless(lhs, rhs, &matching)),
+                        _ => vector_binop(op, lhs, rhs, &matching, return_bool),
+                    }
                 })
             }
-            (ValueType::Vector, ValueType::Scalar) => {
-                self.range_eval(&args, &mut |v, _| match v[1].first() {
-                    Some(s) => vector_scalar_binop(op, &v[0], s.v, false, return_bool),
+            (ValueType::Vector, ValueType::Scalar) => self.range_eval(&args, &mut |v, _| {
+                let (vector, scalar) = operands(v);
+                match scalar.first() {
+                    Some(s) => vector_scalar_binop(op, vector, s.v, false, return_bool),
                     None => Ok(Vec::new()),
-                })
-            }
-            (ValueType::Scalar, ValueType::Vector) => {
-                self.range_eval(&args, &mut |v, _| match v[0].first() {
-                    Some(s) => vector_scalar_binop(op, &v[1], s.v, true, return_bool),
+                }
+            }),
+            (ValueType::Scalar, ValueType::Vector) => self.range_eval(&args, &mut |v, _| {
+                let (scalar, vector) = operands(v);
+                match scalar.first() {
+                    Some(s) => vector_scalar_binop(op, vector, s.v, true, return_bool),
                     None => Ok(Vec::new()),
-                })
-            }
+                }
+            }),
             _ => Err(QueryError::exec(format!(
                 "binary operator not allowed between {lt} and {rt}"
             ))),
         }
+    }
+}
+
+/// The left and right operands at one step, of the two vectors
+/// [`Evaluator::range_eval`] passes a binary operator.
+fn operands(v: &[Vector]) -> (&[Sample], &[Sample]) {
+    match v {
+        [l, r] => (l, r),
+        _ => (&[], &[]),
     }
 }
 
@@ -202,7 +217,7 @@ fn elem_binop(op: u16, l: f64, r: f64) -> Result<(f64, bool)> {
 
 fn vector_scalar_binop(
     op: u16,
-    vec: &Vector,
+    vec: &[Sample],
     scalar: f64,
     swap: bool,
     return_bool: bool,
@@ -230,7 +245,7 @@ fn vector_scalar_binop(
     Ok(out)
 }
 
-fn vector_and(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
+fn vector_and(lhs: &[Sample], rhs: &[Sample], m: &Matching) -> Vector {
     if lhs.is_empty() || rhs.is_empty() {
         return Vec::new();
     }
@@ -241,15 +256,15 @@ fn vector_and(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
         .collect()
 }
 
-fn vector_or(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
+fn vector_or(lhs: &[Sample], rhs: &[Sample], m: &Matching) -> Vector {
     if lhs.is_empty() {
-        return rhs.clone();
+        return rhs.to_vec();
     }
     if rhs.is_empty() {
-        return lhs.clone();
+        return lhs.to_vec();
     }
     let left: HashSet<String> = lhs.iter().map(|s| m.signature(&s.labels)).collect();
-    let mut out = lhs.clone();
+    let mut out = lhs.to_vec();
     out.extend(
         rhs.iter()
             .filter(|s| !left.contains(&m.signature(&s.labels)))
@@ -258,9 +273,9 @@ fn vector_or(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
     out
 }
 
-fn vector_unless(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
+fn vector_unless(lhs: &[Sample], rhs: &[Sample], m: &Matching) -> Vector {
     if lhs.is_empty() || rhs.is_empty() {
-        return lhs.clone();
+        return lhs.to_vec();
     }
     let right: HashSet<String> = rhs.iter().map(|s| m.signature(&s.labels)).collect();
     lhs.iter()
@@ -271,8 +286,8 @@ fn vector_unless(lhs: &Vector, rhs: &Vector, m: &Matching) -> Vector {
 
 fn vector_binop(
     op: u16,
-    lhs: &Vector,
-    rhs: &Vector,
+    lhs: &[Sample],
+    rhs: &[Sample],
     m: &Matching,
     return_bool: bool,
 ) -> Result<Vector> {

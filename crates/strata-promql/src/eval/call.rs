@@ -9,6 +9,7 @@ use super::{merge_same_labelset, unwrap_parens, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::histogram::{bucket_quantile, Bucket};
 use crate::functions::labels::{absent_labels, label_join, LabelReplace};
+use crate::functions::registry::{lookup, Eval};
 use crate::functions::{math, time};
 use crate::value::{
     drop_metric_name, empty_labels, labels_without, Labels, Matrix, Sample, Vector,
@@ -25,11 +26,23 @@ fn string_arg(args: &[&Expr], i: usize, func: &str) -> Result<String> {
     }
 }
 
+/// The instant-vector argument of a call, its first.
+fn vector_arg<'e>(args: &[&'e Expr], func: &str) -> Result<&'e Expr> {
+    args.first()
+        .copied()
+        .ok_or_else(|| QueryError::exec(format!("expected a vector as argument 1 of {func}()")))
+}
+
+/// Argument `i` at one step, empty when there is none.
+fn vector_at(v: &[Vector], i: usize) -> &[Sample] {
+    v.get(i).map_or(&[], Vec::as_slice)
+}
+
 fn scalar_at(v: &[Vector], i: usize) -> f64 {
     v.get(i).and_then(|x| x.first()).map_or(f64::NAN, |s| s.v)
 }
 
-fn map_values(v: &Vector, f: impl Fn(f64) -> f64) -> Vector {
+fn map_values(v: &[Sample], f: impl Fn(f64) -> f64) -> Vector {
     v.iter()
         .map(|s| Sample {
             labels: drop_metric_name(&s.labels),
@@ -67,7 +80,7 @@ fn sort_by_value(mut v: Vector, descending: bool) -> Vector {
 }
 
 /// `histogram_quantile(q, buckets)` over classic buckets at one step.
-fn histogram_quantile(q: f64, v: &Vector) -> Vector {
+fn histogram_quantile(q: f64, v: &[Sample]) -> Vector {
     let mut groups: HashMap<Labels, usize> = HashMap::new();
     let mut out: Vec<(Labels, Vec<Bucket>)> = Vec::new();
     for s in v {
@@ -85,10 +98,12 @@ fn histogram_quantile(q: f64, v: &Vector) -> Vector {
             ));
             out.len() - 1
         });
-        out[i].1.push(Bucket {
-            upper_bound,
-            count: s.v,
-        });
+        if let Some((_, buckets)) = out.get_mut(i) {
+            buckets.push(Bucket {
+                upper_bound,
+                count: s.v,
+            });
+        }
     }
     out.into_iter()
         .filter(|(_, b)| !b.is_empty())
@@ -112,22 +127,24 @@ fn parse_go_float(s: &str) -> Option<f64> {
 impl Evaluator<'_> {
     pub fn eval_call(&mut self, c: &Call) -> Result<Matrix> {
         let name = c.func.name;
+        let function =
+            lookup(name).ok_or_else(|| QueryError::unsupported(format!("function {name:?}")))?;
         let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
-        if let Some(i) = args
-            .iter()
-            .position(|a| matches!(a, Expr::MatrixSelector(_) | Expr::Subquery(_)))
-        {
-            return self.eval_matrix_call(name, &args, i);
-        }
-        match name {
-            "label_replace" => {
+        match function.eval {
+            Eval::Range(f, output) => {
+                let i = function
+                    .range_arg()
+                    .ok_or_else(|| QueryError::exec("expected a range vector argument"))?;
+                return self.eval_matrix_call(f, output, &args, i);
+            }
+            Eval::LabelReplace => {
                 let lr = LabelReplace::new(
                     &string_arg(&args, 1, name)?,
                     &string_arg(&args, 2, name)?,
                     &string_arg(&args, 3, name)?,
                     &string_arg(&args, 4, name)?,
                 )?;
-                let mut m = self.eval_matrix(args[0])?;
+                let mut m = self.eval_matrix(vector_arg(&args, name)?)?;
                 for s in &mut m {
                     if let Some(l) = lr.apply(&s.labels) {
                         s.labels = l;
@@ -135,7 +152,7 @@ impl Evaluator<'_> {
                 }
                 return merge_same_labelset(m);
             }
-            "label_join" => {
+            Eval::LabelJoin => {
                 let dst = string_arg(&args, 1, name)?;
                 let sep = string_arg(&args, 2, name)?;
                 let srcs = (3..args.len())
@@ -146,13 +163,15 @@ impl Evaluator<'_> {
                         "invalid destination label name in label_join(): ",
                     ));
                 }
-                let mut m = self.eval_matrix(args[0])?;
+                let mut m = self.eval_matrix(vector_arg(&args, name)?)?;
                 for s in &mut m {
                     s.labels = label_join(&s.labels, &dst, &sep, &srcs);
                 }
                 return merge_same_labelset(m);
             }
-            "timestamp" => {
+            Eval::Timestamp => {
+                // A selector's own sample times, not the steps they are
+                // looked up at.
                 if let Some(Expr::VectorSelector(vs)) = args.first() {
                     let mut m = self.vector_selector_points(vs, true)?;
                     for s in &mut m {
@@ -164,85 +183,80 @@ impl Evaluator<'_> {
             }
             _ => {}
         }
-        let f = self.vector_function(name, &args)?;
-        let mut f = f;
+        let mut f = vector_function(function.eval, &args)?;
         self.range_eval(&args, &mut |v, ts| Ok(f(v, ts)))
     }
+}
 
-    /// The per-step computation of a function on instant vectors and
-    /// scalars.
-    #[allow(clippy::type_complexity)]
-    fn vector_function(
-        &self,
-        name: &str,
-        args: &[&Expr],
-    ) -> Result<Box<dyn FnMut(&[Vector], i64) -> Vector>> {
-        if let Some(f) = math::simple(name) {
-            return Ok(Box::new(move |v, _| map_values(&v[0], f)));
+/// The per-step computation of a function on instant vectors and scalars:
+/// the arguments' vectors at one step and the step's time give the output.
+type StepFn = Box<dyn FnMut(&[Vector], i64) -> Vector>;
+
+/// How `eval`, a function of instant vectors and scalars, computes a step.
+fn vector_function(eval: Eval, args: &[&Expr]) -> Result<StepFn> {
+    Ok(match eval {
+        Eval::Map(f) => Box::new(move |v, _| map_values(vector_at(v, 0), f)),
+        Eval::Date(f) if args.is_empty() => {
+            Box::new(move |_, ts| single(time::apply(f, ts as f64 / 1000.0)))
         }
-        if let Some(f) = time::date_function(name) {
-            if args.is_empty() {
-                return Ok(Box::new(move |_, ts| {
-                    single(time::apply(f, ts as f64 / 1000.0))
-                }));
+        Eval::Date(f) => Box::new(move |v, _| map_values(vector_at(v, 0), |x| time::apply(f, x))),
+        Eval::Clamp => Box::new(|v, _| {
+            let (min, max) = (scalar_at(v, 1), scalar_at(v, 2));
+            if max < min {
+                return Vec::new();
             }
-            return Ok(Box::new(move |v, _| {
-                map_values(&v[0], |x| time::apply(f, x))
-            }));
+            map_values(vector_at(v, 0), |x| math::clamp(x, min, max))
+        }),
+        Eval::ClampMin => Box::new(|v, _| {
+            let min = scalar_at(v, 1);
+            map_values(vector_at(v, 0), |x| math::clamp(x, min, f64::INFINITY))
+        }),
+        Eval::ClampMax => Box::new(|v, _| {
+            let max = scalar_at(v, 1);
+            map_values(vector_at(v, 0), |x| math::clamp(x, f64::NEG_INFINITY, max))
+        }),
+        Eval::Round => Box::new(|v, _| {
+            let to = if v.len() > 1 { scalar_at(v, 1) } else { 1.0 };
+            map_values(vector_at(v, 0), |x| math::round(x, to))
+        }),
+        Eval::HistogramQuantile => Box::new(|v, _| match v {
+            [q, buckets, ..] if !q.is_empty() => histogram_quantile(scalar_at(v, 0), buckets),
+            _ => Vec::new(),
+        }),
+        Eval::Absent => {
+            let labels = match args.first() {
+                Some(Expr::VectorSelector(vs)) => absent_labels(vs),
+                _ => empty_labels(),
+            };
+            Box::new(move |v, _| {
+                if vector_at(v, 0).is_empty() {
+                    vec![Sample {
+                        labels: labels.clone(),
+                        v: 1.0,
+                    }]
+                } else {
+                    Vec::new()
+                }
+            })
         }
-        Ok(match name {
-            "clamp" => Box::new(|v, _| {
-                let (min, max) = (scalar_at(v, 1), scalar_at(v, 2));
-                if max < min {
-                    return Vec::new();
-                }
-                map_values(&v[0], |x| math::clamp(x, min, max))
-            }),
-            "clamp_min" => Box::new(|v, _| {
-                let min = scalar_at(v, 1);
-                map_values(&v[0], |x| math::clamp(x, min, f64::INFINITY))
-            }),
-            "clamp_max" => Box::new(|v, _| {
-                let max = scalar_at(v, 1);
-                map_values(&v[0], |x| math::clamp(x, f64::NEG_INFINITY, max))
-            }),
-            "round" => Box::new(|v, _| {
-                let to = if v.len() > 1 { scalar_at(v, 1) } else { 1.0 };
-                map_values(&v[0], |x| math::round(x, to))
-            }),
-            "histogram_quantile" => Box::new(|v, _| {
-                if v.len() < 2 || v[0].is_empty() {
-                    return Vec::new();
-                }
-                histogram_quantile(scalar_at(v, 0), &v[1])
-            }),
-            "absent" => {
-                let labels = match args.first() {
-                    Some(Expr::VectorSelector(vs)) => absent_labels(vs),
-                    _ => empty_labels(),
-                };
-                Box::new(move |v, _| {
-                    if v[0].is_empty() {
-                        vec![Sample {
-                            labels: labels.clone(),
-                            v: 1.0,
-                        }]
-                    } else {
-                        Vec::new()
-                    }
-                })
-            }
-            "vector" => Box::new(|v, _| single(scalar_at(v, 0))),
-            "scalar" => Box::new(|v, _| {
-                let v = if v[0].len() == 1 { v[0][0].v } else { f64::NAN };
-                single(v)
-            }),
-            "time" => Box::new(|_, ts| single(ts as f64 / 1000.0)),
-            "pi" => Box::new(|_, _| single(std::f64::consts::PI)),
-            "timestamp" => Box::new(|v, ts| map_values(&v[0], |_| ts as f64 / 1000.0)),
-            "sort" => Box::new(|v, _| sort_by_value(v[0].clone(), false)),
-            "sort_desc" => Box::new(|v, _| sort_by_value(v[0].clone(), true)),
-            _ => return Err(QueryError::unsupported(format!("function {name:?}"))),
-        })
-    }
+        Eval::Vector => Box::new(|v, _| single(scalar_at(v, 0))),
+        Eval::Scalar => Box::new(|v, _| {
+            let v = match vector_at(v, 0) {
+                [only] => only.v,
+                _ => f64::NAN,
+            };
+            single(v)
+        }),
+        Eval::Time => Box::new(|_, ts| single(ts as f64 / 1000.0)),
+        Eval::Pi => Box::new(|_, _| single(std::f64::consts::PI)),
+        Eval::Timestamp => Box::new(|v, ts| map_values(vector_at(v, 0), |_| ts as f64 / 1000.0)),
+        Eval::Sort { descending } => {
+            Box::new(move |v, _| sort_by_value(vector_at(v, 0).to_vec(), descending))
+        }
+        Eval::Range(..) | Eval::LabelJoin | Eval::LabelReplace => {
+            return Err(QueryError::exec(
+                "expected a function of instant vectors and scalars",
+            ))
+        }
+    })
 }

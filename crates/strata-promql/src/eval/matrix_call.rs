@@ -3,61 +3,24 @@
 
 use promql_parser::parser::Expr;
 
-use super::range_steps::{eval_series_all, RangeFn, StepGrid, WindowFn};
+use super::range_steps::{eval_series_all, RangeFn, StepGrid};
 use super::selector::RangeInput;
 use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::labels::absent_labels;
-use crate::functions::{over_time, rate};
+use crate::functions::registry::RangeOutput;
 use crate::value::{empty_labels, Matrix, MatrixSeries, Point};
 
-/// A function of one window's values only.
-macro_rules! values_fn {
-    ($f:path) => {
-        RangeFn::Window(|w, _| Some($f(w.v)))
-    };
-}
-
-/// The range-vector function called `name`, if Strata implements it.
-fn range_function(name: &str) -> Option<RangeFn> {
-    let window = |f: WindowFn| RangeFn::Window(f);
-    Some(match name {
-        "rate" => RangeFn::Increase { is_rate: true },
-        "increase" => RangeFn::Increase { is_rate: false },
-        "delta" => window(|w, c| {
-            rate::extrapolated_rate(w, c.range_start, c.range_end, c.range, false, false)
-        }),
-        "irate" => window(|w, _| rate::instant_value(w, true)),
-        "idelta" => window(|w, _| rate::instant_value(w, false)),
-        "deriv" => window(|w, _| rate::deriv(w)),
-        "predict_linear" => window(|w, c| rate::predict_linear(w, c.param, c.intercept)),
-        "resets" => window(|w, _| rate::resets(w)),
-        "changes" => window(|w, _| rate::changes(w)),
-        "avg_over_time" => values_fn!(over_time::avg),
-        "min_over_time" => values_fn!(over_time::min),
-        "max_over_time" => values_fn!(over_time::max),
-        "sum_over_time" => values_fn!(over_time::sum),
-        "count_over_time" => values_fn!(over_time::count),
-        "last_over_time" => values_fn!(over_time::last),
-        "present_over_time" => values_fn!(over_time::present),
-        "stddev_over_time" => values_fn!(over_time::stddev),
-        "stdvar_over_time" => values_fn!(over_time::stdvar),
-        "quantile_over_time" => window(|w, c| Some(over_time::quantile_over(c.param, w.v))),
-        "absent_over_time" => window(|_, _| Some(1.0)),
-        _ => return None,
-    })
-}
-
 impl Evaluator<'_> {
-    /// Evaluates a call whose argument `matrix_arg` is a range vector.
+    /// Evaluates `f` on the range vector `args[matrix_arg]`, the other
+    /// arguments being scalars.
     pub fn eval_matrix_call(
         &mut self,
-        name: &str,
+        f: RangeFn,
+        output: RangeOutput,
         args: &[&Expr],
         matrix_arg: usize,
     ) -> Result<Matrix> {
-        let f = range_function(name)
-            .ok_or_else(|| QueryError::unsupported(format!("function {name:?}")))?;
         let (first, interval, n) = (self.start, self.interval.max(1), self.num_steps());
         let step_index = |t: i64| usize::try_from((t - first) / interval).ok();
         // The other arguments are scalars: one value per step.
@@ -82,7 +45,7 @@ impl Evaluator<'_> {
             _ => return Err(QueryError::exec("expected a range vector argument")),
         };
         let original = self.current_samples;
-        let keep_name = name == "last_over_time";
+        let keep_name = output == RangeOutput::SeriesWithName;
         let grid = StepGrid {
             first,
             interval,
@@ -112,7 +75,7 @@ impl Evaluator<'_> {
                 });
             }
         }
-        if name == "absent_over_time" {
+        if output == RangeOutput::Absent {
             return Ok(absent_over_time(&out, first, interval, n, &input));
         }
         check_matrix_same_labelset(&out)?;

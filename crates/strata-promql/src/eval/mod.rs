@@ -188,8 +188,8 @@ impl<'a> Evaluator<'a> {
         for i in 0..self.num_steps() as i64 {
             let ts = first + i * interval;
             self.check_deadline()?;
-            for (i, m) in inputs.iter().enumerate() {
-                gather(ts, m, &mut cursors[i], &mut vectors[i]);
+            for ((m, c), v) in inputs.iter().zip(&mut cursors).zip(&mut vectors) {
+                gather(ts, m, c, v);
             }
             let result = f(&vectors, ts)?;
             produced += result.len();
@@ -209,9 +209,8 @@ impl<'a> Evaluator<'a> {
                 break;
             }
             for s in result {
-                match index.get(&s.labels) {
-                    Some(&i) => {
-                        let series = &mut out[i];
+                match index.get(&s.labels).and_then(|&i| out.get_mut(i)) {
+                    Some(series) => {
                         if series.points.last().is_some_and(|p| p.t == ts) {
                             return Err(same_labelset_error());
                         }
@@ -297,8 +296,8 @@ pub(crate) fn merge_same_labelset(m: Matrix) -> Result<Matrix> {
     let mut index: HashMap<Labels, usize> = HashMap::new();
     let mut out: Matrix = Vec::new();
     for s in m {
-        match index.get(&s.labels) {
-            Some(&i) => out[i].points.extend(s.points),
+        match index.get(&s.labels).and_then(|&i| out.get_mut(i)) {
+            Some(merged) => merged.points.extend(s.points),
             None => {
                 index.insert(s.labels.clone(), out.len());
                 out.push(s);
@@ -307,7 +306,10 @@ pub(crate) fn merge_same_labelset(m: Matrix) -> Result<Matrix> {
     }
     for s in &mut out {
         s.points.sort_by_key(|p| p.t);
-        if s.points.windows(2).any(|w| w[0].t == w[1].t) {
+        if s.points
+            .windows(2)
+            .any(|w| matches!(w, [a, b] if a.t == b.t))
+        {
             return Err(same_labelset_error());
         }
     }

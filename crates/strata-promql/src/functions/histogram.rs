@@ -34,26 +34,30 @@ pub(crate) fn bucket_quantile(q: f64, buckets: &mut Vec<Bucket>) -> f64 {
     if buckets.len() < 2 {
         return f64::NAN;
     }
-    let n = buckets.len();
-    let observations = buckets[n - 1].count;
+    let Some((inf, finite)) = buckets.split_last() else {
+        return f64::NAN;
+    };
+    let observations = inf.count;
     if observations == 0.0 {
         return f64::NAN;
     }
     let mut rank = q * observations;
-    let b = buckets[..n - 1].partition_point(|x| x.count < rank);
-    if b == n - 1 {
-        return buckets[n - 2].upper_bound;
+    let b = finite.partition_point(|x| x.count < rank);
+    let Some(bucket) = finite.get(b) else {
+        // The rank falls in the +Inf bucket: the highest finite bound is the
+        // best estimate.
+        return finite.last().map_or(f64::NAN, |x| x.upper_bound);
+    };
+    if b == 0 && bucket.upper_bound <= 0.0 {
+        return bucket.upper_bound;
     }
-    if b == 0 && buckets[0].upper_bound <= 0.0 {
-        return buckets[0].upper_bound;
-    }
-    let bucket_end = buckets[b].upper_bound;
-    let mut count = buckets[b].count;
+    let bucket_end = bucket.upper_bound;
+    let mut count = bucket.count;
     let mut bucket_start = 0.0;
-    if b > 0 {
-        bucket_start = buckets[b - 1].upper_bound;
-        count -= buckets[b - 1].count;
-        rank -= buckets[b - 1].count;
+    if let Some(below) = b.checked_sub(1).and_then(|i| finite.get(i)) {
+        bucket_start = below.upper_bound;
+        count -= below.count;
+        rank -= below.count;
     }
     bucket_start + (bucket_end - bucket_start) * (rank / count)
 }

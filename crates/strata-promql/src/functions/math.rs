@@ -1,36 +1,17 @@
 //! Element-wise math on instant vectors: `abs`, `ln`, trigonometry, ...
 
-/// The element-wise function called `name`, if it is one.
-pub(crate) fn simple(name: &str) -> Option<fn(f64) -> f64> {
-    Some(match name {
-        "abs" => f64::abs,
-        "ceil" => f64::ceil,
-        "floor" => f64::floor,
-        "exp" => f64::exp,
-        "sqrt" => f64::sqrt,
-        "ln" => f64::ln,
-        "log2" => f64::log2,
-        "log10" => f64::log10,
-        "sin" => f64::sin,
-        "cos" => f64::cos,
-        "tan" => f64::tan,
-        "asin" => f64::asin,
-        "acos" => f64::acos,
-        "atan" => f64::atan,
-        "sinh" => f64::sinh,
-        "cosh" => f64::cosh,
-        "tanh" => f64::tanh,
-        "asinh" => f64::asinh,
-        "acosh" => f64::acosh,
-        "atanh" => f64::atanh,
-        "deg" => |v| v * 180.0 / std::f64::consts::PI,
-        "rad" => |v| v * std::f64::consts::PI / 180.0,
-        "sgn" => sgn,
-        _ => return None,
-    })
+/// Degrees from radians (`deg`).
+pub(crate) fn deg(v: f64) -> f64 {
+    v * 180.0 / std::f64::consts::PI
 }
 
-fn sgn(v: f64) -> f64 {
+/// Radians from degrees (`rad`).
+pub(crate) fn rad(v: f64) -> f64 {
+    v * std::f64::consts::PI / 180.0
+}
+
+/// The sign of `v` (`sgn`): -1, 1, or `v` itself for zero and NaN.
+pub(crate) fn sgn(v: f64) -> f64 {
     if v < 0.0 {
         -1.0
     } else if v > 0.0 {

@@ -1,12 +1,13 @@
-//! PromQL functions as plain computations over samples, one file per family.
-//! The evaluator (`eval::call`, `eval::matrix_call`) decides which inputs
-//! each one sees.
+//! PromQL functions as plain computations over samples, one file per family,
+//! and the [`registry`] of every function Strata evaluates. The evaluator
+//! (`eval::call`, `eval::matrix_call`) decides which inputs each one sees.
 
 pub(crate) mod histogram;
 pub(crate) mod labels;
 pub(crate) mod math;
 pub(crate) mod over_time;
 pub(crate) mod rate;
+pub(crate) mod registry;
 pub(crate) mod time;
 
 /// Kahan-Babuska (Neumaier) summation step, as Prometheus' `kahansum.Inc`.

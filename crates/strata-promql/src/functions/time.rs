@@ -2,22 +2,40 @@
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 
-/// The calendar function called `name`, if it is one.
-pub(crate) fn date_function(name: &str) -> Option<fn(&DateTime<Utc>) -> f64> {
-    Some(match name {
-        "minute" => |t| f64::from(t.minute()),
-        "hour" => |t| f64::from(t.hour()),
-        "day_of_week" => |t| f64::from(t.weekday().num_days_from_sunday()),
-        "day_of_month" => |t| f64::from(t.day()),
-        "day_of_year" => |t| f64::from(t.ordinal()),
-        "days_in_month" => |t| f64::from(days_in_month(t.year(), t.month())),
-        "month" => |t| f64::from(t.month()),
-        "year" => |t| f64::from(t.year()),
-        _ => return None,
-    })
+pub(crate) fn minute(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.minute())
 }
 
-fn days_in_month(year: i32, month: u32) -> u32 {
+pub(crate) fn hour(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.hour())
+}
+
+/// 0 for Sunday to 6 for Saturday.
+pub(crate) fn day_of_week(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.weekday().num_days_from_sunday())
+}
+
+pub(crate) fn day_of_month(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.day())
+}
+
+pub(crate) fn day_of_year(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.ordinal())
+}
+
+pub(crate) fn days_in_month(t: &DateTime<Utc>) -> f64 {
+    f64::from(month_days(t.year(), t.month()))
+}
+
+pub(crate) fn month(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.month())
+}
+
+pub(crate) fn year(t: &DateTime<Utc>) -> f64 {
+    f64::from(t.year())
+}
+
+fn month_days(year: i32, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

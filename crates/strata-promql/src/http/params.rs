@@ -143,12 +143,12 @@ fn parse_prometheus_duration(s: &str) -> Option<Duration> {
         let unit_len = rest.chars().take_while(char::is_ascii_alphabetic).count();
         let unit = rest.get(..unit_len)?;
         rest = rest.get(unit_len..)?;
-        let idx = UNITS.iter().position(|(u, _)| *u == unit)?;
+        let (idx, &(_, unit_ms)) = UNITS.iter().enumerate().find(|(_, (u, _))| *u == unit)?;
         if idx < last_unit || (total > 0 && idx == last_unit) {
             return None;
         }
         last_unit = idx;
-        total = total.checked_add(n.checked_mul(UNITS[idx].1)?)?;
+        total = total.checked_add(n.checked_mul(unit_ms)?)?;
     }
     Some(Duration::from_millis(total))
 }
