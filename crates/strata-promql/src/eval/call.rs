@@ -181,10 +181,100 @@ impl Evaluator<'_> {
                     return Ok(m);
                 }
             }
+            Eval::Map(f) => return self.map_points(&args, name, |x, _| Some(f(x))),
+            Eval::Date(f) if !args.is_empty() => {
+                return self.map_points(&args, name, |x, _| Some(time::apply(f, x)))
+            }
+            Eval::Clamp => {
+                let (min, max) = (self.scalar_arg(&args, 1)?, self.scalar_arg(&args, 2)?);
+                return self.map_points(&args, name, |x, i| {
+                    let (lo, hi) = (step_value(&min, i), step_value(&max, i));
+                    (hi >= lo || lo.is_nan() || hi.is_nan()).then(|| math::clamp(x, lo, hi))
+                });
+            }
+            Eval::ClampMin => {
+                let min = self.scalar_arg(&args, 1)?;
+                return self.map_points(&args, name, |x, i| {
+                    Some(math::clamp(x, step_value(&min, i), f64::INFINITY))
+                });
+            }
+            Eval::ClampMax => {
+                let max = self.scalar_arg(&args, 1)?;
+                return self.map_points(&args, name, |x, i| {
+                    Some(math::clamp(x, f64::NEG_INFINITY, step_value(&max, i)))
+                });
+            }
+            Eval::Round if args.len() > 1 => {
+                let to = self.scalar_arg(&args, 1)?;
+                return self
+                    .map_points(&args, name, |x, i| Some(math::round(x, step_value(&to, i))));
+            }
+            Eval::Round => return self.map_points(&args, name, |x, _| Some(math::round(x, 1.0))),
             _ => {}
         }
         let mut f = vector_function(function.eval, &args)?;
         self.range_eval(&args, &mut |v, ts| Ok(f(v, ts)))
+    }
+}
+
+/// A scalar argument's value at step `i`; NaN where it has none.
+fn step_value(values: &[f64], i: usize) -> f64 {
+    values.get(i).copied().unwrap_or(f64::NAN)
+}
+
+impl Evaluator<'_> {
+    /// A function applied point by point to its first argument's series, a
+    /// series at a time: the metric name dropped once per series instead of
+    /// once per sample and step, and no per-step regrouping of the output
+    /// (series whose labels then coincide are merged as Prometheus merges
+    /// them). `f` gets a point's value and step index; `None` drops it.
+    fn map_points(
+        &mut self,
+        args: &[&Expr],
+        name: &str,
+        f: impl Fn(f64, usize) -> Option<f64>,
+    ) -> Result<Matrix> {
+        let original = self.current_samples;
+        let mut m = self.eval_matrix(vector_arg(args, name)?)?;
+        let (start, interval) = (self.start, self.interval.max(1));
+        for s in &mut m {
+            s.labels = drop_metric_name(&s.labels);
+            s.points.retain_mut(|p| {
+                let i = usize::try_from((p.t - start) / interval).unwrap_or(usize::MAX);
+                match f(p.v, i) {
+                    Some(v) => {
+                        p.v = v;
+                        true
+                    }
+                    None => false,
+                }
+            });
+        }
+        m.retain(|s| !s.points.is_empty());
+        let out = merge_same_labelset(m)?;
+        self.current_samples = original + super::total_points(&out);
+        Ok(out)
+    }
+
+    /// Scalar argument `i` of a call, its value at each step.
+    fn scalar_arg(&mut self, args: &[&Expr], i: usize) -> Result<Vec<f64>> {
+        let mut values = vec![f64::NAN; self.num_steps()];
+        let Some(arg) = args.get(i) else {
+            return Ok(values);
+        };
+        let held = self.current_samples;
+        let m = self.eval_matrix(arg)?;
+        self.current_samples = held;
+        let (start, interval) = (self.start, self.interval.max(1));
+        if let Some(s) = m.first() {
+            for p in &s.points {
+                let at = usize::try_from((p.t - start) / interval).unwrap_or(usize::MAX);
+                if let Some(v) = values.get_mut(at) {
+                    *v = p.v;
+                }
+            }
+        }
+        Ok(values)
     }
 }
 
