@@ -2,9 +2,11 @@
 //! escaping, timestamps as seconds with millisecond precision, values as
 //! strings).
 
+use std::fmt::Write as _;
+
 use strata_codec::Label;
 
-use crate::value::{Matrix, QueryValue};
+use crate::value::{Matrix, MatrixSeries, QueryValue};
 
 /// Appends `s` as a JSON string, escaped as Go's encoding/json does
 /// (HTML-sensitive characters and U+2028/U+2029 as `\uXXXX`).
@@ -22,7 +24,9 @@ pub fn write_str(out: &mut String, s: &str) {
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -39,16 +43,11 @@ pub fn write_timestamp(out: &mut String, t: i64) {
         t = t.wrapping_neg();
     }
     let (secs, frac) = ((t as u64) / 1000, (t as u64) % 1000);
-    out.push_str(&secs.to_string());
+    // Written in place: a result of a million points must not allocate a
+    // string per point.
+    let _ = write!(out, "{secs}");
     if frac != 0 {
-        out.push('.');
-        if frac < 100 {
-            out.push('0');
-        }
-        if frac < 10 {
-            out.push('0');
-        }
-        out.push_str(&frac.to_string());
+        let _ = write!(out, ".{frac:03}");
     }
 }
 
@@ -57,42 +56,46 @@ pub fn write_timestamp(out: &mut String, t: i64) {
 /// [1e-6, 1e21)).
 pub fn write_value(out: &mut String, f: f64) {
     out.push('"');
-    out.push_str(&format_value(f));
+    push_value(out, f);
     out.push('"');
 }
 
 /// The text of a sample value as Prometheus' API prints it.
 pub fn format_value(f: f64) -> String {
+    let mut out = String::new();
+    push_value(&mut out, f);
+    out
+}
+
+/// Appends [`format_value`]'s text, in place for the common case.
+fn push_value(out: &mut String, f: f64) {
     if f.is_nan() {
-        return "NaN".into();
+        out.push_str("NaN");
+        return;
     }
     if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
+        out.push_str(if f > 0.0 { "+Inf" } else { "-Inf" });
+        return;
     }
     let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        // Go's 'e' format: shortest mantissa, exponent with a sign and at
-        // least two digits.
-        let s = format!("{f:e}");
-        if let Some((mantissa, exp)) = s.split_once('e') {
+    if abs == 0.0 || (1e-6..1e21).contains(&abs) {
+        let _ = write!(out, "{f}");
+        return;
+    }
+    // Go's 'e' format: shortest mantissa, exponent with a sign and at
+    // least two digits.
+    let s = format!("{f:e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
             let (sign, digits) = match exp.strip_prefix('-') {
                 Some(d) => ('-', d),
                 None => ('+', exp),
             };
-            let digits = if digits.len() < 2 {
-                format!("0{digits}")
-            } else {
-                digits.to_string()
-            };
-            return format!("{mantissa}e{sign}{digits}");
+            let pad = if digits.len() < 2 { "0" } else { "" };
+            let _ = write!(out, "{mantissa}e{sign}{pad}{digits}");
         }
-        return s;
+        None => out.push_str(&s),
     }
-    format!("{f}")
 }
 
 /// A label set as a JSON object.
@@ -127,25 +130,83 @@ fn write_matrix(out: &mut String, m: &Matrix) {
         if i > 0 {
             out.push(',');
         }
-        out.push_str("{\"metric\":");
-        write_labels(out, &s.labels);
-        if !s.points.is_empty() {
-            out.push_str(",\"values\":[");
-            for (j, p) in s.points.iter().enumerate() {
-                if j > 0 {
-                    out.push(',');
-                }
-                out.push('[');
-                write_timestamp(out, p.t);
-                out.push(',');
-                write_value(out, p.v);
-                out.push(']');
-            }
-            out.push(']');
-        }
-        out.push('}');
+        write_matrix_series(out, s);
     }
     out.push(']');
+}
+
+/// One series of a matrix result: `{"metric":{…},"values":[[t,"v"],…]}`.
+fn write_matrix_series(out: &mut String, s: &MatrixSeries) {
+    out.push_str("{\"metric\":");
+    write_labels(out, &s.labels);
+    if !s.points.is_empty() {
+        out.push_str(",\"values\":[");
+        for (j, p) in s.points.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            write_timestamp(out, p.t);
+            out.push(',');
+            write_value(out, p.v);
+            out.push(']');
+        }
+        out.push(']');
+    }
+    out.push('}');
+}
+
+/// Bytes a streamed answer gathers before handing a chunk on.
+const CHUNK_BYTES: usize = 64 << 10;
+
+/// A whole successful answer with a matrix result, `{"status":"success",
+/// "data":{"resultType":"matrix","result":[…]}}`, written in chunks of
+/// about [`CHUNK_BYTES`] as they are read: a result of a million points is
+/// never held a second time as one string.
+pub struct MatrixChunks {
+    matrix: std::vec::IntoIter<MatrixSeries>,
+    started: bool,
+    done: bool,
+}
+
+impl MatrixChunks {
+    pub fn new(m: Matrix) -> Self {
+        Self {
+            matrix: m.into_iter(),
+            started: false,
+            done: false,
+        }
+    }
+}
+
+impl Iterator for MatrixChunks {
+    type Item = bytes::Bytes;
+
+    fn next(&mut self) -> Option<bytes::Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut out = String::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
+        if !self.started {
+            out.push_str(
+                "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
+            );
+        }
+        while out.len() < CHUNK_BYTES {
+            let Some(s) = self.matrix.next() else {
+                out.push_str("]}}");
+                self.done = true;
+                break;
+            };
+            if self.started {
+                out.push(',');
+            }
+            self.started = true;
+            write_matrix_series(&mut out, &s);
+        }
+        self.started = true;
+        Some(bytes::Bytes::from(out))
+    }
 }
 
 /// The `data` object of a query response.
@@ -187,4 +248,48 @@ pub fn write_query_data(out: &mut String, v: &QueryValue) {
         QueryValue::Matrix(m) => write_matrix(out, m),
     }
     out.push('}');
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::value::Point;
+
+    fn whole(m: &Matrix) -> String {
+        let mut data = String::new();
+        write_query_data(&mut data, &QueryValue::Matrix(m.clone()));
+        format!("{{\"status\":\"success\",\"data\":{data}}}")
+    }
+
+    fn streamed(m: &Matrix) -> (String, usize) {
+        let chunks: Vec<bytes::Bytes> = MatrixChunks::new(m.clone()).collect();
+        let n = chunks.len();
+        let all: Vec<u8> = chunks.into_iter().flat_map(|c| c.to_vec()).collect();
+        (String::from_utf8(all).unwrap(), n)
+    }
+
+    #[test]
+    fn streamed_matrix_equals_the_whole_answer() {
+        let series = |i: usize, points: usize| MatrixSeries {
+            labels: Arc::from(vec![Label::new("i", i.to_string())]),
+            points: (0..points)
+                .map(|j| Point {
+                    t: j as i64 * 1500,
+                    v: j as f64 / 3.0,
+                })
+                .collect(),
+        };
+        let empty: Matrix = Vec::new();
+        assert_eq!(streamed(&empty), (whole(&empty), 1));
+        let one = vec![series(0, 0)];
+        assert_eq!(streamed(&one).0, whole(&one));
+        // Many chunks: each series is about 20 KB.
+        let many: Matrix = (0..50).map(|i| series(i, 800)).collect();
+        let (text, chunks) = streamed(&many);
+        assert_eq!(text, whole(&many));
+        assert!(chunks > 10, "{chunks} chunks");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap();
+    }
 }

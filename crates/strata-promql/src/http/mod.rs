@@ -25,7 +25,7 @@ use crate::error::QueryError;
 use strata_codec::clock::Clock as _;
 
 use crate::plan::matcher_sets;
-use crate::{Engine, QueryGate, QueryLimits, Queryable};
+use crate::{Engine, QueryGate, QueryLimits, QueryValue, Queryable};
 
 /// Largest form body accepted (Prometheus' default is unlimited; queries
 /// are small).
@@ -117,6 +117,28 @@ fn error(e: &QueryError) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// A query's answer: a matrix streamed as it is written, any other value
+/// written whole.
+fn respond_value(r: Result<QueryValue, QueryError>) -> Response {
+    match r {
+        Ok(QueryValue::Matrix(m)) => {
+            let chunks = json::MatrixChunks::new(m).map(Ok::<_, std::convert::Infallible>);
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                axum::body::Body::from_stream(futures::stream::iter(chunks)),
+            )
+                .into_response()
+        }
+        Ok(v) => {
+            let mut out = String::new();
+            json::write_query_data(&mut out, &v);
+            respond(Ok(out))
+        }
+        Err(e) => respond(Err(e)),
+    }
+}
+
 fn respond(r: Result<String, QueryError>) -> Response {
     match r {
         Ok(data) => success(&data),
@@ -166,7 +188,7 @@ fn now_ms() -> i64 {
 }
 
 async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
-    respond(
+    respond_value(
         async {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
@@ -175,10 +197,7 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            let v = engine.instant_query(p.get("query"), t, timeout).await?;
-            let mut out = String::new();
-            json::write_query_data(&mut out, &v);
-            Ok(out)
+            engine.instant_query(p.get("query"), t, timeout).await
         }
         .await,
     )
@@ -205,7 +224,7 @@ async fn format_query(State(api): State<Arc<Api>>, req: Request) -> Response {
 }
 
 async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
-    respond(
+    respond_value(
         async {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
@@ -233,12 +252,9 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            let v = engine
+            engine
                 .range_query(p.get("query"), start, end, step_ms, timeout)
-                .await?;
-            let mut out = String::new();
-            json::write_query_data(&mut out, &v);
-            Ok(out)
+                .await
         }
         .await,
     )
