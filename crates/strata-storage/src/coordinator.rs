@@ -89,6 +89,9 @@ pub(crate) struct Coordinator {
     /// Set to make a paced seal under way finish at full speed (shutdown,
     /// explicit seals).
     hurry: Arc<AtomicBool>,
+    /// Signalled when a seal finishes, so the next due bucket (a backlog)
+    /// starts at once instead of at the next check.
+    seal_done: Arc<tokio::sync::Notify>,
     record: LogRecord,
     encoded: Vec<u8>,
     /// A batch already applied to the head whose write to SlateDB failed:
@@ -119,6 +122,7 @@ impl Coordinator {
             sealing: None,
             log_kept_from: replay_from,
             hurry: Arc::new(AtomicBool::new(false)),
+            seal_done: Arc::new(tokio::sync::Notify::new()),
             record: LogRecord::default(),
             encoded: Vec::new(),
             unlogged: None,
@@ -132,6 +136,7 @@ impl Coordinator {
         let max_group = self.inner.settings.max_group_commit;
         let mut group = Vec::with_capacity(max_group);
         let mut shutdown = None;
+        let seal_done = Arc::clone(&self.seal_done);
         while shutdown.is_none() {
             tokio::select! {
                 biased;
@@ -160,6 +165,11 @@ impl Coordinator {
                     self.flush_group(&mut group).await;
                 }
                 _ = tick.tick() => {
+                    if let Err(e) = self.seal_due(false).await {
+                        tracing::warn!(error = %e, "sealing failed; will retry");
+                    }
+                }
+                _ = seal_done.notified() => {
                     if let Err(e) = self.seal_due(false).await {
                         tracing::warn!(error = %e, "sealing failed; will retry");
                     }
@@ -393,8 +403,13 @@ impl Coordinator {
             self.hurry.store(wait || backlog, Ordering::Relaxed);
             self.log_kept_from = self.log_kept_from.max(replay_from);
             let inner = Arc::clone(&self.inner);
+            let (db, done) = (self.db.clone(), Arc::clone(&self.seal_done));
             self.sealing = Some((
-                tokio::spawn(sealer::seal(inner, self.db.clone(), job)),
+                tokio::spawn(async move {
+                    let sealed = sealer::seal(inner, db, job).await;
+                    done.notify_one();
+                    sealed
+                }),
                 bucket,
                 first_seq,
             ));

@@ -349,6 +349,55 @@ async fn a_backlog_is_sealed_at_once_and_the_last_bucket_spread() {
     db.close().await.unwrap();
 }
 
+/// A backlog of due buckets (history sent after an outage, an import) is
+/// sealed one bucket after another, each as soon as the one before is done,
+/// not one per seal check: a week of hours no longer takes a week of checks.
+#[tokio::test]
+async fn a_backlog_seals_bucket_after_bucket_without_waiting_for_checks() {
+    use strata_storage::Clock;
+    let check = Duration::from_secs(3);
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 8 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let settings = StorageSettings {
+        seal_check_interval: check,
+        ..StorageSettings::default()
+    };
+    let db = Writer::open(Arc::new(InMemory::new()), "db", settings, clock.clone())
+        .await
+        .unwrap();
+    let hours = 6;
+    let data: Vec<IngestSeries> = (0..20)
+        .map(|i| IngestSeries {
+            labels: vec![
+                Label::new("__name__", "backlog"),
+                Label::new("i", i.to_string()),
+            ],
+            samples: (0..hours * 60)
+                .map(|m| (t0 + m * 60_000, (i * 1000 + m) as f64))
+                .collect(),
+        })
+        .collect();
+    db.write(data.clone(), Durability::Applied).await.unwrap();
+    clock.set(t0 + hours * HOUR + 6 * 60_000);
+    let started = std::time::Instant::now();
+    while db.head().sealed_through() < Some(t0 / HOUR + hours - 1) {
+        assert!(started.elapsed() < Duration::from_secs(60), "never sealed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = started.elapsed();
+    println!("{hours} due buckets sealed in {took:?} (seal check every {check:?})");
+    // One bucket per check would take at least five more checks.
+    assert!(took < 3 * check, "{took:?}");
+    let read = db
+        .select(&[eq("__name__", "backlog")], i64::MIN / 2, i64::MAX / 2)
+        .await
+        .unwrap();
+    let got: usize = read.iter().map(|s| s.timestamps.len()).sum();
+    assert_eq!((read.len(), got), (20, 20 * 360));
+    db.close().await.unwrap();
+}
+
 /// A bucket of many batches is spread; once the next bucket comes due
 /// while it is being sealed, the rest is written at once (the next one is
 /// then spread in turn).
