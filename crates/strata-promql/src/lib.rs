@@ -24,6 +24,7 @@
 //! # });
 //! ```
 
+pub mod cardinality;
 pub mod engine;
 pub mod error;
 pub(crate) mod eval;
@@ -34,6 +35,7 @@ pub(crate) mod plan;
 pub mod source;
 pub mod value;
 
+pub use cardinality::{CardinalityCounter, TsdbStatus};
 pub use engine::{Engine, QueryLimits};
 pub use error::QueryError;
 pub use functions::format_go_float;

@@ -66,6 +66,17 @@ pub trait Queryable: Send + Sync + 'static {
     ) -> Result<Vec<(String, Vec<MetricMetadata>)>, SourceError> {
         Ok(Vec::new())
     }
+
+    /// The series of `tenant` (`""`: none; a source scoped to a tenant
+    /// uses its own) counted by metric name, label name and label pair,
+    /// the top `limit` of each; `None` for a source that cannot say.
+    async fn tsdb_status(
+        &self,
+        _tenant: &str,
+        _limit: usize,
+    ) -> Result<Option<crate::TsdbStatus>, SourceError> {
+        Ok(None)
+    }
 }
 
 /// One description of a metric, as `/api/v1/metadata` lists it.
@@ -195,6 +206,18 @@ impl Queryable for MemSource {
             .flat_map(|s| s.labels.into_iter().map(|l| l.name))
             .collect();
         Ok(names.into_iter().collect())
+    }
+
+    async fn tsdb_status(
+        &self,
+        _tenant: &str,
+        limit: usize,
+    ) -> Result<Option<crate::TsdbStatus>, SourceError> {
+        let mut counter = crate::CardinalityCounter::default();
+        for s in self.series.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            counter.add(&s.labels);
+        }
+        Ok(Some(counter.status(limit)))
     }
 
     async fn label_values(

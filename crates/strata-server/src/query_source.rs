@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use strata_codec::merge::merge_newer;
+use strata_codec::LabelPairs;
 use strata_codec::{Label, Matcher};
-use strata_promql::{MetricMetadata, Queryable, Series, SourceError};
-use strata_storage::{Storage, StorageError};
+use strata_promql::{
+    CardinalityCounter, MetricMetadata, Queryable, Series, SourceError, TsdbStatus,
+};
+use strata_storage::{Storage, StorageError, TENANT_LABEL};
 
 use crate::state::AppState;
 
@@ -132,6 +135,25 @@ impl Queryable for StorageSource {
             }
         }
         Ok(merged.into_iter().collect())
+    }
+
+    async fn tsdb_status(
+        &self,
+        tenant: &str,
+        limit: usize,
+    ) -> Result<Option<TsdbStatus>, SourceError> {
+        // Every database's head in one count, so a label value found on
+        // several shards is counted once.
+        let mut counter = CardinalityCounter::default();
+        for storage in self.storages()? {
+            for s in storage.head().all_series() {
+                if strata_storage::tenant_of(&s.labels) != tenant {
+                    continue;
+                }
+                counter.add_pairs(s.labels.pairs().filter(|(n, _)| *n != TENANT_LABEL));
+            }
+        }
+        Ok(Some(counter.status(limit)))
     }
 
     async fn select(

@@ -252,6 +252,16 @@ impl Queryable for TenantSource {
     ) -> Result<Vec<(String, Vec<MetricMetadata>)>, SourceError> {
         self.inner.metadata(self.tenant.label_value(), metric).await
     }
+
+    async fn tsdb_status(
+        &self,
+        _tenant: &str,
+        limit: usize,
+    ) -> Result<Option<strata_promql::TsdbStatus>, SourceError> {
+        self.inner
+            .tsdb_status(self.tenant.label_value(), limit)
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
             get(label_values).post(label_values),
         )
         .route("/api/v1/metadata", get(metadata).post(metadata))
+        .route("/api/v1/status/tsdb", get(tsdb_status).post(tsdb_status))
         .with_state(api)
 }
 
@@ -431,6 +432,67 @@ async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
                     out.push_str(",\"unit\":");
                     json::write_str(&mut out, &e.unit);
                     out.push('}');
+                }
+                out.push(']');
+            }
+            out.push('}');
+            Ok(out)
+        }
+        .await,
+    )
+}
+
+/// `status/tsdb`: the series count and what accounts for it (top metric
+/// names, label names and label pairs), as Prometheus answers it from its
+/// head; `limit` (default 10) entries per list.
+async fn tsdb_status(State(api): State<Arc<Api>>, req: Request) -> Response {
+    respond(
+        async {
+            let engine = api.engine(&req)?;
+            let p = read_params(req).await?;
+            let limit = match p.get("limit") {
+                "" => 10,
+                v => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    QueryError::BadData(format!(
+                        "invalid parameter \"limit\": {v:?} is not a positive number"
+                    ))
+                })?,
+            };
+            let status = engine
+                .source()
+                .tsdb_status("", limit)
+                .await?
+                .ok_or_else(|| QueryError::Internal("no series statistics here".into()))?;
+            let mut out = format!(
+                "{{\"headStats\":{{\"numSeries\":{},\"numLabelPairs\":{}}}",
+                status.num_series, status.num_label_pairs
+            );
+            for (key, list) in [
+                (
+                    "seriesCountByMetricName",
+                    &status.series_count_by_metric_name,
+                ),
+                (
+                    "labelValueCountByLabelName",
+                    &status.label_value_count_by_label_name,
+                ),
+                (
+                    "memoryInBytesByLabelName",
+                    &status.memory_in_bytes_by_label_name,
+                ),
+                (
+                    "seriesCountByLabelValuePair",
+                    &status.series_count_by_label_value_pair,
+                ),
+            ] {
+                out.push_str(&format!(",\"{key}\":["));
+                for (i, (name, value)) in list.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str("{\"name\":");
+                    json::write_str(&mut out, name);
+                    out.push_str(&format!(",\"value\":{value}}}"));
                 }
                 out.push(']');
             }
