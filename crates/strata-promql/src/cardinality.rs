@@ -116,7 +116,7 @@ mod tests {
         );
         assert_eq!(
             s.series_count_by_label_value_pair,
-            vec![("instance=1".to_owned(), 2), ("job=a".to_owned(), 2)]
+            vec![("__name__=up".to_owned(), 2), ("instance=1".to_owned(), 2)]
         );
         assert_eq!(
             s.label_value_count_by_label_name,
