@@ -16,7 +16,7 @@ use strata_codec::Label;
 use super::{total_points, unwrap_parens, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::{format_go_float, kahan_inc, quantile};
-use crate::value::{set_label, Labels, Matrix, MatrixSeries, Point, Sample};
+use crate::value::{set_label, Labels, Matrix, MatrixSeries, Point};
 use strata_codec::threads::available as available_threads;
 
 /// An aggregation operator, read from the parser's token once per
@@ -402,25 +402,58 @@ impl Evaluator<'_> {
         if !grouping.without {
             grouping.labels.push(label.clone());
         }
-        self.range_eval(&[a.expr.as_ref()], &mut |v, _| {
-            let mut index: HashMap<Labels, usize> = HashMap::new();
-            let mut out: Vec<Sample> = Vec::new();
-            for s in v.first().into_iter().flatten() {
-                let metric = set_label(&s.labels, &label, &format_go_float(s.v));
-                let key = grouping.group_labels(&metric);
-                match index.get(&key).and_then(|&i| out.get_mut(i)) {
-                    Some(counted) => counted.v += 1.0,
-                    None => {
-                        index.insert(key.clone(), out.len());
-                        out.push(Sample {
-                            labels: key,
-                            v: 1.0,
+        let original = self.current_samples;
+        let input = self.eval_matrix(&a.expr)?;
+        // A series' output group for a value is worked out once (labels set,
+        // grouped, looked up) and then found by (series, value bits): each
+        // step only counts.
+        let mut key_of: HashMap<(usize, u64), usize> = HashMap::new();
+        let mut keys: HashMap<Labels, usize> = HashMap::new();
+        let mut out: Matrix = Vec::new();
+        let mut counts: Vec<f64> = Vec::new();
+        let mut touched: Vec<usize> = Vec::new();
+        let mut cursors = vec![0usize; input.len()];
+        let (first, interval) = (self.start, self.interval.max(1));
+        let mut produced = 0usize;
+        for step in 0..self.num_steps() {
+            let ts = first + step as i64 * interval;
+            self.check_deadline()?;
+            for (i, (series, cursor)) in input.iter().zip(&mut cursors).enumerate() {
+                let Some(v) = next_value(ts, &series.points, cursor) else {
+                    continue;
+                };
+                let key = *key_of.entry((i, v.to_bits())).or_insert_with(|| {
+                    let metric = set_label(&series.labels, &label, &format_go_float(v));
+                    let labels = grouping.group_labels(&metric);
+                    *keys.entry(labels.clone()).or_insert_with(|| {
+                        out.push(MatrixSeries {
+                            labels,
+                            points: Vec::new(),
                         });
+                        counts.push(0.0);
+                        out.len() - 1
+                    })
+                });
+                if let Some(c) = counts.get_mut(key) {
+                    if *c == 0.0 {
+                        touched.push(key);
                     }
+                    *c += 1.0;
                 }
             }
-            Ok(out)
-        })
+            produced += touched.len();
+            if original.saturating_add(produced) > self.max_samples {
+                return Err(QueryError::too_many_samples());
+            }
+            for key in touched.drain(..) {
+                if let (Some(c), Some(series)) = (counts.get_mut(key), out.get_mut(key)) {
+                    series.points.push(Point { t: ts, v: *c });
+                    *c = 0.0;
+                }
+            }
+        }
+        self.current_samples = original + total_points(&out);
+        Ok(out)
     }
 }
 
