@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::shared::Shared;
-use crate::{head, late, spill, Storage};
+use crate::{compact, head, late, spill, Storage};
 
 /// How often the head's chunk tails are looked at for freezing and
 /// spilling.
@@ -74,7 +74,8 @@ fn wait(stopped: &std::sync::mpsc::Receiver<()>, interval: std::time::Duration) 
 /// Starts the writer's late pass: writes the head's late samples (of sealed
 /// buckets) to the store every [`late::LATE_INTERVAL`] while it holds any,
 /// at once when it holds many, and folds quiet buckets' late segments into
-/// their chunks every [`late::FOLD_INTERVAL`]; on a thread of low
+/// their chunks every [`late::FOLD_INTERVAL`], and compacts sealed buckets
+/// into blocks every [`compact::COMPACT_INTERVAL`]; on a thread of low
 /// priority, until the storage is dropped.
 pub(crate) fn start_late_pass(inner: &Arc<Shared>) {
     if inner.backend.writer().is_none() {
@@ -90,6 +91,7 @@ pub(crate) fn start_late_pass(inner: &Arc<Shared>) {
         .spawn(move || {
             lower_priority();
             let mut last_fold = std::time::Instant::now();
+            let mut last_compact = std::time::Instant::now();
             loop {
                 state.wait(late::LATE_INTERVAL);
                 let Some(inner) = weak.upgrade() else {
@@ -101,6 +103,13 @@ pub(crate) fn start_late_pass(inner: &Arc<Shared>) {
                 if inner.head.extra_samples() > 0 {
                     if let Err(e) = runtime.block_on(late::flush(&inner, db)) {
                         tracing::warn!(error = %e, "cannot write late samples; they stay in memory");
+                    }
+                }
+                if last_compact.elapsed() >= compact::COMPACT_INTERVAL {
+                    last_compact = std::time::Instant::now();
+                    let view = Storage::view(Arc::clone(&inner));
+                    if let Err(e) = runtime.block_on(compact::compact(&view, false)) {
+                        tracing::warn!(error = %e, "cannot compact sealed buckets into a block; will retry");
                     }
                 }
                 if last_fold.elapsed() >= late::FOLD_INTERVAL {

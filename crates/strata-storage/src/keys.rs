@@ -16,6 +16,13 @@ pub const META: u8 = b'M';
 /// A series with late segments in a sealed bucket, not yet folded into
 /// its chunk: `J | bucket i64 | series id u64`, empty value.
 pub const LATE: u8 = b'J';
+/// A compacted block's chunks, laid out as a bucket's `C` keys:
+/// `B | first bucket i64 | series id u64` (and its late segments).
+pub const BLOCK_CHUNK: u8 = b'B';
+/// A compacted block's postings, laid out as a bucket's `I` keys.
+pub const BLOCK_POSTINGS: u8 = b'P';
+/// A compacted block's late-series markers, laid out as a bucket's `J` keys.
+pub const BLOCK_LATE: u8 = b'K';
 
 /// Separates a label name from its value in a postings key; never part of
 /// valid UTF-8.
@@ -23,6 +30,66 @@ pub const SEP: u8 = 0xFF;
 
 /// The metadata key of the seal checkpoint.
 pub const CHECKPOINT: &[u8] = b"Mcheckpoint";
+
+/// The metadata key of the compaction state (which buckets blocks hold).
+pub const COMPACTED: &[u8] = b"Mcompacted";
+
+/// Where the sealed samples of a stretch of time live: one bucket, or a
+/// block of consecutive buckets that compaction wrote in their place
+/// (named by its first bucket). Both have the same keys (chunks, segments,
+/// late segments, postings, late markers) under prefixes of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Span {
+    Bucket(i64),
+    Block(i64),
+}
+
+impl From<i64> for Span {
+    fn from(bucket: i64) -> Self {
+        Span::Bucket(bucket)
+    }
+}
+
+impl Span {
+    /// The first bucket it holds.
+    pub fn start(self) -> i64 {
+        match self {
+            Span::Bucket(b) | Span::Block(b) => b,
+        }
+    }
+
+    fn chunk_tag(self) -> u8 {
+        match self {
+            Span::Bucket(_) => CHUNK,
+            Span::Block(_) => BLOCK_CHUNK,
+        }
+    }
+
+    fn postings_tag(self) -> u8 {
+        match self {
+            Span::Bucket(_) => POSTINGS,
+            Span::Block(_) => BLOCK_POSTINGS,
+        }
+    }
+
+    fn late_tag(self) -> u8 {
+        match self {
+            Span::Bucket(_) => LATE,
+            Span::Block(_) => BLOCK_LATE,
+        }
+    }
+}
+
+fn span_key(tag: u8, span: Span, capacity: usize) -> Vec<u8> {
+    let mut k = Vec::with_capacity(capacity);
+    k.push(tag);
+    push_i64(&mut k, span.start());
+    k
+}
+
+fn is_chunk_tag(tag: Option<&u8>) -> bool {
+    matches!(tag, Some(&CHUNK) | Some(&BLOCK_CHUNK))
+}
 
 /// Metric metadata of a tenant (`""` without tenants):
 /// `M | "metric/" | tenant | 0xFF | metric name`.
@@ -69,18 +136,21 @@ pub fn series_id(key: &[u8]) -> Option<u64> {
     }
 }
 
-/// `C | bucket`: the prefix of every sealed chunk of one bucket.
-pub fn chunk_prefix(bucket: i64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17);
-    k.push(CHUNK);
-    push_i64(&mut k, bucket);
+/// `C | bucket` (`B | block`): the prefix of every sealed chunk of one span.
+pub fn chunk_prefix(span: impl Into<Span>) -> Vec<u8> {
+    let span = span.into();
+    span_key(span.chunk_tag(), span, 17)
+}
+
+pub fn chunk_key(span: impl Into<Span>, series: u64) -> Vec<u8> {
+    let mut k = chunk_prefix(span);
+    k.extend_from_slice(&series.to_be_bytes());
     k
 }
 
-pub fn chunk_key(bucket: i64, series: u64) -> Vec<u8> {
-    let mut k = chunk_prefix(bucket);
-    k.extend_from_slice(&series.to_be_bytes());
-    k
+/// The first bucket of the span a chunk, postings or late key belongs to.
+pub fn span_start(key: &[u8]) -> Option<i64> {
+    read_i64(key.get(1..9)?)
 }
 
 /// The series id of a chunk or segment key.
@@ -95,8 +165,8 @@ pub const SEGMENT_KEY_LEN: usize = 33;
 /// The key of a segment of series `series` in `bucket` holding the samples
 /// from `first_t` to `last_t`: it sorts after the series' chunk key, and
 /// the series' segments by time.
-pub fn segment_key(bucket: i64, series: u64, first_t: i64, last_t: i64) -> Vec<u8> {
-    let mut k = chunk_key(bucket, series);
+pub fn segment_key(span: impl Into<Span>, series: u64, first_t: i64, last_t: i64) -> Vec<u8> {
+    let mut k = chunk_key(span, series);
     push_i64(&mut k, first_t);
     push_i64(&mut k, last_t);
     k
@@ -106,9 +176,10 @@ fn read_i64(bytes: &[u8]) -> Option<i64> {
     Some((read_u64(bytes)? ^ (1 << 63)) as i64)
 }
 
-/// `(bucket, series, first_t, last_t)` of a segment key.
+/// `(first bucket, series, first_t, last_t)` of a segment key of a bucket
+/// or a block.
 pub fn segment_parts(key: &[u8]) -> Option<(i64, u64, i64, i64)> {
-    if key.len() != SEGMENT_KEY_LEN || key.first() != Some(&CHUNK) {
+    if key.len() != SEGMENT_KEY_LEN || !is_chunk_tag(key.first()) {
         return None;
     }
     Some((
@@ -126,70 +197,80 @@ pub const LATE_SEGMENT_KEY_LEN: usize = 41;
 /// `bucket` from `first_t` to `last_t`, written after the seal. `seq`
 /// orders late segments by when they were written (a later one wins a
 /// timestamp both hold), and keeps two with the same range apart.
-pub fn late_segment_key(bucket: i64, series: u64, first_t: i64, last_t: i64, seq: u64) -> Vec<u8> {
-    let mut k = segment_key(bucket, series, first_t, last_t);
+pub fn late_segment_key(
+    span: impl Into<Span>,
+    series: u64,
+    first_t: i64,
+    last_t: i64,
+    seq: u64,
+) -> Vec<u8> {
+    let mut k = segment_key(span, series, first_t, last_t);
     k.extend_from_slice(&seq.to_be_bytes());
     k
 }
 
 /// `(bucket, series, first_t, last_t, seq)` of a late segment key.
 pub fn late_segment_parts(key: &[u8]) -> Option<(i64, u64, i64, i64, u64)> {
-    if key.len() != LATE_SEGMENT_KEY_LEN || key.first() != Some(&CHUNK) {
+    if key.len() != LATE_SEGMENT_KEY_LEN || !is_chunk_tag(key.first()) {
         return None;
     }
     let (b, s, f, l) = segment_parts(key.get(..SEGMENT_KEY_LEN)?)?;
     Some((b, s, f, l, read_u64(key.get(SEGMENT_KEY_LEN..)?)?))
 }
 
-/// `J | bucket`: the prefix of the late-series keys of one bucket.
-pub fn late_prefix(bucket: i64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17);
-    k.push(LATE);
-    push_i64(&mut k, bucket);
-    k
+/// `J | bucket` (`K | block`): the prefix of the late-series keys of one
+/// span.
+pub fn late_prefix(span: impl Into<Span>) -> Vec<u8> {
+    let span = span.into();
+    span_key(span.late_tag(), span, 17)
 }
 
-/// `J | bucket | series`: series `series` has late segments in `bucket`.
-pub fn late_key(bucket: i64, series: u64) -> Vec<u8> {
-    let mut k = late_prefix(bucket);
+/// `J | bucket | series`: series `series` has late segments in `bucket`
+/// (`K | block | series`: in a block).
+pub fn late_key(span: impl Into<Span>, series: u64) -> Vec<u8> {
+    let mut k = late_prefix(span);
     k.extend_from_slice(&series.to_be_bytes());
     k
 }
 
-/// `(bucket, series)` of a late-series key.
-pub fn late_key_parts(key: &[u8]) -> Option<(i64, u64)> {
-    if key.len() != 17 || key.first() != Some(&LATE) {
+/// `(span, series)` of a late-series key.
+pub fn late_key_parts(key: &[u8]) -> Option<(Span, u64)> {
+    if key.len() != 17 {
         return None;
     }
-    Some((read_i64(key.get(1..9)?)?, read_u64(key.get(9..17)?)?))
+    let start = read_i64(key.get(1..9)?)?;
+    let span = match *key.first()? {
+        LATE => Span::Bucket(start),
+        BLOCK_LATE => Span::Block(start),
+        _ => return None,
+    };
+    Some((span, read_u64(key.get(9..17)?)?))
 }
 
-/// `I | bucket`: the prefix of every postings key of one bucket.
-pub fn postings_bucket_prefix(bucket: i64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(32);
-    k.push(POSTINGS);
-    push_i64(&mut k, bucket);
-    k
+/// `I | bucket` (`P | block`): the prefix of every postings key of one span.
+pub fn postings_bucket_prefix(span: impl Into<Span>) -> Vec<u8> {
+    let span = span.into();
+    span_key(span.postings_tag(), span, 32)
 }
 
 /// `I | bucket | name | 0xFF`: the prefix of every value of one label name.
-pub fn postings_name_prefix(bucket: i64, name: &str) -> Vec<u8> {
-    let mut k = postings_bucket_prefix(bucket);
+pub fn postings_name_prefix(span: impl Into<Span>, name: &str) -> Vec<u8> {
+    let mut k = postings_bucket_prefix(span);
     k.extend_from_slice(name.as_bytes());
     k.push(SEP);
     k
 }
 
-pub fn postings_key(bucket: i64, name: &str, value: &str) -> Vec<u8> {
-    let mut k = postings_name_prefix(bucket, name);
+pub fn postings_key(span: impl Into<Span>, name: &str, value: &str) -> Vec<u8> {
+    let mut k = postings_name_prefix(span, name);
     k.extend_from_slice(value.as_bytes());
     k
 }
 
 /// The postings key listing every series of a bucket (the empty label name,
 /// which no real label has).
-pub fn all_postings_key(bucket: i64) -> Vec<u8> {
-    postings_key(bucket, "", "")
+pub fn all_postings_key(span: impl Into<Span>) -> Vec<u8> {
+    postings_key(span, "", "")
 }
 
 /// Splits a postings key of `bucket` into its label name and value.
@@ -242,8 +323,27 @@ mod tests {
         assert_eq!(segment_parts(&l), None);
         assert_eq!(late_segment_parts(&early), None);
         assert_eq!(chunk_series(&l), Some(42));
-        assert_eq!(late_key_parts(&late_key(-3, 9)), Some((-3, 9)));
+        assert_eq!(
+            late_key_parts(&late_key(-3, 9)),
+            Some((Span::Bucket(-3), 9))
+        );
         assert!(late_key(-3, 9).starts_with(&late_prefix(-3)));
+    }
+
+    #[test]
+    fn blocks_have_keys_of_their_own() {
+        let block = Span::Block(24);
+        assert_ne!(chunk_key(block, 1), chunk_key(24, 1));
+        assert_eq!(chunk_series(&chunk_key(block, 7)), Some(7));
+        let seg = late_segment_key(block, 7, 1, 2, 3);
+        assert_eq!(late_segment_parts(&seg), Some((24, 7, 1, 2, 3)));
+        assert_eq!(late_key_parts(&late_key(block, 7)), Some((block, 7)));
+        assert!(postings_key(block, "a", "b").starts_with(&postings_bucket_prefix(block)));
+        assert!(!postings_key(block, "a", "b").starts_with(&postings_bucket_prefix(24)));
+        assert_eq!(
+            postings_name_value(&postings_key(block, "a", "b")),
+            Some(("a", "b"))
+        );
     }
 
     #[test]

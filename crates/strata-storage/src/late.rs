@@ -28,7 +28,7 @@ use slatedb::WriteBatch;
 use strata_codec::LabelPairs;
 
 use crate::error::StorageError;
-use crate::keys;
+use crate::keys::{self, Span};
 use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
@@ -68,8 +68,8 @@ pub(crate) struct LateState {
     /// Set when the head holds many late samples.
     wake: Mutex<bool>,
     woken: Condvar,
-    /// When a late segment was last written to each bucket (ms).
-    written: Mutex<BTreeMap<i64, i64>>,
+    /// When a late segment was last written to each bucket or block (ms).
+    written: Mutex<BTreeMap<Span, i64>>,
 }
 
 impl LateState {
@@ -140,6 +140,9 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
     let _writing = inner.late.lock.lock().await;
     let series = inner.head.all_series();
     let now = inner.clock.now_ms();
+    // Under the lock, so compaction does not move meanwhile: samples of a
+    // bucket a block holds go to the block.
+    let through = inner.compacted().through;
     for part in series.chunks(SERIES_PER_BATCH * 4) {
         let mut batch = WriteBatch::new();
         let mut taken = Vec::new();
@@ -154,18 +157,19 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
                 };
                 let mut bytes = Vec::new();
                 strata_codec::encode_sealed(&ts, &vs, &mut bytes);
-                let ttl = inner.bucket_ttl(bucket);
+                let span = inner.span_of(bucket, through);
+                let ttl = inner.span_ttl(span);
                 pass.segments += 1;
                 pass.samples += ts.len();
                 pass.bytes += bytes.len();
                 batch.put_with_options(
-                    keys::late_segment_key(bucket, s.id, first, last, inner.late.next_seq()),
+                    keys::late_segment_key(span, s.id, first, last, inner.late.next_seq()),
                     bytes,
                     &ttl,
                 );
-                batch.put_with_options(keys::late_key(bucket, s.id), [], &ttl);
-                if !buckets.contains(&bucket) {
-                    buckets.push(bucket);
+                batch.put_with_options(keys::late_key(span, s.id), [], &ttl);
+                if !buckets.contains(&span) {
+                    buckets.push(span);
                 }
             }
             taken.push(Arc::clone(s));
@@ -201,43 +205,45 @@ pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, Stora
     let (Some(db), Some(sealed)) = (inner.backend.writer(), inner.head.sealed_through()) else {
         return Ok(pass);
     };
-    let mut pending: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
-    {
-        let mut it = inner
-            .backend
-            .scan(vec![keys::LATE]..vec![keys::LATE + 1])
-            .await?;
+    let mut pending: BTreeMap<Span, Vec<u64>> = BTreeMap::new();
+    for tag in [keys::LATE, keys::BLOCK_LATE] {
+        let mut it = inner.backend.scan(vec![tag]..vec![tag + 1]).await?;
         while let Some(kv) = it.next().await? {
-            if let Some((bucket, id)) = keys::late_key_parts(&kv.key) {
-                pending.entry(bucket).or_default().push(id);
+            if let Some((span, id)) = keys::late_key_parts(&kv.key) {
+                pending.entry(span).or_default().push(id);
             }
         }
     }
     let now = inner.clock.now_ms();
     let quiet = i64::try_from(FOLD_QUIET.as_millis()).unwrap_or(i64::MAX);
-    for (bucket, ids) in pending {
-        if bucket > sealed {
+    for (span, ids) in pending {
+        if span.start() > sealed {
             continue;
         }
         let recent = inner
             .late
             .written
             .lock()
-            .get(&bucket)
+            .get(&span)
             .is_some_and(|&at| now.saturating_sub(at) < quiet);
         if recent && !all {
             continue;
         }
         let _writing = inner.late.lock.lock().await;
+        if matches!(span, Span::Bucket(b) if b < inner.compacted().through) {
+            // A block holds the bucket now, these late segments included;
+            // its keys are deleted with the bucket's.
+            continue;
+        }
         let started = std::time::Instant::now();
-        let folded = fold_bucket(storage, db, bucket, &ids).await?;
-        inner.late.written.lock().remove(&bucket);
+        let folded = fold_bucket(storage, db, span, &ids).await?;
+        inner.late.written.lock().remove(&span);
         pass.buckets += 1;
         pass.series += folded.series;
         pass.joined += folded.joined;
         pass.segments_deleted += folded.segments_deleted;
         tracing::info!(
-            bucket,
+            span = ?span,
             series = folded.series,
             joined = folded.joined,
             segments_deleted = folded.segments_deleted,
@@ -257,11 +263,11 @@ pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, Stora
 async fn fold_bucket(
     storage: &Storage,
     db: &slatedb::Db,
-    bucket: i64,
+    bucket: Span,
     ids: &[u64],
 ) -> Result<FoldPass, StorageError> {
     let inner = &storage.shared;
-    let ttl = inner.bucket_ttl(bucket);
+    let ttl = inner.span_ttl(bucket);
     let mut pass = FoldPass::default();
 
     let mut all = Vec::new();
@@ -277,7 +283,7 @@ async fn fold_bucket(
         let mut lists: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
         for &id in &joined {
             let Some(s) = storage.labels_of(id).await? else {
-                tracing::error!(bucket, series = id, "late segment of an unknown series");
+                tracing::error!(span = ?bucket, series = id, "late segment of an unknown series");
                 continue;
             };
             for (name, value) in s.labels.pairs() {
@@ -392,7 +398,7 @@ impl Storage {
                 _ => {}
             }
         }
-        layout.late_series = self.late_ids(bucket).await?.len();
+        layout.late_series = self.late_ids(Span::Bucket(bucket)).await?.len();
         Ok(layout)
     }
 }

@@ -12,6 +12,7 @@
 mod backend;
 mod background;
 mod cache;
+mod compact;
 mod coordinator;
 pub mod error;
 #[cfg(any(test, feature = "test-util"))]
@@ -43,6 +44,7 @@ mod writer;
 use strata_codec::Label;
 
 pub use cache::CacheUsage;
+pub use compact::CompactPass;
 pub use coordinator::{ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
 #[cfg(any(test, feature = "test-util"))]

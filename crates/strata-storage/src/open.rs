@@ -81,6 +81,7 @@ impl Opening {
             samples_replayed,
             replay_from,
         } = recovery::recover(&backend, &self.settings).await?;
+        let compacted = crate::compact::read_compacted(&backend).await?;
         let now = self.clock.now_ms();
         let (freezer_stop, freezer_stopped) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared {
@@ -96,6 +97,7 @@ impl Opening {
             spill_lock: tokio::sync::Mutex::new(()),
             late: Arc::new(late::LateState::new(now)),
             metadata: metadata::MetadataCache::default(),
+            compacted: parking_lot::RwLock::new(compacted),
             _freezer_stop: freezer_stop,
         });
         stats::add(&shared.stats.samples_replayed, samples_replayed);

@@ -14,7 +14,7 @@ use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, M
 
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
-use crate::keys;
+use crate::keys::{self, Span};
 use crate::postings::{combine, union, MatcherSet};
 use crate::values;
 use crate::Storage;
@@ -27,9 +27,9 @@ const POINT_READS_UP_TO: usize = 16;
 /// Point reads in flight at once per bucket.
 const POINT_READ_CONCURRENCY: usize = 16;
 
-fn missing_segment(bucket: i64, series: u64, first: i64, last: i64) -> StorageError {
+fn missing_segment(span: Span, series: u64, first: i64, last: i64) -> StorageError {
     StorageError::Corrupt(format!(
-        "segment {first}..{last} of series {series} in bucket {bucket} is listed but not in the store"
+        "segment {first}..{last} of series {series} in {span:?} is listed but not in the store"
     ))
 }
 
@@ -125,28 +125,22 @@ impl Storage {
         )
     }
 
-    /// Ids of series in sealed bucket `bucket` matching every matcher.
-    async fn sealed_ids(
-        &self,
-        bucket: i64,
-        matchers: &[Matcher],
-    ) -> Result<Vec<u64>, StorageError> {
+    /// Ids of series in sealed bucket or block `span` matching every
+    /// matcher.
+    async fn sealed_ids(&self, span: Span, matchers: &[Matcher]) -> Result<Vec<u64>, StorageError> {
         let db = &self.shared.backend;
         let mut sets = Vec::with_capacity(matchers.len());
         for m in matchers {
             let matches_empty = m.matches_empty();
             if !matches_empty && m.op == strata_codec::MatchOp::Equal {
                 let mut ids = Vec::new();
-                if let Some(v) = db
-                    .get(&keys::postings_key(bucket, &m.name, &m.value))
-                    .await?
-                {
+                if let Some(v) = db.get(&keys::postings_key(span, &m.name, &m.value)).await? {
                     values::decode_postings(&v, &mut ids)?;
                 }
                 sets.push(MatcherSet::Include(ids));
                 continue;
             }
-            let prefix = keys::postings_name_prefix(bucket, &m.name);
+            let prefix = keys::postings_name_prefix(span, &m.name);
             let end = keys::prefix_end(&prefix);
             let mut it = db.scan(prefix..end).await?;
             let mut lists = Vec::new();
@@ -171,15 +165,16 @@ impl Storage {
         let needs_all = sets.iter().all(|s| matches!(s, MatcherSet::Exclude(_)));
         let mut all = Vec::new();
         if needs_all {
-            if let Some(v) = db.get(&keys::all_postings_key(bucket)).await? {
+            if let Some(v) = db.get(&keys::all_postings_key(span)).await? {
                 values::decode_postings(&v, &mut all)?;
             }
         }
         let mut ids = combine(sets, || all);
         // Series with late segments not yet folded may be missing from the
         // postings (they joined the bucket late): matched by their labels.
-        let late = self.late_ids(bucket).await?;
+        let late = self.late_ids(span).await?;
         if !late.is_empty() {
+            let mut joined = Vec::new();
             for id in late {
                 if ids.binary_search(&id).is_ok() {
                     continue;
@@ -187,18 +182,19 @@ impl Storage {
                 if let Some(s) = self.labels_of(id).await? {
                     let labels = s.labels.to_labels();
                     if matchers.iter().all(|m| m.matches_labels(&labels)) {
-                        ids.push(id);
+                        joined.push(id);
                     }
                 }
             }
+            ids.extend(joined);
             ids.sort_unstable();
         }
         Ok(ids)
     }
 
-    /// Series with late segments in sealed `bucket` not yet folded.
-    pub(crate) async fn late_ids(&self, bucket: i64) -> Result<Vec<u64>, StorageError> {
-        let prefix = keys::late_prefix(bucket);
+    /// Series with late segments in sealed `span` not yet folded.
+    pub(crate) async fn late_ids(&self, span: Span) -> Result<Vec<u64>, StorageError> {
+        let prefix = keys::late_prefix(span);
         let end = keys::prefix_end(&prefix);
         let mut it = self.shared.backend.scan(prefix..end).await?;
         let mut ids = Vec::new();
@@ -218,14 +214,14 @@ impl Storage {
     /// from id to id.
     async fn sealed_chunks(
         &self,
-        bucket: i64,
+        span: Span,
         matchers: &[Matcher],
     ) -> Result<Vec<SealedPart>, StorageError> {
-        let ids = self.sealed_ids(bucket, matchers).await?;
+        let ids = self.sealed_ids(span, matchers).await?;
         let mut out = Vec::with_capacity(ids.len());
         if ids.len() <= POINT_READS_UP_TO {
             let got: Vec<Option<SeriesBucket>> = futures::stream::iter(ids)
-                .map(|id| self.series_bucket(bucket, id))
+                .map(|id| self.series_bucket(span, id))
                 .buffered(POINT_READ_CONCURRENCY)
                 .try_collect()
                 .await?;
@@ -234,7 +230,7 @@ impl Storage {
             }
             return Ok(out);
         }
-        for sb in self.series_buckets(bucket, &ids).await? {
+        for sb in self.series_buckets(span, &ids).await? {
             sb.parts_into(&mut out);
         }
         Ok(out)
@@ -244,11 +240,11 @@ impl Storage {
     /// ordered scan of the bucket that seeks from id to id.
     pub(crate) async fn series_buckets(
         &self,
-        bucket: i64,
+        span: Span,
         ids: &[u64],
     ) -> Result<Vec<SeriesBucket>, StorageError> {
         let mut out = Vec::with_capacity(ids.len());
-        let prefix = keys::chunk_prefix(bucket);
+        let prefix = keys::chunk_prefix(span);
         let end = keys::prefix_end(&prefix);
         let mut it = self.shared.backend.scan(prefix..end).await?;
         // The next key the iterator holds: it cannot seek back to it.
@@ -258,7 +254,7 @@ impl Storage {
                 .as_ref()
                 .is_none_or(|kv| keys::chunk_series(&kv.key).is_some_and(|s| s < id));
             if behind {
-                it.seek(keys::chunk_key(bucket, id)).await?;
+                it.seek(keys::chunk_key(span, id)).await?;
                 next = it.next().await?;
                 if next.is_none() {
                     break;
@@ -273,7 +269,7 @@ impl Storage {
                 found.add(kv);
                 next = it.next().await?;
             }
-            if let Some(sb) = self.resolve(bucket, id, found).await? {
+            if let Some(sb) = self.resolve(span, id, found).await? {
                 out.push(sb);
             }
         }
@@ -286,17 +282,17 @@ impl Storage {
     /// meanwhile is seen wholly or not at all).
     pub(crate) async fn series_bucket(
         &self,
-        bucket: i64,
+        span: Span,
         id: u64,
     ) -> Result<Option<SeriesBucket>, StorageError> {
-        let prefix = keys::chunk_key(bucket, id);
+        let prefix = keys::chunk_key(span, id);
         let end = keys::prefix_end(&prefix);
         let mut it = self.shared.backend.scan(prefix..end).await?;
         let mut found = FoundKeys::default();
         while let Some(kv) = it.next().await? {
             found.add(kv);
         }
-        self.resolve(bucket, id, found).await
+        self.resolve(span, id, found).await
     }
 
     /// A series' parts in `bucket` from its keys: the chunk key's value
@@ -304,7 +300,7 @@ impl Storage {
     /// chunk after them; then the late segments.
     async fn resolve(
         &self,
-        bucket: i64,
+        span: Span,
         id: u64,
         found: FoundKeys,
     ) -> Result<Option<SeriesBucket>, StorageError> {
@@ -341,18 +337,18 @@ impl Storage {
                     .map(|i| segments.swap_remove(i).1)
             })
             .collect();
-        let missing: Vec<(i64, u64, i64, i64)> = listed
+        let missing: Vec<(Span, u64, i64, i64)> = listed
             .iter()
             .zip(&have)
             .filter(|(_, h)| h.is_none())
-            .map(|(&(first, last_t), _)| (bucket, id, first, last_t))
+            .map(|(&(first, last_t), _)| (span, id, first, last_t))
             .collect();
         let mut read = self.segments(&missing).await?.into_iter();
         for (slot, &(first, last_t)) in have.iter_mut().zip(&listed) {
             let segment = slot
                 .take()
                 .or_else(|| read.next())
-                .ok_or_else(|| missing_segment(bucket, id, first, last_t))?;
+                .ok_or_else(|| missing_segment(span, id, first, last_t))?;
             sb.in_order.push(segment);
         }
         if !last.is_empty() {
@@ -364,10 +360,10 @@ impl Storage {
     /// The values of segment keys `(bucket, series, first_t, last_t)`, in
     /// their key order (sort them first). Few: concurrent point reads;
     /// many: one scan that seeks from key to key.
-    async fn segments(&self, wanted: &[(i64, u64, i64, i64)]) -> Result<Vec<Bytes>, StorageError> {
+    async fn segments(&self, wanted: &[(Span, u64, i64, i64)]) -> Result<Vec<Bytes>, StorageError> {
         let backend = &self.shared.backend;
         let key =
-            |&(b, id, first, last): &(i64, u64, i64, i64)| keys::segment_key(b, id, first, last);
+            |&(b, id, first, last): &(Span, u64, i64, i64)| keys::segment_key(b, id, first, last);
         let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
             return Ok(Vec::new());
         };
@@ -453,22 +449,22 @@ impl Storage {
             spilled.extend(
                 read.spilled
                     .iter()
-                    .map(|&(b, first, last)| (b, read.id, first, last)),
+                    .map(|&(b, first, last)| (Span::Bucket(b), read.id, first, last)),
             );
             head_parts.insert(read.id, (read.timestamps, read.values));
         }
 
         let (first, last) = self.bucket_range(mint, maxt);
         let last_sealed = last.min(sealed_after);
-        let buckets: Vec<i64> = if sealed_after == NONE_SEALED || first > last_sealed {
+        let spans: Vec<Span> = if sealed_after == NONE_SEALED || first > last_sealed {
             Vec::new()
         } else {
-            (first..=last_sealed).collect()
+            self.shared.spans(first, last_sealed)
         };
         // Buckets are fetched concurrently, then decoded in bucket order so
         // each series' samples stay ascending.
         // The head's spilled segments are read beside the sealed buckets.
-        let sealed = futures::stream::iter(buckets)
+        let sealed = futures::stream::iter(spans)
             .map(|b| self.sealed_chunks(b, matchers))
             .buffered(BUCKET_FETCH_CONCURRENCY)
             .try_collect::<Vec<Vec<SealedPart>>>();
@@ -568,7 +564,7 @@ impl Storage {
     /// series' head samples.
     async fn add_spilled(
         &self,
-        spilled: &mut [(i64, u64, i64, i64)],
+        spilled: &mut [(Span, u64, i64, i64)],
         head_parts: &mut BTreeMap<u64, (Vec<i64>, Vec<f64>)>,
         mint: i64,
         maxt: i64,
@@ -628,10 +624,10 @@ impl Storage {
             .map(|s| s.id)
             .collect();
         let (first, last) = self.bucket_range(mint, maxt);
-        let mut bucket = first;
-        while sealed != NONE_SEALED && bucket <= last.min(sealed) {
-            ids.extend(self.sealed_ids(bucket, matchers).await?);
-            bucket += 1;
+        if sealed != NONE_SEALED && first <= last.min(sealed) {
+            for span in self.shared.spans(first, last.min(sealed)) {
+                ids.extend(self.sealed_ids(span, matchers).await?);
+            }
         }
         ids.sort_unstable();
         ids.dedup();

@@ -193,7 +193,7 @@ fn encode_bucket(
     tx: &mpsc::Sender<Encoded>,
 ) -> Result<Written, StorageError> {
     let settings = &inner.settings;
-    let expire = inner.bucket_ttl(bucket);
+    let expire = inner.span_ttl(bucket);
     let now = inner.clock.now_ms();
     let refresh_before = now.saturating_sub(settings.retention_ms() / 2);
     let series_ttl = inner.series_ttl();

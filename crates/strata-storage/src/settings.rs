@@ -38,6 +38,13 @@ pub struct StorageSettings {
     /// bucket, and a sealed chunk holds one bucket of one series.
     #[serde(with = "humantime_serde")]
     pub bucket_duration: Duration,
+    /// Width of a compacted block: once every bucket of a block is sealed,
+    /// compaction rewrites them as one chunk per series and one set of
+    /// postings, so long-range reads take a key per series per block
+    /// instead of per bucket. A multiple of `bucket_duration`; `0s` (or
+    /// one bucket) keeps the buckets as they are.
+    #[serde(with = "humantime_serde")]
+    pub block_duration: Duration,
     /// How long after a bucket's end late samples are still accepted before
     /// the bucket is sealed.
     #[serde(with = "humantime_serde")]
@@ -104,6 +111,7 @@ impl Default for StorageSettings {
         Self {
             flush_interval: Duration::from_millis(100),
             bucket_duration: Duration::from_secs(3600),
+            block_duration: Duration::from_secs(24 * 3600),
             seal_grace: Duration::from_secs(300),
             retention: Duration::from_secs(15 * 24 * 3600),
             out_of_order_window: None,
@@ -130,6 +138,12 @@ impl StorageSettings {
         }
         if ms(self.bucket_duration) < 1000 {
             return Err("bucket_duration: must be at least 1s".into());
+        }
+        if !self.block_duration.is_zero()
+            && (self.block_duration < self.bucket_duration
+                || ms(self.block_duration) % ms(self.bucket_duration) != 0)
+        {
+            return Err("block_duration: must be 0s or a multiple of bucket_duration".into());
         }
         if self.retention < self.bucket_duration {
             return Err("retention: must be at least one bucket_duration".into());
@@ -160,6 +174,12 @@ impl StorageSettings {
 
     pub(crate) fn bucket_ms(&self) -> i64 {
         i64::try_from(self.bucket_duration.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Buckets per compacted block; 1 when compaction is off.
+    pub(crate) fn block_buckets(&self) -> i64 {
+        let block = i64::try_from(self.block_duration.as_millis()).unwrap_or(i64::MAX);
+        (block / self.bucket_ms()).max(1)
     }
 
     pub(crate) fn grace_ms(&self) -> i64 {

@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) spill_lock: tokio::sync::Mutex<()>,
     /// Late samples: the late pass's lock, wake-up and sequence.
     pub(crate) late: Arc<late::LateState>,
+    /// Which sealed buckets compacted blocks hold (`compact.rs`).
+    pub(crate) compacted: parking_lot::RwLock<crate::compact::Compacted>,
     /// Metric metadata a writer has stored.
     pub(crate) metadata: metadata::MetadataCache,
     /// Dropped with this state, which ends the freezer's wait at once.
@@ -49,12 +51,13 @@ impl Shared {
         e
     }
 
-    /// The expiry of a bucket's sealed data (chunks, segments, postings):
-    /// the bucket's end plus the retention, so the whole bucket expires at
+    /// The expiry of a bucket's or block's sealed data (chunks, segments,
+    /// postings): its end plus the retention, so the whole span expires at
     /// once.
-    pub(crate) fn bucket_ttl(&self, bucket: i64) -> PutOptions {
-        let end = bucket
-            .saturating_add(1)
+    pub(crate) fn span_ttl(&self, span: impl Into<crate::keys::Span>) -> PutOptions {
+        let end = self
+            .span_buckets(span.into())
+            .1
             .saturating_mul(self.settings.bucket_ms());
         PutOptions {
             ttl: Ttl::ExpireAtMillis(end.saturating_add(self.settings.retention_ms())),

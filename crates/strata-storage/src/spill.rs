@@ -68,7 +68,7 @@ pub(crate) fn spill_pass(
                 batch.put_with_options(
                     keys::segment_key(bucket, s.id, spill.first_t, spill.last_t),
                     &spill.bytes,
-                    &inner.bucket_ttl(bucket),
+                    &inner.span_ttl(bucket),
                 );
                 spills.push((s, bucket, spill));
             }

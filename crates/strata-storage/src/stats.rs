@@ -94,6 +94,9 @@ pub struct StorageStats {
     pub late_segments: AtomicU64,
     pub late_errors: AtomicU64,
     pub buckets_folded: AtomicU64,
+    /// Blocks compaction wrote, and the bytes of their chunks.
+    pub blocks_compacted: AtomicU64,
+    pub compacted_bytes: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
     /// The coordinator's time per group of requests: applying it to the
@@ -125,6 +128,8 @@ impl Default for StorageStats {
             late_segments: AtomicU64::new(0),
             late_errors: AtomicU64::new(0),
             buckets_folded: AtomicU64::new(0),
+            blocks_compacted: AtomicU64::new(0),
+            compacted_bytes: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
             group_apply: Histogram::new(STEP_BOUNDS),

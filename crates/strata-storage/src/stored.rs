@@ -9,7 +9,8 @@ use strata_codec::render::render_labels;
 use crate::coordinator::{ResolvedSeries, WriteOutcome};
 use crate::error::StorageError;
 use crate::head::Rejection;
-use crate::{keys, values, Storage};
+use crate::keys::{self, Span};
+use crate::{values, Storage};
 
 /// Timestamps and values of one series, ascending.
 type Samples = (Vec<i64>, Vec<f64>);
@@ -29,15 +30,17 @@ pub(crate) async fn drop_stored(
     refused: &mut WriteOutcome,
 ) -> Result<(Vec<ResolvedSeries>, Vec<(i64, f64)>), StorageError> {
     let bucket_ms = storage.shared.settings.bucket_ms();
-    // (series index, bucket) of every stored bucket to look at.
-    let mut wanted: Vec<(usize, i64)> = Vec::new();
+    let through = storage.shared.compacted().through;
+    let span_of = |t: i64| storage.shared.span_of(t.div_euclid(bucket_ms), through);
+    // (series index, bucket or block) of every stored span to look at.
+    let mut wanted: Vec<(usize, Span)> = Vec::new();
     for (i, rs) in series.iter().enumerate() {
         if fresh.get(i).copied().unwrap_or(true) {
             continue;
         }
         let mut last = None;
         for &(t, _) in samples.get(rs.samples.clone()).unwrap_or_default() {
-            let b = t.div_euclid(bucket_ms);
+            let b = span_of(t);
             if t < sealed_end && last != Some(b) {
                 last = Some(b);
                 wanted.push((i, b));
@@ -50,10 +53,10 @@ pub(crate) async fn drop_stored(
     // postings or late markers list it: one read per bucket instead of
     // one per series finds that history sent for the first time (a
     // backfill, an import) has nothing to compare with.
-    let mut buckets: Vec<i64> = wanted.iter().map(|&(_, b)| b).collect();
+    let mut buckets: Vec<Span> = wanted.iter().map(|&(_, b)| b).collect();
     buckets.sort_unstable();
     buckets.dedup();
-    let listed: Vec<(i64, Vec<u64>)> = futures::stream::iter(buckets)
+    let listed: Vec<(Span, Vec<u64>)> = futures::stream::iter(buckets)
         .map(|b| async move {
             let mut ids = storage.late_ids(b).await?;
             if let Some(v) = storage
@@ -70,14 +73,14 @@ pub(crate) async fn drop_stored(
         .buffered(8)
         .try_collect()
         .await?;
-    let listed: rustc_hash::FxHashMap<i64, Vec<u64>> = listed.into_iter().collect();
+    let listed: rustc_hash::FxHashMap<Span, Vec<u64>> = listed.into_iter().collect();
     wanted.retain(|&(i, b)| {
         let id = series.get(i).map_or(0, |rs| rs.series.id);
         listed
             .get(&b)
             .is_some_and(|ids| ids.binary_search(&id).is_ok())
     });
-    let stored: Vec<((usize, i64), Option<Samples>)> = futures::stream::iter(wanted)
+    let stored: Vec<((usize, Span), Option<Samples>)> = futures::stream::iter(wanted)
         .map(|(i, b)| {
             let id = series.get(i).map_or(0, |rs| rs.series.id);
             async move {
@@ -94,7 +97,7 @@ pub(crate) async fn drop_stored(
     if stored.iter().all(|(_, got)| got.is_none()) {
         return Ok((series, samples));
     }
-    let stored: rustc_hash::FxHashMap<(usize, i64), Samples> = stored
+    let stored: rustc_hash::FxHashMap<(usize, Span), Samples> = stored
         .into_iter()
         .filter_map(|(k, got)| Some((k, got?)))
         .collect();
@@ -104,7 +107,7 @@ pub(crate) async fn drop_stored(
         let at = kept.len();
         for &(t, v) in samples.get(rs.samples.clone()).unwrap_or_default() {
             let held = stored
-                .get(&(i, t.div_euclid(bucket_ms)))
+                .get(&(i, span_of(t)))
                 .and_then(|(ts, vs)| vs.get(ts.binary_search(&t).ok()?).copied());
             match held {
                 None => kept.push((t, v)),

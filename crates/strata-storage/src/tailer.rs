@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compact::read_compacted;
 use crate::head::NONE_SEALED;
 use crate::recovery::{read_checkpoint, LogFollower};
 use crate::shared::Shared;
@@ -35,6 +36,7 @@ pub(crate) async fn follow(
                     follower.sealed(b);
                 }
             }
+            inner.note_compacted(read_compacted(&inner.backend).await?);
             let sealed = inner.head.sealed_through().unwrap_or(NONE_SEALED);
             follower.catch_up(&inner.backend, &inner.head, sealed).await
         }

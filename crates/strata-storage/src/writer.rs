@@ -10,6 +10,7 @@ use strata_codec::LabelPairs;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::compact::{self, CompactPass};
 use crate::coordinator::{Command, ResolvedSeries, WriteOutcome};
 use crate::error::StorageError;
 use crate::head::{self, Rejection};
@@ -267,6 +268,22 @@ impl Writer {
     /// Folds the late segments of every sealed bucket into its chunks now.
     pub async fn fold_late_now(&self) -> Result<FoldPass, StorageError> {
         late::fold(&self.storage, true).await
+    }
+
+    /// Compacts every block whose buckets are all sealed now, and deletes
+    /// the replaced buckets' keys at once when `delete_now` (else only
+    /// once the last switch is `compact::DELETE_DELAY` old, as the
+    /// background pass does: reads that began before it may still need
+    /// them).
+    pub async fn compact_now(&self, delete_now: bool) -> Result<CompactPass, StorageError> {
+        compact::compact(&self.storage, delete_now).await
+    }
+
+    /// Which buckets compacted blocks hold: every bucket before the one
+    /// returned (`None` before the first block).
+    pub fn compacted_through(&self) -> Option<i64> {
+        let through = self.storage.shared.compacted().through;
+        (through != compact::NONE_COMPACTED).then_some(through)
     }
 
     /// Stores metric metadata for `tenant` (`""` without tenants); only

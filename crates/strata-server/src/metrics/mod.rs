@@ -299,6 +299,18 @@ pub fn render(
     );
     counter(
         &mut out,
+        "strata_blocks_compacted_total",
+        "Blocks compaction wrote from sealed buckets.",
+        l(&st.blocks_compacted),
+    );
+    counter(
+        &mut out,
+        "strata_compacted_bytes_total",
+        "Bytes of the chunks compaction wrote to blocks.",
+        l(&st.compacted_bytes),
+    );
+    counter(
+        &mut out,
         "strata_sealed_index_bytes_total",
         "Bytes of postings and series keys written while sealing.",
         l(&st.sealed_index_bytes),

@@ -1,0 +1,493 @@
+//! Compaction of sealed buckets into blocks: once every bucket of a block
+//! (`storage.block_duration`, a day by default) is sealed, its series'
+//! chunks are rewritten as one chunk per series and its postings as one
+//! set, under the block's own keys (`B`, `P`, `K`: `docs/format.md`). A
+//! week of hourly buckets is then 7 keys per series instead of 168.
+//!
+//! ```text
+//!  buckets [start, start + n) sealed ─▶ `B | start | series` chunks (late
+//!      segments folded in) + `P | start | …` postings ─▶ `Mcompacted`
+//!      says blocks hold every bucket before start + n (the switch)
+//!  DELETE_DELAY after the last switch ─▶ the buckets' `C`, `I`, `J` keys
+//!      deleted
+//! ```
+//!
+//! A read takes the compaction state once and reads each bucket from its
+//! block or from the bucket itself, never both, so it sees no gap and no
+//! double. The buckets' keys outlive the switch by [`DELETE_DELAY`], longer
+//! than any query and any reader's lag, so a read that took the state just
+//! before a switch still finds them. Late samples of compacted buckets are
+//! written as late segments of their block and folded into it like a
+//! bucket's. A crash before the switch leaves block keys nothing reads;
+//! the next pass writes the block again from the buckets.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use slatedb::WriteBatch;
+use strata_codec::LabelPairs;
+
+use crate::error::StorageError;
+use crate::keys::{self, Span};
+use crate::postings::union;
+use crate::shared::Shared;
+use crate::stats::add;
+use crate::values;
+use crate::Storage;
+
+/// How long the buckets a block replaced are kept after the switch: longer
+/// than any query runs and any reader node lags behind the writer.
+pub(crate) const DELETE_DELAY: Duration = Duration::from_secs(600);
+
+/// How often the writer looks for blocks to compact.
+pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Series per write batch of a block's chunks.
+const SERIES_PER_BATCH: usize = 512;
+
+/// Keys per write batch of postings and deletions.
+const KEYS_PER_BATCH: usize = 1024;
+
+/// No bucket compacted yet.
+pub(crate) const NONE_COMPACTED: i64 = i64::MIN;
+
+/// Which buckets blocks hold, as the `Mcompacted` key says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Compacted {
+    /// Every bucket before this one is read from its block.
+    pub(crate) through: i64,
+    /// The buckets before this one have had their own keys deleted.
+    pub(crate) deleted_through: i64,
+    /// When `through` last moved (writer's wall clock, ms).
+    pub(crate) switched_ms: i64,
+}
+
+impl Default for Compacted {
+    fn default() -> Self {
+        Self {
+            through: NONE_COMPACTED,
+            deleted_through: NONE_COMPACTED,
+            switched_ms: 0,
+        }
+    }
+}
+
+const VERSION: u8 = 1;
+
+impl Compacted {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(25);
+        out.push(VERSION);
+        out.extend_from_slice(&self.through.to_be_bytes());
+        out.extend_from_slice(&self.deleted_through.to_be_bytes());
+        out.extend_from_slice(&self.switched_ms.to_be_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
+        let field = |at: usize| {
+            bytes
+                .get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(i64::from_be_bytes)
+        };
+        match (bytes.first(), bytes.len(), field(1), field(9), field(17)) {
+            (Some(&VERSION), 25, Some(through), Some(deleted_through), Some(switched_ms)) => {
+                Ok(Self {
+                    through,
+                    deleted_through,
+                    switched_ms,
+                })
+            }
+            _ => Err(StorageError::Corrupt(
+                "the compaction state (Mcompacted) is malformed or of an unknown version".into(),
+            )),
+        }
+    }
+}
+
+/// Reads the compaction state (the default when nothing was compacted).
+pub(crate) async fn read_compacted(
+    backend: &crate::backend::Backend,
+) -> Result<Compacted, StorageError> {
+    match backend.get(keys::COMPACTED).await? {
+        Some(v) => Compacted::decode(&v),
+        None => Ok(Compacted::default()),
+    }
+}
+
+impl Shared {
+    pub(crate) fn compacted(&self) -> Compacted {
+        *self.compacted.read()
+    }
+
+    /// Takes a newer compaction state (a reader node following the
+    /// writer's); an older one is ignored.
+    pub(crate) fn note_compacted(&self, state: Compacted) {
+        let mut c = self.compacted.write();
+        if state.through >= c.through {
+            *c = state;
+        }
+    }
+
+    /// Where the sealed samples of `bucket` are read from, given the
+    /// compaction state's `through`.
+    pub(crate) fn span_of(&self, bucket: i64, through: i64) -> Span {
+        if bucket < through {
+            let n = self.settings.block_buckets();
+            Span::Block(bucket.div_euclid(n).saturating_mul(n))
+        } else {
+            Span::Bucket(bucket)
+        }
+    }
+
+    /// The buckets a span holds, `[first, end)`.
+    pub(crate) fn span_buckets(&self, span: Span) -> (i64, i64) {
+        match span {
+            Span::Bucket(b) => (b, b.saturating_add(1)),
+            Span::Block(b) => (b, b.saturating_add(self.settings.block_buckets())),
+        }
+    }
+
+    /// The spans of sealed buckets `first..=last`, in time order, but for
+    /// those past the retention (their end plus the retention has passed):
+    /// a block is kept or dropped whole, as its keys expire together.
+    pub(crate) fn spans(&self, first: i64, last: i64) -> Vec<Span> {
+        let through = self.compacted().through;
+        let bucket_ms = self.settings.bucket_ms();
+        let expired_before = self
+            .clock
+            .now_ms()
+            .saturating_sub(self.settings.retention_ms());
+        let mut out: Vec<Span> = Vec::new();
+        let mut b = first;
+        while b <= last {
+            let span = self.span_of(b, through);
+            let end = self.span_buckets(span).1;
+            if end.saturating_mul(bucket_ms) > expired_before {
+                out.push(span);
+            }
+            b = end;
+        }
+        out
+    }
+}
+
+/// What one compaction pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactPass {
+    pub blocks: usize,
+    /// Series chunks written to blocks.
+    pub series: usize,
+    /// Samples in them.
+    pub samples: usize,
+    /// Bytes of those chunks.
+    pub bytes: usize,
+    /// Keys of compacted buckets deleted.
+    pub keys_deleted: usize,
+}
+
+/// Compacts every block whose buckets are all sealed, then deletes the
+/// keys of buckets blocks replaced at least [`DELETE_DELAY`] ago (at once
+/// with `delete_now`). Nothing on a reader, or with compaction off.
+pub(crate) async fn compact(
+    storage: &Storage,
+    delete_now: bool,
+) -> Result<CompactPass, StorageError> {
+    let inner = &storage.shared;
+    let mut pass = CompactPass::default();
+    let n = inner.settings.block_buckets();
+    let (Some(db), Some(sealed)) = (inner.backend.writer(), inner.head.sealed_through()) else {
+        return Ok(pass);
+    };
+    if n <= 1 {
+        return Ok(pass);
+    }
+    loop {
+        let state = inner.compacted();
+        // The oldest bucket with data not yet in a block: empty stretches
+        // (a gap in the history) are stepped over.
+        let Some(next) = first_bucket_from(inner, state.through).await? else {
+            break;
+        };
+        let start = next.div_euclid(n).saturating_mul(n);
+        if start.saturating_add(n - 1) > sealed {
+            break;
+        }
+        // Late samples wait meanwhile: none is written to a bucket the
+        // block is being built from, and after the switch they go to the
+        // block.
+        let _writing = inner.late.lock.lock().await;
+        let started = std::time::Instant::now();
+        let block = compact_block(storage, db, start, n).await?;
+        let switched = Compacted {
+            through: start + n,
+            deleted_through: state.deleted_through,
+            switched_ms: inner.clock.now_ms(),
+        };
+        db.put(keys::COMPACTED, switched.encode())
+            .await?
+            .await_durable()
+            .await?;
+        inner.note_compacted(switched);
+        drop(_writing);
+        pass.blocks += 1;
+        pass.series += block.series;
+        pass.samples += block.samples;
+        pass.bytes += block.bytes;
+        add(&inner.stats.blocks_compacted, 1);
+        add(&inner.stats.compacted_bytes, block.bytes);
+        tracing::info!(
+            block = start,
+            buckets = n,
+            series = block.series,
+            samples = block.samples,
+            bytes = block.bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "compacted sealed buckets into a block"
+        );
+    }
+    let state = inner.compacted();
+    let delay = i64::try_from(DELETE_DELAY.as_millis()).unwrap_or(i64::MAX);
+    let quiet = inner.clock.now_ms().saturating_sub(state.switched_ms) >= delay;
+    if state.deleted_through < state.through && (quiet || delete_now) {
+        let _writing = inner.late.lock.lock().await;
+        pass.keys_deleted = delete_buckets(inner, db, state.deleted_through, state.through).await?;
+        let deleted = Compacted {
+            deleted_through: state.through,
+            ..state
+        };
+        db.put(keys::COMPACTED, deleted.encode())
+            .await?
+            .await_durable()
+            .await?;
+        inner.note_compacted(deleted);
+        tracing::info!(
+            keys = pass.keys_deleted,
+            "deleted the keys of buckets compacted into blocks"
+        );
+    }
+    Ok(pass)
+}
+
+/// The first bucket at or after `from` with a chunk or segment key.
+async fn first_bucket_from(inner: &Shared, from: i64) -> Result<Option<i64>, StorageError> {
+    let start = keys::chunk_prefix(from);
+    let mut it = inner.backend.scan(start..vec![keys::CHUNK + 1]).await?;
+    Ok(it.next().await?.and_then(|kv| keys::span_start(&kv.key)))
+}
+
+struct BlockPass {
+    series: usize,
+    samples: usize,
+    bytes: usize,
+}
+
+/// Writes the block of buckets `[start, start + n)`: per series one chunk
+/// of every sample (late segments merged, a later write winning a
+/// timestamp held twice), and the union of the buckets' postings, with the
+/// series that joined a bucket late added.
+async fn compact_block(
+    storage: &Storage,
+    db: &slatedb::Db,
+    start: i64,
+    n: i64,
+) -> Result<BlockPass, StorageError> {
+    let inner = &storage.shared;
+    let block = Span::Block(start);
+    let ttl = inner.span_ttl(block);
+    let buckets: Vec<i64> = (start..start + n).collect();
+    let mut listed = Vec::new();
+    let mut late = Vec::new();
+    for &b in &buckets {
+        if let Some(v) = inner.backend.get(&keys::all_postings_key(b)).await? {
+            values::decode_postings(&v, &mut listed)?;
+        }
+        late.extend(storage.late_ids(Span::Bucket(b)).await?);
+    }
+    listed.sort_unstable();
+    listed.dedup();
+    late.sort_unstable();
+    late.dedup();
+    let joined: Vec<u64> = late
+        .iter()
+        .copied()
+        .filter(|id| listed.binary_search(id).is_err())
+        .collect();
+    let ids = union(vec![listed, late]);
+
+    let mut pass = BlockPass {
+        series: 0,
+        samples: 0,
+        bytes: 0,
+    };
+    let mut bytes = Vec::new();
+    for part in ids.chunks(SERIES_PER_BATCH) {
+        let mut found = Vec::with_capacity(buckets.len());
+        for &b in &buckets {
+            found.push(
+                storage
+                    .series_buckets(Span::Bucket(b), part)
+                    .await?
+                    .into_iter()
+                    .peekable(),
+            );
+        }
+        let mut batch = WriteBatch::new();
+        for &id in part {
+            let (mut ts, mut vs) = (Vec::new(), Vec::new());
+            for of_bucket in &mut found {
+                if let Some(sb) = of_bucket.next_if(|sb| sb.id == id) {
+                    let (t, v) = sb.samples(i64::MIN, i64::MAX)?;
+                    ts.extend(t);
+                    vs.extend(v);
+                }
+            }
+            if ts.is_empty() {
+                continue;
+            }
+            bytes.clear();
+            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
+            pass.series += 1;
+            pass.samples += ts.len();
+            pass.bytes += bytes.len();
+            batch.put_with_options(keys::chunk_key(block, id), bytes.as_slice(), &ttl);
+        }
+        db.write(batch).await?.await_durable().await?;
+    }
+
+    // Postings: the buckets' lists merged key by key, plus those of the
+    // series that joined a bucket late (not in its postings).
+    let mut extra: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
+    for &id in &joined {
+        let Some(s) = storage.labels_of(id).await? else {
+            tracing::error!(
+                block = start,
+                series = id,
+                "late segment of an unknown series"
+            );
+            continue;
+        };
+        extra.entry(vec![keys::SEP]).or_default().push(id);
+        for (name, value) in s.labels.pairs() {
+            let mut suffix = Vec::with_capacity(name.len() + value.len() + 1);
+            suffix.extend_from_slice(name.as_bytes());
+            suffix.push(keys::SEP);
+            suffix.extend_from_slice(value.as_bytes());
+            extra.entry(suffix).or_default().push(id);
+        }
+    }
+    let mut scans = Vec::with_capacity(buckets.len());
+    for &b in &buckets {
+        let prefix = keys::postings_bucket_prefix(b);
+        let end = keys::prefix_end(&prefix);
+        let mut it = inner.backend.scan(prefix..end).await?;
+        let head = it.next().await?;
+        scans.push((it, head));
+    }
+    let prefix_len = keys::postings_bucket_prefix(block).len();
+    let mut extra = extra.into_iter().peekable();
+    let mut batch = WriteBatch::new();
+    let mut in_batch = 0;
+    loop {
+        let smallest = scans
+            .iter()
+            .filter_map(|(_, head)| head.as_ref().and_then(|kv| kv.key.get(prefix_len..)))
+            .chain(extra.peek().map(|(k, _)| k.as_slice()))
+            .min()
+            .map(<[u8]>::to_vec);
+        let Some(suffix) = smallest else {
+            break;
+        };
+        let mut lists = Vec::new();
+        for (it, head) in &mut scans {
+            while let Some(kv) = head.take() {
+                if kv.key.get(prefix_len..) != Some(suffix.as_slice()) {
+                    *head = Some(kv);
+                    break;
+                }
+                let mut ids = Vec::new();
+                values::decode_postings(&kv.value, &mut ids)?;
+                lists.push(ids);
+                *head = it.next().await?;
+            }
+        }
+        if let Some((_, ids)) = extra.next_if(|(k, _)| *k == suffix) {
+            lists.push(ids);
+        }
+        let mut key = keys::postings_bucket_prefix(block);
+        key.extend_from_slice(&suffix);
+        batch.put_with_options(key, values::encode_postings(&union(lists)), &ttl);
+        in_batch += 1;
+        if in_batch == KEYS_PER_BATCH {
+            db.write(std::mem::take(&mut batch))
+                .await?
+                .await_durable()
+                .await?;
+            in_batch = 0;
+        }
+    }
+    if in_batch > 0 {
+        db.write(batch).await?.await_durable().await?;
+    }
+    Ok(pass)
+}
+
+/// Deletes every chunk, segment, postings and late-marker key of buckets
+/// `[from, through)`; the number of keys.
+async fn delete_buckets(
+    inner: &Shared,
+    db: &slatedb::Db,
+    from: i64,
+    through: i64,
+) -> Result<usize, StorageError> {
+    let mut deleted = 0;
+    let ranges = [
+        (keys::chunk_prefix(from), keys::chunk_prefix(through)),
+        (
+            keys::postings_bucket_prefix(from),
+            keys::postings_bucket_prefix(through),
+        ),
+        (keys::late_prefix(from), keys::late_prefix(through)),
+    ];
+    for (lo, hi) in ranges {
+        let mut it = inner.backend.scan(lo..hi).await?;
+        let mut batch = WriteBatch::new();
+        let mut in_batch = 0;
+        while let Some(kv) = it.next().await? {
+            batch.delete(kv.key);
+            in_batch += 1;
+            deleted += 1;
+            if in_batch == KEYS_PER_BATCH {
+                db.write(std::mem::take(&mut batch))
+                    .await?
+                    .await_durable()
+                    .await?;
+                in_batch = 0;
+            }
+        }
+        if in_batch > 0 {
+            db.write(batch).await?.await_durable().await?;
+        }
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips() {
+        let c = Compacted {
+            through: 48,
+            deleted_through: 24,
+            switched_ms: 1_700_000_000_000,
+        };
+        assert_eq!(Compacted::decode(&c.encode()).ok(), Some(c));
+        assert!(Compacted::decode(&c.encode()[..24]).is_err());
+        let mut other = c.encode();
+        other[0] = 2;
+        assert!(Compacted::decode(&other).is_err());
+    }
+}

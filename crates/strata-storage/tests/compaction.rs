@@ -1,0 +1,525 @@
+//! Compaction of sealed buckets into blocks keeps every sample: random
+//! histories (gaps, spilled and late samples, series that join a bucket
+//! late, duplicates, another value at a stored timestamp) read back the
+//! same from the writer and a reader node before compaction, while it
+//! runs, after the switch, after the buckets' keys are deleted, after
+//! late samples land in compacted blocks and are folded, and after a
+//! restart. A writer killed with SIGKILL during compaction loses nothing
+//! (`killed_during_compaction`). Retention drops whole blocks.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use proptest::prelude::*;
+use strata_codec::{Label, MatchOp, Matcher};
+use strata_storage::{
+    open_object_store, Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Storage,
+    StorageSettings, SystemClock, Writer,
+};
+
+const HOUR: i64 = 3_600_000;
+/// Buckets per block in these tests: blocks of six hours.
+const BLOCK_HOURS: i64 = 6;
+
+type Expected = BTreeMap<Vec<Label>, Vec<(i64, u64)>>;
+
+fn settings() -> StorageSettings {
+    StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        flush_interval: Duration::from_millis(10),
+        block_duration: Duration::from_secs(BLOCK_HOURS as u64 * 3600),
+        // Small spill threshold: some series spill segments before the seal.
+        spill_min_samples: 8,
+        ..StorageSettings::default()
+    }
+}
+
+/// xorshift64*: a history replays from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn labels(i: u64) -> Vec<Label> {
+    vec![
+        Label::new("__name__", "m"),
+        Label::new("host", format!("h{}", i % 5)),
+        Label::new("i", i.to_string()),
+    ]
+}
+
+fn add(want: &mut Expected, req: &[IngestSeries]) {
+    for s in req {
+        let e = want.entry(s.labels.clone()).or_default();
+        for &(t, v) in &s.samples {
+            match e.binary_search_by_key(&t, |&(t, _)| t) {
+                Ok(_) => {}
+                Err(at) => e.insert(at, (t, v.to_bits())),
+            }
+        }
+    }
+}
+
+async fn read(db: &Storage, matchers: &[Matcher], mint: i64, maxt: i64) -> Expected {
+    db.select(matchers, mint, maxt)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            let samples = s
+                .timestamps
+                .into_iter()
+                .zip(s.values.iter().map(|v| v.to_bits()))
+                .collect();
+            (s.labels, samples)
+        })
+        .collect()
+}
+
+fn all() -> Vec<Matcher> {
+    vec![Matcher::new(MatchOp::Equal, "__name__", "m").unwrap()]
+}
+
+/// The part of `want` a selection of `host` over `[mint, maxt]` reads.
+fn expected(want: &Expected, host: Option<&str>, mint: i64, maxt: i64) -> Expected {
+    want.iter()
+        .filter(|(l, _)| host.is_none_or(|h| l.iter().any(|l| l.name == "host" && l.value == h)))
+        .map(|(l, s)| {
+            let s: Vec<_> = s
+                .iter()
+                .copied()
+                .filter(|&(t, _)| t >= mint && t <= maxt)
+                .collect();
+            (l.clone(), s)
+        })
+        .filter(|(_, s)| !s.is_empty())
+        .collect()
+}
+
+/// Every read the test makes: everything, one host, and random windows.
+async fn check(db: &Storage, want: &Expected, first: i64, hours: i64, rng: &mut Rng, what: &str) {
+    let (mint, maxt) = (first - HOUR, first + (hours + 1) * HOUR);
+    assert_eq!(
+        read(db, &all(), mint, maxt).await,
+        *want,
+        "{what}: everything"
+    );
+    let host = vec![
+        Matcher::new(MatchOp::Equal, "__name__", "m").unwrap(),
+        Matcher::new(MatchOp::Equal, "host", "h2").unwrap(),
+    ];
+    assert_eq!(
+        read(db, &host, mint, maxt).await,
+        expected(want, Some("h2"), mint, maxt),
+        "{what}: host h2"
+    );
+    for _ in 0..3 {
+        let a = first + rng.below((hours * HOUR) as u64) as i64;
+        let b = a + rng.below((10 * HOUR) as u64) as i64;
+        assert_eq!(
+            read(db, &all(), a, b).await,
+            expected(want, None, a, b),
+            "{what}: window {a}..{b}"
+        );
+    }
+    // The series API finds the same series over the whole range.
+    let series = db.series(&all(), mint, maxt).await.unwrap();
+    assert_eq!(series.len(), want.len(), "{what}: series");
+}
+
+/// Random samples of `series` series over hours `[from, to)`, ascending
+/// per series, some hours skipped.
+fn history(rng: &mut Rng, first: i64, from: i64, to: i64, series: u64) -> Vec<IngestSeries> {
+    (0..series)
+        .filter_map(|i| {
+            let mut samples = Vec::new();
+            for h in from..to {
+                if rng.below(6) == 0 {
+                    continue;
+                }
+                let per_hour = 1 + rng.below(14) as i64;
+                for k in 0..per_hour {
+                    let t = first + h * HOUR + k * (HOUR / per_hour) + rng.below(1000) as i64;
+                    let v = match rng.below(4) {
+                        0 => (rng.below(1000) as f64) * 0.5,
+                        1 => f64::from_bits(rng.next() >> 2),
+                        _ => (t / 1000) as f64,
+                    };
+                    samples.push((t, v));
+                }
+            }
+            (!samples.is_empty()).then(|| IngestSeries {
+                labels: labels(i),
+                samples,
+            })
+        })
+        .collect()
+}
+
+/// Late samples: new timestamps of known series in sealed hours, a few new
+/// series, and some samples already stored (duplicates).
+fn late(rng: &mut Rng, want: &Expected, first: i64, hours: i64, series: u64) -> Vec<IngestSeries> {
+    let mut out = Vec::new();
+    for i in 0..series + 3 {
+        if rng.below(3) != 0 {
+            continue;
+        }
+        let mut samples: Vec<(i64, f64)> = (0..1 + rng.below(6))
+            .map(|_| {
+                let t = first + rng.below((hours * HOUR) as u64) as i64;
+                (t, rng.below(100) as f64)
+            })
+            .collect();
+        // A sample already stored, sent again with its value.
+        if let Some(held) = want.get(&labels(i)) {
+            let (t, v) = held[rng.below(held.len() as u64) as usize];
+            samples.push((t, f64::from_bits(v)));
+        }
+        // Another value at a stored timestamp is refused; keep to new ones.
+        let held = want.get(&labels(i));
+        samples.retain(|&(t, v)| {
+            held.is_none_or(|h| match h.binary_search_by_key(&t, |&(t, _)| t) {
+                Ok(at) => h[at].1 == v.to_bits(),
+                Err(_) => true,
+            })
+        });
+        samples.sort_by_key(|&(t, _)| t);
+        samples.dedup_by_key(|&mut (t, _)| t);
+        if !samples.is_empty() {
+            out.push(IngestSeries {
+                labels: labels(i),
+                samples,
+            });
+        }
+    }
+    out
+}
+
+async fn open_reader(store: &Arc<dyn ObjectStore>, clock: &Arc<ManualClock>) -> Storage {
+    let reader = ReaderSettings {
+        poll_interval: Duration::from_millis(20),
+        ..ReaderSettings::default()
+    };
+    Storage::open_reader(Arc::clone(store), "db", settings(), reader, clock.clone())
+        .await
+        .unwrap()
+}
+
+/// Polls until the reader node reads what the writer wrote.
+async fn reader_sees(reader: &Storage, want: &Expected, first: i64, hours: i64, what: &str) {
+    let (mint, maxt) = (first - HOUR, first + (hours + 1) * HOUR);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = read(reader, &all(), mint, maxt).await;
+        if &got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: the reader node differs");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn one_history(seed: u64) {
+    let mut rng = Rng(seed | 1);
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = SystemClock.now_ms();
+    // Four blocks of history, ending a few hours ago (sealed).
+    let hours = 4 * BLOCK_HOURS;
+    let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let clock = Arc::new(ManualClock::new(now));
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    let series = 12 + rng.below(20);
+    let mut want = Expected::new();
+
+    // In-order history, hour by hour, with spills and seals as it goes.
+    let req = history(&mut rng, first, 0, hours, series);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    db.freeze_and_spill_now().await.unwrap();
+    db.seal_due_now().await.unwrap();
+    assert!(db.head().sealed_through().unwrap() >= first / HOUR + hours - 1);
+    // Late samples into the sealed hours: written as late segments, some
+    // buckets folded.
+    let req = late(&mut rng, &want, first, hours, series);
+    add(&mut want, &req);
+    let out = db.write(req, Durability::Applied).await.unwrap();
+    assert_eq!(out.rejected, 0, "{:?}", out.first_rejection);
+    db.flush_late_now().await.unwrap();
+    if rng.below(2) == 0 {
+        db.fold_late_now().await.unwrap();
+    }
+    let reader = open_reader(&store, &clock).await;
+    check(&db, &want, first, hours, &mut rng, "before compaction").await;
+    reader_sees(&reader, &want, first, hours, "before compaction").await;
+    // More late samples, left in the head: compaction runs beside them.
+    // A reader node sees them once the late pass writes them.
+    let written = want.clone();
+    let req = late(&mut rng, &want, first, hours, series);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+
+    // Compaction, with reads on the writer and the reader node meanwhile:
+    // every one sees every sample once.
+    let writer = Arc::new(db);
+    let compacting = {
+        let w = Arc::clone(&writer);
+        tokio::spawn(async move { w.compact_now(false).await.unwrap() })
+    };
+    let (mint, maxt) = (first - HOUR, first + (hours + 1) * HOUR);
+    while !compacting.is_finished() {
+        assert_eq!(
+            read(&writer, &all(), mint, maxt).await,
+            want,
+            "while compacting"
+        );
+        let got = read(&reader, &all(), mint, maxt).await;
+        assert!(got == written || got == want, "reader, while compacting");
+    }
+    let pass = compacting.await.unwrap();
+    assert_eq!(pass.blocks as i64, hours / BLOCK_HOURS, "{pass:?}");
+    assert_eq!(pass.keys_deleted, 0, "deleted before the delay: {pass:?}");
+    assert_eq!(writer.compacted_through(), Some(first / HOUR + hours));
+    check(&writer, &want, first, hours, &mut rng, "compacted").await;
+    reader_sees(&reader, &want, first, hours, "compacted").await;
+
+    // The late samples left in the head go to the blocks.
+    writer.flush_late_now().await.unwrap();
+    check(
+        &writer,
+        &want,
+        first,
+        hours,
+        &mut rng,
+        "late segments of blocks",
+    )
+    .await;
+    // Re-sent samples of compacted hours are duplicates.
+    let resend: Vec<IngestSeries> = want
+        .iter()
+        .take(3)
+        .map(|(l, s)| IngestSeries {
+            labels: l.clone(),
+            samples: s.iter().map(|&(t, v)| (t, f64::from_bits(v))).collect(),
+        })
+        .collect();
+    let n: usize = resend.iter().map(|s| s.samples.len()).sum();
+    let out = writer.write(resend, Durability::Applied).await.unwrap();
+    assert_eq!((out.appended, out.duplicates), (0, n), "re-sent history");
+
+    // The buckets' own keys go; reads stay the same.
+    let pass = writer.compact_now(true).await.unwrap();
+    assert!(pass.keys_deleted > 0, "{pass:?}");
+    let layout = writer.bucket_layout(first / HOUR + 1).await.unwrap();
+    assert_eq!(
+        (layout.chunk_keys, layout.late_series),
+        (0, 0),
+        "{layout:?}"
+    );
+    check(&writer, &want, first, hours, &mut rng, "buckets deleted").await;
+    reader_sees(&reader, &want, first, hours, "buckets deleted").await;
+
+    // More late samples, into blocks, then the fold of the blocks.
+    let req = late(&mut rng, &want, first, hours, series);
+    add(&mut want, &req);
+    writer.write(req, Durability::Applied).await.unwrap();
+    writer.flush_late_now().await.unwrap();
+    check(&writer, &want, first, hours, &mut rng, "late in blocks").await;
+    let folded = writer.fold_late_now().await.unwrap();
+    check(&writer, &want, first, hours, &mut rng, "blocks folded").await;
+    reader_sees(&reader, &want, first, hours, "blocks folded").await;
+    if folded.buckets > 0 {
+        assert_eq!(writer.fold_late_now().await.unwrap().buckets, 0);
+    }
+
+    // A crash (dropped without closing), then a restart: the same.
+    let req = late(&mut rng, &want, first, hours, series);
+    add(&mut want, &req);
+    writer.write(req, Durability::Durable).await.unwrap();
+    reader.close().await.unwrap();
+    drop(writer);
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    assert_eq!(db.compacted_through(), Some(first / HOUR + hours));
+    check(&db, &want, first, hours, &mut rng, "reopened").await;
+    db.flush_late_now().await.unwrap();
+    db.fold_late_now().await.unwrap();
+    check(&db, &want, first, hours, &mut rng, "reopened and folded").await;
+    db.close().await.unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn compaction_keeps_every_sample(seed in any::<u64>()) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(one_history(seed));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_drops_whole_blocks() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = SystemClock.now_ms();
+    let first = (now / HOUR - 2 * BLOCK_HOURS - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let block_end = first + BLOCK_HOURS * HOUR;
+    // The first block expires 8 s from now (SlateDB's clock is the wall
+    // clock); its last bucket's own keys would expire then too.
+    let retention = now + 8_000 - block_end;
+    let settings = StorageSettings {
+        retention: Duration::from_millis(retention as u64),
+        ..settings()
+    };
+    let db = Writer::open(Arc::clone(&store), "db", settings, Arc::new(SystemClock))
+        .await
+        .unwrap();
+    let req: Vec<IngestSeries> = (0..10)
+        .map(|i| IngestSeries {
+            labels: labels(i),
+            samples: (0..2 * BLOCK_HOURS)
+                .map(|h| (first + h * HOUR + 60_000, h as f64))
+                .collect(),
+        })
+        .collect();
+    db.write(req, Durability::Applied).await.unwrap();
+    db.seal_due_now().await.unwrap();
+    let pass = db.compact_now(true).await.unwrap();
+    assert_eq!(pass.blocks, 2, "{pass:?}");
+    let range = (first, first + 2 * BLOCK_HOURS * HOUR);
+    let count = |got: Expected| got.values().map(Vec::len).sum::<usize>();
+    let before = count(read(&db, &all(), range.0, range.1).await);
+    assert!(before > 10 * BLOCK_HOURS as usize, "{before}");
+    tokio::time::sleep(Duration::from_millis(
+        (block_end + retention - SystemClock.now_ms()).max(0) as u64 + 1500,
+    ))
+    .await;
+    let after = read(&db, &all(), range.0, range.1).await;
+    // The first block is gone whole; the second is all there.
+    assert_eq!(count(after.clone()), 10 * BLOCK_HOURS as usize);
+    assert!(after.values().flatten().all(|&(t, _)| t >= block_end));
+    db.close().await.unwrap();
+}
+
+const CHILD_ENV: &str = "STRATA_COMPACTION_CHILD_DIR";
+
+fn store_url(dir: &Path) -> String {
+    format!("file://{}", dir.join("store").display())
+}
+
+/// The child: opens the store and compacts it until done (or killed). Not
+/// a test of its own; it returns at once unless the parent set
+/// `STRATA_COMPACTION_CHILD_DIR`.
+#[test]
+fn child_compact() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir).to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let loc = open_object_store(&store_url(&dir), &Default::default()).unwrap();
+        let db = Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+            .await
+            .unwrap();
+        std::fs::write(dir.join("compacting"), b"").unwrap();
+        db.compact_now(true).await.unwrap();
+        db.close().await.unwrap();
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5EED);
+    let now = SystemClock.now_ms();
+    let hours = 4 * BLOCK_HOURS;
+    let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let open = || async {
+        let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
+        Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+            .await
+            .unwrap()
+    };
+    let mut want = Expected::new();
+    {
+        let db = open().await;
+        let req = history(&mut rng, first, 0, hours, 3000);
+        add(&mut want, &req);
+        db.write(req, Durability::Applied).await.unwrap();
+        db.seal_due_now().await.unwrap();
+        let req = late(&mut rng, &want, first, hours, 3000);
+        add(&mut want, &req);
+        db.write(req, Durability::Applied).await.unwrap();
+        db.close().await.unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut kills = 0;
+    for round in 0..6 {
+        let _ = std::fs::remove_file(dir.path().join("compacting"));
+        let mut child = Command::new(&exe)
+            .args(["--exact", "child_compact", "--nocapture"])
+            .env(CHILD_ENV, dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !dir.path().join("compacting").exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "child did not start"
+            );
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.below(400 + 300 * round))).await;
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+        let db = open().await;
+        let got = read(&db, &all(), first - HOUR, first + (hours + 1) * HOUR).await;
+        assert!(got == want, "round {round}: samples differ after the kill");
+        let done = db.compacted_through() == Some(first / HOUR + hours);
+        db.close().await.unwrap();
+        if done && round > 0 {
+            break;
+        }
+    }
+    assert!(kills > 0, "no child was killed during compaction");
+    let db = open().await;
+    db.compact_now(true).await.unwrap();
+    assert_eq!(db.compacted_through(), Some(first / HOUR + hours));
+    check(&db, &want, first, hours, &mut rng, "after the kills").await;
+    db.close().await.unwrap();
+}
