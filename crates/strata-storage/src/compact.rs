@@ -387,8 +387,7 @@ async fn compact_block(
     }
     let prefix_len = keys::postings_bucket_prefix(block).len();
     let mut extra = extra.into_iter().peekable();
-    let mut batch = WriteBatch::new();
-    let mut in_batch = 0;
+    let mut batches = Batches::new(db);
     loop {
         let smallest = scans
             .iter()
@@ -417,20 +416,49 @@ async fn compact_block(
         }
         let mut key = keys::postings_bucket_prefix(block);
         key.extend_from_slice(&suffix);
-        batch.put_with_options(key, values::encode_postings(&union(lists)), &ttl);
-        in_batch += 1;
-        if in_batch == KEYS_PER_BATCH {
-            db.write(std::mem::take(&mut batch))
-                .await?
-                .await_durable()
-                .await?;
-            in_batch = 0;
+        batches
+            .batch
+            .put_with_options(key, values::encode_postings(&union(lists)), &ttl);
+        batches.added().await?;
+    }
+    batches.finish().await?;
+    Ok(pass)
+}
+
+/// Write batches of at most [`KEYS_PER_BATCH`] keys, each durable before
+/// the next is written.
+struct Batches<'a> {
+    db: &'a slatedb::Db,
+    batch: WriteBatch,
+    keys: usize,
+}
+
+impl<'a> Batches<'a> {
+    fn new(db: &'a slatedb::Db) -> Self {
+        Self {
+            db,
+            batch: WriteBatch::new(),
+            keys: 0,
         }
     }
-    if in_batch > 0 {
-        db.write(batch).await?.await_durable().await?;
+
+    /// Counts a key just added to `batch`; writes the batch once full.
+    async fn added(&mut self) -> Result<(), StorageError> {
+        self.keys += 1;
+        if self.keys % KEYS_PER_BATCH == 0 {
+            let batch = std::mem::take(&mut self.batch);
+            self.db.write(batch).await?.await_durable().await?;
+        }
+        Ok(())
     }
-    Ok(pass)
+
+    /// Writes what is left; the number of keys written in all.
+    async fn finish(self) -> Result<usize, StorageError> {
+        if self.keys % KEYS_PER_BATCH != 0 {
+            self.db.write(self.batch).await?.await_durable().await?;
+        }
+        Ok(self.keys)
+    }
 }
 
 /// Deletes every chunk, segment, postings and late-marker key of buckets
@@ -452,23 +480,12 @@ async fn delete_buckets(
     ];
     for (lo, hi) in ranges {
         let mut it = inner.backend.scan(lo..hi).await?;
-        let mut batch = WriteBatch::new();
-        let mut in_batch = 0;
+        let mut batches = Batches::new(db);
         while let Some(kv) = it.next().await? {
-            batch.delete(kv.key);
-            in_batch += 1;
-            deleted += 1;
-            if in_batch == KEYS_PER_BATCH {
-                db.write(std::mem::take(&mut batch))
-                    .await?
-                    .await_durable()
-                    .await?;
-                in_batch = 0;
-            }
+            batches.batch.delete(kv.key);
+            batches.added().await?;
         }
-        if in_batch > 0 {
-            db.write(batch).await?.await_durable().await?;
-        }
+        deleted += batches.finish().await?;
     }
     Ok(deleted)
 }

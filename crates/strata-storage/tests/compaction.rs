@@ -9,7 +9,6 @@
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -19,6 +18,10 @@ use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use proptest::prelude::*;
 use strata_codec::{Label, MatchOp, Matcher};
+
+#[path = "support/samples.rs"]
+mod samples;
+use samples::{read, Expected};
 use strata_storage::{
     open_object_store, Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Storage,
     StorageSettings, SystemClock, Writer,
@@ -27,8 +30,6 @@ use strata_storage::{
 const HOUR: i64 = 3_600_000;
 /// Buckets per block in these tests: blocks of six hours.
 const BLOCK_HOURS: i64 = 6;
-
-type Expected = BTreeMap<Vec<Label>, Vec<(i64, u64)>>;
 
 fn settings() -> StorageSettings {
     StorageSettings {
@@ -75,22 +76,6 @@ fn add(want: &mut Expected, req: &[IngestSeries]) {
             }
         }
     }
-}
-
-async fn read(db: &Storage, matchers: &[Matcher], mint: i64, maxt: i64) -> Expected {
-    db.select(matchers, mint, maxt)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| {
-            let samples = s
-                .timestamps
-                .into_iter()
-                .zip(s.values.iter().map(|v| v.to_bits()))
-                .collect();
-            (s.labels, samples)
-        })
-        .collect()
 }
 
 fn all() -> Vec<Matcher> {

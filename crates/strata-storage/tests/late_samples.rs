@@ -7,8 +7,11 @@
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "support/samples.rs"]
+mod samples;
 #[path = "support/shuffle.rs"]
 mod shuffle;
+use samples::{read, Expected};
 use shuffle::shuffled;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,8 +30,6 @@ const SERIES: usize = 1000;
 const HOURS: i64 = 168;
 /// Samples per series per hour: one every six minutes.
 const PER_HOUR: i64 = 10;
-
-type Expected = BTreeMap<Vec<Label>, Vec<(i64, u64)>>;
 
 fn settings() -> StorageSettings {
     StorageSettings {
@@ -69,19 +70,7 @@ fn hour_request(start: i64) -> Vec<IngestSeries> {
 
 async fn read_all(db: &Storage, mint: i64, maxt: i64) -> Expected {
     let m = Matcher::new(MatchOp::Equal, "__name__", "backfilled").unwrap();
-    db.select(&[m], mint, maxt)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| {
-            let samples = s
-                .timestamps
-                .into_iter()
-                .zip(s.values.iter().map(|v| v.to_bits()))
-                .collect();
-            (s.labels, samples)
-        })
-        .collect()
+    read(db, &[m], mint, maxt).await
 }
 
 async fn open_reader(store: &Arc<dyn ObjectStore>, clock: &Arc<ManualClock>) -> Storage {
