@@ -9,6 +9,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
+use slatedb::config::ScanOptions;
 use slatedb::{ByteRangeBounds, Db, DbIterator, DbReader, KeyValue};
 
 use crate::error::StorageError;
@@ -56,13 +57,27 @@ impl Backend {
         }
     }
 
+    /// A [`ScanKind::Short`] scan.
     pub(crate) async fn scan<T: ByteRangeBounds + Send>(
         &self,
         range: T,
     ) -> Result<Scan, StorageError> {
+        self.scan_as(range, ScanKind::Short).await
+    }
+
+    pub(crate) async fn scan_as<T: ByteRangeBounds + Send>(
+        &self,
+        range: T,
+        kind: ScanKind,
+    ) -> Result<Scan, StorageError> {
+        let options = kind.options();
         let it = match &self.handle {
-            Handle::Writer(db) => bounded(self.read_timeout, db.scan(range)).await?,
-            Handle::Reader(r) => bounded(self.read_timeout, r.scan(range)).await?,
+            Handle::Writer(db) => {
+                bounded(self.read_timeout, db.scan_with_options(range, &options)).await?
+            }
+            Handle::Reader(r) => {
+                bounded(self.read_timeout, r.scan_with_options(range, &options)).await?
+            }
         };
         Ok(Scan {
             it,
@@ -84,6 +99,38 @@ impl Backend {
             Handle::Reader(r) => r.close().await?,
         }
         Ok(())
+    }
+}
+
+/// How a scan reads SlateDB's blocks. SlateDB's default scan reads one
+/// block per request and caches nothing, so a query repeated read every
+/// block from the object store (or the local disk) again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanKind {
+    /// A few keys (postings of one label, one series' chunk keys): blocks
+    /// cached, one at a time.
+    Short,
+    /// Many consecutive keys a query reads (a span's chunks of many
+    /// series): blocks cached, fetched ahead, several at once.
+    Long,
+    /// Everything of a kind, once (recovery, compaction): fetched ahead,
+    /// not cached, so it does not push out what queries read.
+    Bulk,
+}
+
+impl ScanKind {
+    fn options(self) -> ScanOptions {
+        let (cache_blocks, read_ahead_bytes, max_fetch_tasks) = match self {
+            ScanKind::Short => (true, 1, 1),
+            ScanKind::Long => (true, 256 << 10, 4),
+            ScanKind::Bulk => (false, 1 << 20, 4),
+        };
+        ScanOptions {
+            cache_blocks,
+            read_ahead_bytes,
+            max_fetch_tasks,
+            ..ScanOptions::default()
+        }
     }
 }
 

@@ -8,15 +8,16 @@
 //!  buckets [start, start + n) sealed ─▶ `B | start | series` chunks (late
 //!      segments folded in) + `P | start | …` postings ─▶ `Mcompacted`
 //!      says blocks hold every bucket before start + n (the switch)
-//!  DELETE_DELAY after the last switch ─▶ the buckets' `C`, `I`, `J` keys
-//!      deleted
+//!  `compaction_delete_delay` after the last switch ─▶ the buckets' `C`,
+//!      `I`, `J` keys deleted
 //! ```
 //!
 //! A read takes the compaction state once and reads each bucket from its
 //! block or from the bucket itself, never both, so it sees no gap and no
-//! double. The buckets' keys outlive the switch by [`DELETE_DELAY`], longer
-//! than any query and any reader's lag, so a read that took the state just
-//! before a switch still finds them. Late samples of compacted buckets are
+//! double. The buckets' keys outlive the switch by
+//! `storage.compaction_delete_delay`, longer than any query and any
+//! reader's lag, so a read that took the state just before a switch still
+//! finds them. Late samples of compacted buckets are
 //! written as late segments of their block and folded into it like a
 //! bucket's. A crash before the switch leaves block keys nothing reads;
 //! the next pass writes the block again from the buckets.
@@ -27,6 +28,7 @@ use std::time::Duration;
 use slatedb::WriteBatch;
 use strata_codec::LabelPairs;
 
+use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};
 use crate::postings::union;
@@ -34,10 +36,6 @@ use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
 use crate::Storage;
-
-/// How long the buckets a block replaced are kept after the switch: longer
-/// than any query runs and any reader node lags behind the writer.
-pub(crate) const DELETE_DELAY: Duration = Duration::from_secs(600);
 
 /// How often the writer looks for blocks to compact.
 pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_secs(60);
@@ -188,8 +186,8 @@ pub struct CompactPass {
 }
 
 /// Compacts every block whose buckets are all sealed, then deletes the
-/// keys of buckets blocks replaced at least [`DELETE_DELAY`] ago (at once
-/// with `delete_now`). Nothing on a reader, or with compaction off.
+/// keys of buckets blocks replaced at least `compaction_delete_delay` ago
+/// (at once with `delete_now`). Nothing on a reader, or with compaction off.
 pub(crate) async fn compact(
     storage: &Storage,
     delete_now: bool,
@@ -248,11 +246,13 @@ pub(crate) async fn compact(
         );
     }
     let state = inner.compacted();
-    let delay = i64::try_from(DELETE_DELAY.as_millis()).unwrap_or(i64::MAX);
+    let delay =
+        i64::try_from(inner.settings.compaction_delete_delay.as_millis()).unwrap_or(i64::MAX);
     let quiet = inner.clock.now_ms().saturating_sub(state.switched_ms) >= delay;
     if state.deleted_through < state.through && (quiet || delete_now) {
         let _writing = inner.late.lock.lock().await;
         pass.keys_deleted = delete_buckets(inner, db, state.deleted_through, state.through).await?;
+        add(&inner.stats.compaction_deleted_keys, pass.keys_deleted);
         let deleted = Compacted {
             deleted_through: state.through,
             ..state
@@ -381,7 +381,7 @@ async fn compact_block(
     for &b in &buckets {
         let prefix = keys::postings_bucket_prefix(b);
         let end = keys::prefix_end(&prefix);
-        let mut it = inner.backend.scan(prefix..end).await?;
+        let mut it = inner.backend.scan_as(prefix..end, ScanKind::Bulk).await?;
         let head = it.next().await?;
         scans.push((it, head));
     }
@@ -479,7 +479,7 @@ async fn delete_buckets(
         (keys::late_prefix(from), keys::late_prefix(through)),
     ];
     for (lo, hi) in ranges {
-        let mut it = inner.backend.scan(lo..hi).await?;
+        let mut it = inner.backend.scan_as(lo..hi, ScanKind::Bulk).await?;
         let mut batches = Batches::new(db);
         while let Some(kv) = it.next().await? {
             batches.batch.delete(kv.key);

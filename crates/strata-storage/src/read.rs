@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher, Series};
 
+use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::head::{MemSeries, NONE_SEALED};
 use crate::keys::{self, Span};
@@ -101,6 +102,103 @@ impl SeriesBucket {
         }
         Ok((ts, vs))
     }
+}
+
+/// Sealed bytes decoded by one thread before the decode of a select is
+/// spread over the cores: a thread costs more than a few chunks.
+const PARALLEL_DECODE_FROM: usize = 256 << 10;
+
+/// One series' sealed parts of a select, to decode.
+struct DecodeJob {
+    id: u64,
+    labels: Vec<Label>,
+    parts: Vec<SealedPart>,
+    /// Samples the head will add (room reserved for them).
+    extra: usize,
+}
+
+impl DecodeJob {
+    fn bytes(&self) -> usize {
+        self.parts.iter().map(|p| p.bytes.len()).sum()
+    }
+
+    /// The series' samples in `[mint, maxt]`: its in-order parts appended,
+    /// its late segments merged (a later write winning). Buffers are sized
+    /// once for all its chunks, so decoding never moves samples already
+    /// decoded.
+    fn decode(self, mint: i64, maxt: i64) -> Result<(u64, Series), StorageError> {
+        let n = self.extra
+            + self
+                .parts
+                .iter()
+                .map(|p| chunk_len_hint(&p.bytes))
+                .sum::<usize>();
+        let mut series = Series {
+            labels: self.labels,
+            timestamps: Vec::with_capacity(n),
+            values: Vec::with_capacity(n),
+        };
+        for part in self.parts {
+            if part.late {
+                let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                decode_chunk_range_into(&part.bytes, mint, maxt, &mut ts, &mut vs)?;
+                merge_into(&mut series.timestamps, &mut series.values, (ts, vs));
+            } else {
+                decode_chunk_range_into(
+                    &part.bytes,
+                    mint,
+                    maxt,
+                    &mut series.timestamps,
+                    &mut series.values,
+                )?;
+            }
+        }
+        Ok((self.id, series))
+    }
+}
+
+/// Decodes every job, in order: on the calling task when there is little,
+/// else in about equal shares of bytes on blocking threads, one per core.
+async fn decode_jobs(
+    jobs: Vec<DecodeJob>,
+    mint: i64,
+    maxt: i64,
+) -> Result<Vec<(u64, Series)>, StorageError> {
+    let total: usize = jobs.iter().map(DecodeJob::bytes).sum();
+    let threads = strata_codec::threads::available().min(total / PARALLEL_DECODE_FROM);
+    if threads <= 1 {
+        return jobs.into_iter().map(|j| j.decode(mint, maxt)).collect();
+    }
+    let share = total.div_ceil(threads);
+    let mut groups: Vec<Vec<DecodeJob>> = Vec::with_capacity(threads);
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    for job in jobs {
+        bytes += job.bytes();
+        group.push(job);
+        if bytes >= share {
+            groups.push(std::mem::take(&mut group));
+            bytes = 0;
+        }
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    let tasks = groups.into_iter().map(|group| {
+        tokio::task::spawn_blocking(move || {
+            group
+                .into_iter()
+                .map(|j| j.decode(mint, maxt))
+                .collect::<Result<Vec<_>, StorageError>>()
+        })
+    });
+    let mut out = Vec::new();
+    for done in futures::future::join_all(tasks).await {
+        let decoded =
+            done.map_err(|e| StorageError::Corrupt(format!("a decode thread failed: {e}")))??;
+        out.extend(decoded);
+    }
+    Ok(out)
 }
 
 /// One stored part of a series in a sealed bucket.
@@ -246,7 +344,11 @@ impl Storage {
         let mut out = Vec::with_capacity(ids.len());
         let prefix = keys::chunk_prefix(span);
         let end = keys::prefix_end(&prefix);
-        let mut it = self.shared.backend.scan(prefix..end).await?;
+        let mut it = self
+            .shared
+            .backend
+            .scan_as(prefix..end, ScanKind::Long)
+            .await?;
         // The next key the iterator holds: it cannot seek back to it.
         let mut next: Option<slatedb::KeyValue> = None;
         for &id in ids {
@@ -380,7 +482,9 @@ impl Storage {
                 .try_collect()
                 .await;
         }
-        let mut it = backend.scan(key(lo)..keys::prefix_end(&key(hi))).await?;
+        let mut it = backend
+            .scan_as(key(lo)..keys::prefix_end(&key(hi)), ScanKind::Long)
+            .await?;
         let mut out = Vec::with_capacity(wanted.len());
         for w in wanted {
             let k = key(w);
@@ -472,58 +576,27 @@ impl Storage {
             sealed,
             self.add_spilled(&mut spilled, &mut head_parts, mint, maxt)
         )?;
-        // Each series' buffers are sized once for all its chunks, so
-        // decoding never moves samples already decoded.
-        let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
-        for part in fetched.iter().flatten() {
-            *sizes.entry(part.id).or_default() += chunk_len_hint(&part.bytes);
+        // Each series' parts in span order, its labels, then the decode:
+        // spread over the cores when there is much of it.
+        let mut by_series: BTreeMap<u64, Vec<SealedPart>> = BTreeMap::new();
+        for part in fetched.into_iter().flatten() {
+            by_series.entry(part.id).or_default().push(part);
         }
-        for (id, (ts, _)) in &head_parts {
-            if let Some(n) = sizes.get_mut(id) {
-                *n += ts.len();
-            }
-        }
-        let (mut late_ts, mut late_vs) = (Vec::new(), Vec::new());
-        for parts in fetched {
-            for SealedPart {
+        let mut jobs = Vec::with_capacity(by_series.len());
+        for (id, parts) in by_series {
+            let Some(s) = self.labels_of(id).await? else {
+                continue;
+            };
+            let extra = head_parts.get(&id).map_or(0, |(ts, _)| ts.len());
+            jobs.push(DecodeJob {
                 id,
-                bytes: chunk,
-                late,
-            } in parts
-            {
-                let entry = match out.entry(id) {
-                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        let Some(s) = self.labels_of(id).await? else {
-                            continue;
-                        };
-                        let n = sizes.get(&id).copied().unwrap_or(0);
-                        e.insert(Series {
-                            labels: s.labels.to_labels(),
-                            timestamps: Vec::with_capacity(n),
-                            values: Vec::with_capacity(n),
-                        })
-                    }
-                };
-                if late {
-                    late_ts.clear();
-                    late_vs.clear();
-                    decode_chunk_range_into(&chunk, mint, maxt, &mut late_ts, &mut late_vs)?;
-                    merge_into(
-                        &mut entry.timestamps,
-                        &mut entry.values,
-                        (std::mem::take(&mut late_ts), std::mem::take(&mut late_vs)),
-                    );
-                    continue;
-                }
-                decode_chunk_range_into(
-                    &chunk,
-                    mint,
-                    maxt,
-                    &mut entry.timestamps,
-                    &mut entry.values,
-                )?;
-            }
+                labels: s.labels.to_labels(),
+                parts,
+                extra,
+            });
+        }
+        for (id, series) in decode_jobs(jobs, mint, maxt).await? {
+            out.insert(id, series);
         }
         // Head samples come after the sealed buckets', but for late ones
         // (merged, winning where the store holds the timestamp too).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use strata_codec::LogRecord;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ScanKind};
 use crate::error::StorageError;
 use crate::head::{AppendPolicy, Head, MemSeries, NONE_SEALED};
 use crate::keys;
@@ -34,7 +34,9 @@ pub(crate) async fn read_checkpoint(db: &Backend) -> Result<values::Checkpoint, 
 
 /// Loads every `S` key into `head`.
 pub(crate) async fn load_series(db: &Backend, head: &Head) -> Result<usize, StorageError> {
-    let mut it = db.scan(vec![keys::SERIES]..vec![keys::SERIES + 1]).await?;
+    let mut it = db
+        .scan_as(vec![keys::SERIES]..vec![keys::SERIES + 1], ScanKind::Bulk)
+        .await?;
     let mut n = 0;
     while let Some(kv) = it.next().await? {
         let Some(id) = keys::series_id(&kv.key) else {
@@ -306,7 +308,9 @@ async fn restore_spilled(
 ) -> Result<Spilled, StorageError> {
     let mut found = Spilled::default();
     let from = keys::chunk_prefix(sealed_through.saturating_add(1));
-    let mut it = db.scan(from..vec![keys::CHUNK + 1]).await?;
+    let mut it = db
+        .scan_as(from..vec![keys::CHUNK + 1], ScanKind::Bulk)
+        .await?;
     // The run of segments of one series and bucket, and its last value.
     let mut run: Option<SegmentRun> = None;
     let finish = |run: Option<SegmentRun>| -> Result<(), StorageError> {

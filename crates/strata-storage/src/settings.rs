@@ -45,6 +45,12 @@ pub struct StorageSettings {
     /// one bucket) keeps the buckets as they are.
     #[serde(with = "humantime_serde")]
     pub block_duration: Duration,
+    /// How long the buckets a compacted block replaced are kept after the
+    /// switch to the block: a read that began before the switch (on the
+    /// writer, or on a reader node that has not yet seen it) still reads
+    /// them. Longer than the longest query plus a reader's lag.
+    #[serde(with = "humantime_serde")]
+    pub compaction_delete_delay: Duration,
     /// How long after a bucket's end late samples are still accepted before
     /// the bucket is sealed.
     #[serde(with = "humantime_serde")]
@@ -112,6 +118,7 @@ impl Default for StorageSettings {
             flush_interval: Duration::from_millis(100),
             bucket_duration: Duration::from_secs(3600),
             block_duration: Duration::from_secs(24 * 3600),
+            compaction_delete_delay: Duration::from_secs(600),
             seal_grace: Duration::from_secs(300),
             retention: Duration::from_secs(15 * 24 * 3600),
             out_of_order_window: None,

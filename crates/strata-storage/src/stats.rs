@@ -97,6 +97,8 @@ pub struct StorageStats {
     /// Blocks compaction wrote, and the bytes of their chunks.
     pub blocks_compacted: AtomicU64,
     pub compacted_bytes: AtomicU64,
+    /// Keys of buckets that blocks replaced, deleted.
+    pub compaction_deleted_keys: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
     /// The coordinator's time per group of requests: applying it to the
@@ -130,6 +132,7 @@ impl Default for StorageStats {
             buckets_folded: AtomicU64::new(0),
             blocks_compacted: AtomicU64::new(0),
             compacted_bytes: AtomicU64::new(0),
+            compaction_deleted_keys: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
             group_apply: Histogram::new(STEP_BOUNDS),

@@ -272,7 +272,7 @@ impl Writer {
 
     /// Compacts every block whose buckets are all sealed now, and deletes
     /// the replaced buckets' keys at once when `delete_now` (else only
-    /// once the last switch is `compact::DELETE_DELAY` old, as the
+    /// once the last switch is `compaction_delete_delay` old, as the
     /// background pass does: reads that began before it may still need
     /// them).
     pub async fn compact_now(&self, delete_now: bool) -> Result<CompactPass, StorageError> {

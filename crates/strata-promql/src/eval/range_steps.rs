@@ -274,16 +274,42 @@ impl WindowCursor {
     }
 }
 
-/// Samples a window end steps over one by one before searching: from one
-/// step to the next it usually moves by a few samples.
-const LINEAR_PROBES: usize = 8;
+/// Samples a window end steps over one by one before galloping: from one
+/// step to the next it usually moves by a step's worth of samples (10 for
+/// a 10-minute step over a 1-minute scrape, 20 for 5 minutes over 15 s),
+/// and a short linear walk beats any search there.
+const LINEAR_PROBES: usize = 32;
 
 /// The first index at or after `from` whose timestamp is past `bound`.
+/// Past the linear probes it gallops (strides doubling from where it is)
+/// and then searches only the last stride: a window that moves by a few
+/// dozen samples costs a few probes, not a search of the whole rest of a
+/// week-long series.
 fn skip_to(t: &[i64], from: usize, bound: i64) -> usize {
     let rest = t.get(from..).unwrap_or(&[]);
-    match rest.iter().take(LINEAR_PROBES).position(|&x| x > bound) {
-        Some(i) => from + i,
-        None => from + rest.partition_point(|&x| x <= bound),
+    if let Some(i) = rest.iter().take(LINEAR_PROBES).position(|&x| x > bound) {
+        return from + i;
+    }
+    let until = |lo: usize, hi: Option<usize>| {
+        let part = match hi {
+            Some(hi) => rest.get(lo..hi),
+            None => rest.get(lo..),
+        };
+        lo + part.map_or(0, |r| r.partition_point(|&x| x <= bound))
+    };
+    // Every sample before `lo` is at or before `bound`.
+    let mut lo = LINEAR_PROBES.min(rest.len());
+    let mut stride = LINEAR_PROBES;
+    loop {
+        let probe = lo + stride;
+        match rest.get(probe) {
+            Some(&x) if x <= bound => {
+                lo = probe + 1;
+                stride = stride.saturating_mul(2);
+            }
+            Some(_) => return from + until(lo, Some(probe)),
+            None => return from + until(lo, None),
+        }
     }
 }
 

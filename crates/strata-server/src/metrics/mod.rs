@@ -311,6 +311,12 @@ pub fn render(
     );
     counter(
         &mut out,
+        "strata_compaction_deleted_keys_total",
+        "Keys of sealed buckets deleted after compaction wrote them into blocks.",
+        l(&st.compaction_deleted_keys),
+    );
+    counter(
+        &mut out,
         "strata_sealed_index_bytes_total",
         "Bytes of postings and series keys written while sealing.",
         l(&st.sealed_index_bytes),

@@ -95,6 +95,24 @@ proptest! {
     }
 
     #[test]
+    fn skip_to_equals_a_search(
+        gaps in proptest::collection::vec(1i64..100, 0..3000),
+        from_frac in 0.0f64..1.0,
+        bound in -10i64..200_000,
+    ) {
+        let t: Vec<i64> = gaps
+            .iter()
+            .scan(0i64, |acc, g| {
+                *acc += g;
+                Some(*acc)
+            })
+            .collect();
+        let at_or_before = t.partition_point(|&x| x <= bound);
+        let from = ((t.len() as f64 * from_frac) as usize).min(at_or_before);
+        prop_assert_eq!(skip_to(&t, from, bound), at_or_before);
+    }
+
+    #[test]
     fn cursor_finds_the_same_windows(
         s in series_strategy(),
         start in 900_000i64..2_000_000,
