@@ -147,25 +147,27 @@ impl Shared {
         }
     }
 
-    /// The spans of sealed buckets `first..=last`, in time order, but for
-    /// those past the retention (their end plus the retention has passed):
-    /// a block is kept or dropped whole, as its keys expire together.
-    pub(crate) fn spans(&self, first: i64, last: i64) -> Vec<Span> {
+    /// The spans of sealed buckets `first..=last`, in time order, each with
+    /// the first bucket after what is read of it (a block not yet whole
+    /// holds the buckets before `through` only), but for those past the
+    /// retention (their end plus the retention has passed): a block is
+    /// kept or dropped whole, as its keys expire together.
+    pub(crate) fn spans(&self, first: i64, last: i64) -> Vec<(Span, i64)> {
         let through = self.compacted().through;
         let bucket_ms = self.settings.bucket_ms();
         let expired_before = self
             .clock
             .now_ms()
             .saturating_sub(self.settings.retention_ms());
-        let mut out: Vec<Span> = Vec::new();
+        let mut out = Vec::new();
         let mut b = first;
         while b <= last {
             let span = self.span_of(b, through);
             let end = self.span_buckets(span).1;
             if end.saturating_mul(bucket_ms) > expired_before {
-                out.push(span);
+                out.push((span, end.min(through.max(b + 1))));
             }
-            b = end;
+            b = end.min(through.max(b + 1));
         }
         out
     }
@@ -201,6 +203,10 @@ pub(crate) async fn compact(
     if n <= 1 {
         return Ok(pass);
     }
+    // A block not yet whole is extended once this many more of its
+    // buckets are sealed: a day's block holds the day so far in steps of
+    // six hours, so reads of the last day take few buckets too.
+    let step = (n / 4).max(1);
     loop {
         let state = inner.compacted();
         // The oldest bucket with data not yet in a block: empty stretches
@@ -209,7 +215,11 @@ pub(crate) async fn compact(
             break;
         };
         let start = next.div_euclid(n).saturating_mul(n);
-        if start.saturating_add(n - 1) > sealed {
+        // The block may hold its first buckets already (`through` within
+        // it): it is extended from there.
+        let from = state.through.max(start);
+        let upto = sealed.saturating_add(1).min(start + n);
+        if upto <= next || (upto < start + n && upto - from < step) {
             break;
         }
         // Late samples wait meanwhile: none is written to a bucket the
@@ -217,9 +227,9 @@ pub(crate) async fn compact(
         // block.
         let _writing = inner.late.lock.lock().await;
         let started = std::time::Instant::now();
-        let block = compact_block(storage, db, start, n).await?;
+        let block = compact_block(storage, db, start, from, upto).await?;
         let switched = Compacted {
-            through: start + n,
+            through: upto,
             deleted_through: state.deleted_through,
             switched_ms: inner.clock.now_ms(),
         };
@@ -237,7 +247,8 @@ pub(crate) async fn compact(
         add(&inner.stats.compacted_bytes, block.bytes);
         tracing::info!(
             block = start,
-            buckets = n,
+            buckets = upto - from,
+            whole = upto == start + n,
             series = block.series,
             samples = block.samples,
             bytes = block.bytes,
@@ -283,27 +294,34 @@ struct BlockPass {
     bytes: usize,
 }
 
-/// Writes the block of buckets `[start, start + n)`: per series one chunk
-/// of every sample (late segments merged, a later write winning a
-/// timestamp held twice), and the union of the buckets' postings, with the
-/// series that joined a bucket late added.
+/// Writes the block starting at bucket `start` with every sample of
+/// buckets `[from, upto)` and, when `from > start`, of what the block
+/// already holds (it is extended): per series one chunk (late segments
+/// merged, a later write winning a timestamp held twice; the block's own
+/// late segments deleted in the same batch), and the union of the sources'
+/// postings, with the series that joined one late added.
 async fn compact_block(
     storage: &Storage,
     db: &slatedb::Db,
     start: i64,
-    n: i64,
+    from: i64,
+    upto: i64,
 ) -> Result<BlockPass, StorageError> {
     let inner = &storage.shared;
     let block = Span::Block(start);
     let ttl = inner.span_ttl(block);
-    let buckets: Vec<i64> = (start..start + n).collect();
+    let mut sources: Vec<Span> = Vec::new();
+    if from > start {
+        sources.push(block);
+    }
+    sources.extend((from..upto).map(Span::Bucket));
     let mut listed = Vec::new();
     let mut late = Vec::new();
-    for &b in &buckets {
-        if let Some(v) = inner.backend.get(&keys::all_postings_key(b)).await? {
+    for &span in &sources {
+        if let Some(v) = inner.backend.get(&keys::all_postings_key(span)).await? {
             values::decode_postings(&v, &mut listed)?;
         }
-        late.extend(storage.late_ids(Span::Bucket(b)).await?);
+        late.extend(storage.late_ids(span).await?);
     }
     listed.sort_unstable();
     listed.dedup();
@@ -316,48 +334,11 @@ async fn compact_block(
         .collect();
     let ids = union(vec![listed, late]);
 
-    let mut pass = BlockPass {
-        series: 0,
-        samples: 0,
-        bytes: 0,
-    };
-    let mut bytes = Vec::new();
-    for part in ids.chunks(SERIES_PER_BATCH) {
-        let mut found = Vec::with_capacity(buckets.len());
-        for &b in &buckets {
-            found.push(
-                storage
-                    .series_buckets(Span::Bucket(b), part)
-                    .await?
-                    .into_iter()
-                    .peekable(),
-            );
-        }
-        let mut batch = WriteBatch::new();
-        for &id in part {
-            let (mut ts, mut vs) = (Vec::new(), Vec::new());
-            for of_bucket in &mut found {
-                if let Some(sb) = of_bucket.next_if(|sb| sb.id == id) {
-                    let (t, v) = sb.samples(i64::MIN, i64::MAX)?;
-                    ts.extend(t);
-                    vs.extend(v);
-                }
-            }
-            if ts.is_empty() {
-                continue;
-            }
-            bytes.clear();
-            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
-            pass.series += 1;
-            pass.samples += ts.len();
-            pass.bytes += bytes.len();
-            batch.put_with_options(keys::chunk_key(block, id), bytes.as_slice(), &ttl);
-        }
-        db.write(batch).await?.await_durable().await?;
-    }
-
-    // Postings: the buckets' lists merged key by key, plus those of the
-    // series that joined a bucket late (not in its postings).
+    // Postings first: an extended block is read meanwhile (by the state
+    // before the switch), and a series that joined it late is found by its
+    // `K` key until its new chunk deletes that, then by these postings.
+    // The sources' lists merged key by key, plus those of the series that
+    // joined one late (not in its postings).
     let mut extra: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
     for &id in &joined {
         let Some(s) = storage.labels_of(id).await? else {
@@ -377,9 +358,9 @@ async fn compact_block(
             extra.entry(suffix).or_default().push(id);
         }
     }
-    let mut scans = Vec::with_capacity(buckets.len());
-    for &b in &buckets {
-        let prefix = keys::postings_bucket_prefix(b);
+    let mut scans = Vec::with_capacity(sources.len());
+    for &span in &sources {
+        let prefix = keys::postings_bucket_prefix(span);
         let end = keys::prefix_end(&prefix);
         let mut it = inner.backend.scan_as(prefix..end, ScanKind::Bulk).await?;
         let head = it.next().await?;
@@ -422,6 +403,56 @@ async fn compact_block(
         batches.added().await?;
     }
     batches.finish().await?;
+
+    let mut pass = BlockPass {
+        series: 0,
+        samples: 0,
+        bytes: 0,
+    };
+    let mut bytes = Vec::new();
+    for part in ids.chunks(SERIES_PER_BATCH) {
+        let mut found = Vec::with_capacity(sources.len());
+        for &span in &sources {
+            found.push(
+                storage
+                    .series_buckets(span, part)
+                    .await?
+                    .into_iter()
+                    .peekable(),
+            );
+        }
+        let mut batch = WriteBatch::new();
+        for &id in part {
+            let (mut ts, mut vs) = (Vec::new(), Vec::new());
+            for (&span, of_span) in sources.iter().zip(&mut found) {
+                if let Some(sb) = of_span.next_if(|sb| sb.id == id) {
+                    let (t, v) = sb.samples(i64::MIN, i64::MAX)?;
+                    ts.extend(t);
+                    vs.extend(v);
+                    if span == block {
+                        // The block's late segments are in the new chunk.
+                        for &((first, last), seq) in &sb.late_keys {
+                            batch.delete(keys::late_segment_key(block, id, first, last, seq));
+                        }
+                        if !sb.late_keys.is_empty() {
+                            batch.delete(keys::late_key(block, id));
+                        }
+                    }
+                }
+            }
+            if ts.is_empty() {
+                continue;
+            }
+            bytes.clear();
+            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
+            pass.series += 1;
+            pass.samples += ts.len();
+            pass.bytes += bytes.len();
+            batch.put_with_options(keys::chunk_key(block, id), bytes.as_slice(), &ttl);
+        }
+        db.write(batch).await?.await_durable().await?;
+    }
+
     Ok(pass)
 }
 

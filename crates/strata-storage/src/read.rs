@@ -70,17 +70,20 @@ pub(crate) struct SeriesBucket {
 }
 
 impl SeriesBucket {
-    fn parts_into(self, out: &mut Vec<SealedPart>) {
+    /// Its parts, of which samples before `until` (ms) are read.
+    fn parts_into(self, until: i64, out: &mut Vec<SealedPart>) {
         let id = self.id;
         out.extend(self.in_order.into_iter().map(|bytes| SealedPart {
             id,
             bytes,
             late: false,
+            until,
         }));
         out.extend(self.late.into_iter().map(|bytes| SealedPart {
             id,
             bytes,
             late: true,
+            until,
         }));
     }
 
@@ -139,6 +142,7 @@ impl DecodeJob {
             values: Vec::with_capacity(n),
         };
         for part in self.parts {
+            let maxt = maxt.min(part.until.saturating_sub(1));
             if part.late {
                 let (mut ts, mut vs) = (Vec::new(), Vec::new());
                 decode_chunk_range_into(&part.bytes, mint, maxt, &mut ts, &mut vs)?;
@@ -207,6 +211,9 @@ struct SealedPart {
     bytes: Bytes,
     /// A late segment: merged into what came before, not appended.
     late: bool,
+    /// Samples from here (ms) on are read elsewhere: a block not yet whole
+    /// may hold more than the compaction state a read took says it does.
+    until: i64,
 }
 
 impl Storage {
@@ -312,9 +319,10 @@ impl Storage {
     /// from id to id.
     async fn sealed_chunks(
         &self,
-        span: Span,
+        (span, end): (Span, i64),
         matchers: &[Matcher],
     ) -> Result<Vec<SealedPart>, StorageError> {
+        let until = end.saturating_mul(self.shared.settings.bucket_ms());
         let ids = self.sealed_ids(span, matchers).await?;
         let mut out = Vec::with_capacity(ids.len());
         if ids.len() <= POINT_READS_UP_TO {
@@ -324,12 +332,12 @@ impl Storage {
                 .try_collect()
                 .await?;
             for sb in got.into_iter().flatten() {
-                sb.parts_into(&mut out);
+                sb.parts_into(until, &mut out);
             }
             return Ok(out);
         }
         for sb in self.series_buckets(span, &ids).await? {
-            sb.parts_into(&mut out);
+            sb.parts_into(until, &mut out);
         }
         Ok(out)
     }
@@ -560,7 +568,7 @@ impl Storage {
 
         let (first, last) = self.bucket_range(mint, maxt);
         let last_sealed = last.min(sealed_after);
-        let spans: Vec<Span> = if sealed_after == NONE_SEALED || first > last_sealed {
+        let spans: Vec<(Span, i64)> = if sealed_after == NONE_SEALED || first > last_sealed {
             Vec::new()
         } else {
             self.shared.spans(first, last_sealed)
@@ -698,7 +706,7 @@ impl Storage {
             .collect();
         let (first, last) = self.bucket_range(mint, maxt);
         if sealed != NONE_SEALED && first <= last.min(sealed) {
-            for span in self.shared.spans(first, last.min(sealed)) {
+            for (span, _) in self.shared.spans(first, last.min(sealed)) {
                 ids.extend(self.sealed_ids(span, matchers).await?);
             }
         }
