@@ -285,7 +285,7 @@ const LINEAR_PROBES: usize = 32;
 /// and then searches only the last stride: a window that moves by a few
 /// dozen samples costs a few probes, not a search of the whole rest of a
 /// week-long series.
-fn skip_to(t: &[i64], from: usize, bound: i64) -> usize {
+pub(crate) fn skip_to(t: &[i64], from: usize, bound: i64) -> usize {
     let rest = t.get(from..).unwrap_or(&[]);
     if let Some(i) = rest.iter().take(LINEAR_PROBES).position(|&x| x > bound) {
         return from + i;

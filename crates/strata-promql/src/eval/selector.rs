@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use promql_parser::parser::{MatrixSelector, VectorSelector};
 use strata_codec::Label;
 
+use super::range_steps::skip_to;
 use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
 use crate::error::QueryError;
 use crate::source::Series;
@@ -52,9 +53,11 @@ impl<'a> Evaluator<'a> {
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
             let mut points = Vec::new();
+            // Steps ascend, so each one's sample is searched from the last.
+            let mut idx = 0;
             for ts in self.steps() {
                 let r = at.unwrap_or(ts).saturating_sub(offset);
-                let idx = s.timestamps.partition_point(|&t| t <= r);
+                idx = skip_to(&s.timestamps, idx, r);
                 if idx == 0 {
                     continue;
                 }

@@ -35,19 +35,26 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
         return f64::INFINITY;
     }
     // NaN sorts first, as Go's sort of vectorByValueHeap puts it.
-    values.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+    let order = |a: &f64, b: &f64| match (a.is_nan(), b.is_nan()) {
         (true, true) => std::cmp::Ordering::Equal,
         (true, false) => std::cmp::Ordering::Less,
         (false, true) => std::cmp::Ordering::Greater,
         (false, false) => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
-    });
+    };
     let n = values.len() as f64;
     let rank = q * (n - 1.0);
     let lower = rank.floor().max(0.0);
     let upper = (lower + 1.0).min(n - 1.0);
     let weight = rank - rank.floor();
-    let at = |i: f64| values.get(i as usize).copied().unwrap_or(f64::NAN);
-    at(lower) * (1.0 - weight) + at(upper) * weight
+    // The two order statistics alone, not a whole sort: the `lower`-th
+    // value in place, and the least of those after it.
+    let (_, &mut low, after) = values.select_nth_unstable_by(lower as usize, order);
+    let high = if upper > lower {
+        after.iter().copied().min_by(order).unwrap_or(f64::NAN)
+    } else {
+        low
+    };
+    low * (1.0 - weight) + high * weight
 }
 
 /// Go's `strconv.FormatFloat(f, 'f', -1, 64)`: shortest representation that
@@ -61,5 +68,51 @@ pub fn format_go_float(f: f64) -> String {
         "-Inf".into()
     } else {
         format!("{f}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// The plain way: sort everything, then read the two ranks.
+    fn by_sorting(q: f64, values: &[f64]) -> f64 {
+        let mut v = values.to_vec();
+        v.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            (false, false) => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
+        });
+        let n = v.len() as f64;
+        let rank = q * (n - 1.0);
+        let lower = rank.floor().max(0.0);
+        let upper = (lower + 1.0).min(n - 1.0);
+        let weight = rank - rank.floor();
+        let at = |i: f64| v.get(i as usize).copied().unwrap_or(f64::NAN);
+        at(lower) * (1.0 - weight) + at(upper) * weight
+    }
+
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            8 => -1e3f64..1e3,
+            1 => Just(f64::NAN),
+            1 => Just(f64::INFINITY),
+            1 => Just(f64::NEG_INFINITY),
+            1 => (0u8..4).prop_map(f64::from),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn quantile_equals_sorting(
+            values in proptest::collection::vec(value(), 1..60),
+            q in 0.0f64..=1.0,
+        ) {
+            let want = by_sorting(q, &values);
+            let got = super::quantile(q, &mut values.clone());
+            prop_assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{got} against {want}");
+        }
     }
 }
