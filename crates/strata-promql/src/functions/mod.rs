@@ -23,7 +23,19 @@ pub(crate) fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
     (t, c)
 }
 
-/// The `q`-quantile of `values` (sorted in place), as Prometheus' `quantile`.
+/// The order `quantile` ranks values in: NaN first, as Go's sort of
+/// vectorByValueHeap puts it, then ascending.
+fn nan_first(a: &f64, b: &f64) -> std::cmp::Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        (false, false) => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
+    }
+}
+
+/// The `q`-quantile of `values` (reordered in place), as Prometheus'
+/// `quantile`.
 pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if values.is_empty() || q.is_nan() {
         return f64::NAN;
@@ -34,13 +46,7 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if q > 1.0 {
         return f64::INFINITY;
     }
-    // NaN sorts first, as Go's sort of vectorByValueHeap puts it.
-    let order = |a: &f64, b: &f64| match (a.is_nan(), b.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Less,
-        (false, true) => std::cmp::Ordering::Greater,
-        (false, false) => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
-    };
+    let order = nan_first;
     let n = values.len() as f64;
     let rank = q * (n - 1.0);
     let lower = rank.floor().max(0.0);
@@ -78,12 +84,7 @@ mod tests {
     /// The plain way: sort everything, then read the two ranks.
     fn by_sorting(q: f64, values: &[f64]) -> f64 {
         let mut v = values.to_vec();
-        v.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
-            (true, true) => std::cmp::Ordering::Equal,
-            (true, false) => std::cmp::Ordering::Less,
-            (false, true) => std::cmp::Ordering::Greater,
-            (false, false) => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
-        });
+        v.sort_by(super::nan_first);
         let n = v.len() as f64;
         let rank = q * (n - 1.0);
         let lower = rank.floor().max(0.0);
