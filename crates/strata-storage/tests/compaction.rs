@@ -518,7 +518,10 @@ async fn killed_during_compaction() {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tokio::time::sleep(Duration::from_millis(rng.below(400 + 300 * round))).await;
+        // Short, growing delays: each round kills the child further into
+        // the blocks (it resumes where the last one switched), and well
+        // before the whole history is compacted (seconds here).
+        tokio::time::sleep(Duration::from_millis(rng.below(40 * (round + 1)))).await;
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
             kills += 1;
