@@ -82,6 +82,16 @@ impl Compacted {
         out
     }
 
+    /// Writes this state (durably) and takes it as the current one.
+    async fn store(self, inner: &Shared, db: &slatedb::Db) -> Result<(), StorageError> {
+        db.put(keys::COMPACTED, self.encode())
+            .await?
+            .await_durable()
+            .await?;
+        inner.note_compacted(self);
+        Ok(())
+    }
+
     fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
         let field = |at: usize| {
             bytes
@@ -164,10 +174,11 @@ impl Shared {
         while b <= last {
             let span = self.span_of(b, through);
             let end = self.span_buckets(span).1;
+            let read_end = end.min(through.max(b + 1));
             if end.saturating_mul(bucket_ms) > expired_before {
-                out.push((span, end.min(through.max(b + 1))));
+                out.push((span, read_end));
             }
-            b = end.min(through.max(b + 1));
+            b = read_end;
         }
         out
     }
@@ -185,6 +196,16 @@ pub struct CompactPass {
     pub bytes: usize,
     /// Keys of compacted buckets deleted.
     pub keys_deleted: usize,
+}
+
+impl CompactPass {
+    fn add(&mut self, other: &CompactPass) {
+        self.blocks += other.blocks;
+        self.series += other.series;
+        self.samples += other.samples;
+        self.bytes += other.bytes;
+        self.keys_deleted += other.keys_deleted;
+    }
 }
 
 /// Compacts every block whose buckets are all sealed, then deletes the
@@ -233,16 +254,9 @@ pub(crate) async fn compact(
             deleted_through: state.deleted_through,
             switched_ms: inner.clock.now_ms(),
         };
-        db.put(keys::COMPACTED, switched.encode())
-            .await?
-            .await_durable()
-            .await?;
-        inner.note_compacted(switched);
+        switched.store(inner, db).await?;
         drop(_writing);
-        pass.blocks += 1;
-        pass.series += block.series;
-        pass.samples += block.samples;
-        pass.bytes += block.bytes;
+        pass.add(&block);
         add(&inner.stats.blocks_compacted, 1);
         add(&inner.stats.compacted_bytes, block.bytes);
         tracing::info!(
@@ -264,15 +278,12 @@ pub(crate) async fn compact(
         let _writing = inner.late.lock.lock().await;
         pass.keys_deleted = delete_buckets(inner, db, state.deleted_through, state.through).await?;
         add(&inner.stats.compaction_deleted_keys, pass.keys_deleted);
-        let deleted = Compacted {
+        Compacted {
             deleted_through: state.through,
             ..state
-        };
-        db.put(keys::COMPACTED, deleted.encode())
-            .await?
-            .await_durable()
-            .await?;
-        inner.note_compacted(deleted);
+        }
+        .store(inner, db)
+        .await?;
         tracing::info!(
             keys = pass.keys_deleted,
             "deleted the keys of buckets compacted into blocks"
@@ -288,12 +299,6 @@ async fn first_bucket_from(inner: &Shared, from: i64) -> Result<Option<i64>, Sto
     Ok(it.next().await?.and_then(|kv| keys::span_start(&kv.key)))
 }
 
-struct BlockPass {
-    series: usize,
-    samples: usize,
-    bytes: usize,
-}
-
 /// Writes the block starting at bucket `start` with every sample of
 /// buckets `[from, upto)` and, when `from > start`, of what the block
 /// already holds (it is extended): per series one chunk (late segments
@@ -306,7 +311,7 @@ async fn compact_block(
     start: i64,
     from: i64,
     upto: i64,
-) -> Result<BlockPass, StorageError> {
+) -> Result<CompactPass, StorageError> {
     let inner = &storage.shared;
     let block = Span::Block(start);
     let ttl = inner.span_ttl(block);
@@ -349,13 +354,16 @@ async fn compact_block(
             );
             continue;
         };
-        extra.entry(vec![keys::SEP]).or_default().push(id);
+        // The empty name and value: the list of every series.
+        extra
+            .entry(keys::postings_suffix("", ""))
+            .or_default()
+            .push(id);
         for (name, value) in s.labels.pairs() {
-            let mut suffix = Vec::with_capacity(name.len() + value.len() + 1);
-            suffix.extend_from_slice(name.as_bytes());
-            suffix.push(keys::SEP);
-            suffix.extend_from_slice(value.as_bytes());
-            extra.entry(suffix).or_default().push(id);
+            extra
+                .entry(keys::postings_suffix(name, value))
+                .or_default()
+                .push(id);
         }
     }
     let mut scans = Vec::with_capacity(sources.len());
@@ -404,10 +412,9 @@ async fn compact_block(
     }
     batches.finish().await?;
 
-    let mut pass = BlockPass {
-        series: 0,
-        samples: 0,
-        bytes: 0,
+    let mut pass = CompactPass {
+        blocks: 1,
+        ..CompactPass::default()
     };
     let mut bytes = Vec::new();
     for part in ids.chunks(SERIES_PER_BATCH) {
@@ -429,14 +436,9 @@ async fn compact_block(
                     let (t, v) = sb.samples(i64::MIN, i64::MAX)?;
                     ts.extend(t);
                     vs.extend(v);
-                    if span == block {
+                    if span == block && sb.delete_segments(block, &mut batch) > 0 {
                         // The block's late segments are in the new chunk.
-                        for &((first, last), seq) in &sb.late_keys {
-                            batch.delete(keys::late_segment_key(block, id, first, last, seq));
-                        }
-                        if !sb.late_keys.is_empty() {
-                            batch.delete(keys::late_key(block, id));
-                        }
+                        batch.delete(keys::late_key(block, id));
                     }
                 }
             }

@@ -262,7 +262,17 @@ pub fn postings_name_prefix(span: impl Into<Span>, name: &str) -> Vec<u8> {
 }
 
 pub fn postings_key(span: impl Into<Span>, name: &str, value: &str) -> Vec<u8> {
-    let mut k = postings_name_prefix(span, name);
+    let mut k = postings_bucket_prefix(span);
+    k.extend_from_slice(&postings_suffix(name, value));
+    k
+}
+
+/// `name | 0xFF | value`: a postings key after its span's prefix, the same
+/// in every span.
+pub fn postings_suffix(name: &str, value: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(name.len() + value.len() + 1);
+    k.extend_from_slice(name.as_bytes());
+    k.push(SEP);
     k.extend_from_slice(value.as_bytes());
     k
 }

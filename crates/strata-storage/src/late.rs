@@ -355,13 +355,7 @@ async fn fold_bucket(
             let mut bytes = Vec::new();
             strata_codec::encode_sealed(&ts, &vs, &mut bytes);
             batch.put_with_options(keys::chunk_key(bucket, id), bytes, &ttl);
-            for &(first, last) in &sb.spill_keys {
-                batch.delete(keys::segment_key(bucket, id, first, last));
-            }
-            for &((first, last), seq) in &sb.late_keys {
-                batch.delete(keys::late_segment_key(bucket, id, first, last, seq));
-            }
-            pass.segments_deleted += sb.spill_keys.len() + sb.late_keys.len();
+            pass.segments_deleted += sb.delete_segments(bucket, &mut batch);
             pass.series += 1;
         }
         db.write(batch).await?.await_durable().await?;

@@ -70,6 +70,19 @@ pub(crate) struct SeriesBucket {
 }
 
 impl SeriesBucket {
+    /// Deletes, in `batch`, every spilled and late segment key it was read
+    /// from (in `span`): what a rewrite of its chunk makes redundant.
+    /// Returns how many.
+    pub(crate) fn delete_segments(&self, span: Span, batch: &mut slatedb::WriteBatch) -> usize {
+        for &(first, last) in &self.spill_keys {
+            batch.delete(keys::segment_key(span, self.id, first, last));
+        }
+        for &((first, last), seq) in &self.late_keys {
+            batch.delete(keys::late_segment_key(span, self.id, first, last, seq));
+        }
+        self.spill_keys.len() + self.late_keys.len()
+    }
+
     /// Its parts, of which samples before `until` (ms) are read.
     fn parts_into(self, until: i64, out: &mut Vec<SealedPart>) {
         let id = self.id;
