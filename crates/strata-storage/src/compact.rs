@@ -196,6 +196,9 @@ pub struct CompactPass {
     pub bytes: usize,
     /// Keys of compacted buckets deleted.
     pub keys_deleted: usize,
+    /// Whether a merge of SlateDB's tables was asked for to give their
+    /// space back.
+    pub reclaim: crate::reclaim::ReclaimStep,
 }
 
 impl CompactPass {
@@ -289,6 +292,9 @@ pub(crate) async fn compact(
             "deleted the keys of buckets compacted into blocks"
         );
     }
+    // Their space comes back once SlateDB merges their tombstones with
+    // them.
+    pass.reclaim = crate::reclaim::check(inner, delete_now).await?;
     Ok(pass)
 }
 
@@ -436,6 +442,10 @@ async fn compact_block(
                     let (t, v) = sb.samples(i64::MIN, i64::MAX)?;
                     ts.extend(t);
                     vs.extend(v);
+                    if span == block {
+                        // Replaced by the new chunk.
+                        inner.reclaim.note(sb.stored_bytes());
+                    }
                     if span == block && sb.delete_segments(block, &mut batch) > 0 {
                         // The block's late segments are in the new chunk.
                         batch.delete(keys::late_key(block, id));
@@ -515,6 +525,7 @@ async fn delete_buckets(
         let mut it = inner.backend.scan_as(lo..hi, ScanKind::Bulk).await?;
         let mut batches = Batches::new(db);
         while let Some(kv) = it.next().await? {
+            inner.reclaim.note(kv.key.len() + kv.value.len());
             batches.batch.delete(kv.key);
             batches.added().await?;
         }

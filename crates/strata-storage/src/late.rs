@@ -352,6 +352,7 @@ async fn fold_bucket(
         for sb in storage.series_buckets(bucket, part).await? {
             let id = sb.id;
             let (ts, vs) = sb.samples(i64::MIN, i64::MAX)?;
+            inner.reclaim.note(sb.stored_bytes());
             let mut bytes = Vec::new();
             strata_codec::encode_sealed(&ts, &vs, &mut bytes);
             batch.put_with_options(keys::chunk_key(bucket, id), bytes, &ttl);

@@ -27,6 +27,7 @@ mod object_store_url;
 mod open;
 mod postings;
 mod read;
+mod reclaim;
 mod recovery;
 mod sealer;
 pub mod settings;
@@ -55,6 +56,7 @@ pub use late::{BucketLayout, FoldPass, LatePass};
 pub use object_store_url::{
     check_object_store, open_object_store, ObjectStoreLocation, S3Settings, CHECK_TIMEOUT,
 };
+pub use reclaim::ReclaimStep;
 pub use settings::{Compression, ReaderSettings, StorageSettings};
 pub use spill::SpillPass;
 pub use stats::{Histogram, StorageStats};

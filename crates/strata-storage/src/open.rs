@@ -98,6 +98,7 @@ impl Opening {
             late: Arc::new(late::LateState::new(now)),
             metadata: metadata::MetadataCache::default(),
             compacted: parking_lot::RwLock::new(compacted),
+            reclaim: crate::reclaim::Reclaim::new(&self.path, Arc::clone(&self.store)),
             _freezer_stop: freezer_stop,
         });
         stats::add(&shared.stats.samples_replayed, samples_replayed);

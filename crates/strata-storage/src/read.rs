@@ -70,6 +70,11 @@ pub(crate) struct SeriesBucket {
 }
 
 impl SeriesBucket {
+    /// Bytes of the values it was read from (chunk parts and segments).
+    pub(crate) fn stored_bytes(&self) -> usize {
+        self.in_order.iter().chain(&self.late).map(Bytes::len).sum()
+    }
+
     /// Deletes, in `batch`, every spilled and late segment key it was read
     /// from (in `span`): what a rewrite of its chunk makes redundant.
     /// Returns how many.

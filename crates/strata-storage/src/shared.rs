@@ -35,6 +35,9 @@ pub(crate) struct Shared {
     pub(crate) late: Arc<late::LateState>,
     /// Which sealed buckets compacted blocks hold (`compact.rs`).
     pub(crate) compacted: parking_lot::RwLock<crate::compact::Compacted>,
+    /// Bytes deleted or overwritten, and the merge asked for to give
+    /// their space back (a writer's).
+    pub(crate) reclaim: crate::reclaim::Reclaim,
     /// Metric metadata a writer has stored.
     pub(crate) metadata: metadata::MetadataCache,
     /// Dropped with this state, which ends the freezer's wait at once.

@@ -99,6 +99,10 @@ pub struct StorageStats {
     pub compacted_bytes: AtomicU64,
     /// Keys of buckets that blocks replaced, deleted.
     pub compaction_deleted_keys: AtomicU64,
+    /// Merges of every SlateDB table asked for to give back the space of
+    /// deleted data (`reclaim.rs`), and those done.
+    pub reclaim_merges_asked: AtomicU64,
+    pub reclaim_merges_done: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
     /// The coordinator's time per group of requests: applying it to the
@@ -133,6 +137,8 @@ impl Default for StorageStats {
             blocks_compacted: AtomicU64::new(0),
             compacted_bytes: AtomicU64::new(0),
             compaction_deleted_keys: AtomicU64::new(0),
+            reclaim_merges_asked: AtomicU64::new(0),
+            reclaim_merges_done: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
             group_apply: Histogram::new(STEP_BOUNDS),

@@ -279,6 +279,20 @@ impl Writer {
         compact::compact(&self.storage, delete_now).await
     }
 
+    /// Asks SlateDB to merge every table and run now if anything deleted
+    /// or overwritten since the last such merge is counted (compaction asks
+    /// by itself once that is a third of the tables' bytes); or says the
+    /// merge asked for before is still running.
+    pub async fn reclaim_now(&self) -> Result<crate::ReclaimStep, StorageError> {
+        crate::reclaim::check(&self.shared, true).await
+    }
+
+    /// Bytes of SlateDB's tables (L0 and sorted runs), as its manifest
+    /// says: what the store holds but for the log not yet in a table.
+    pub fn table_bytes(&self) -> Result<u64, StorageError> {
+        Ok(crate::reclaim::table_bytes(self.db()?))
+    }
+
     /// Which buckets compacted blocks hold: every bucket before the one
     /// returned (`None` before the first block).
     pub fn compacted_through(&self) -> Option<i64> {

@@ -23,8 +23,8 @@ use strata_codec::{Label, MatchOp, Matcher};
 mod samples;
 use samples::{read, Expected};
 use strata_storage::{
-    open_object_store, Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Storage,
-    StorageSettings, SystemClock, Writer,
+    open_object_store, Clock, Durability, IngestSeries, ManualClock, ReaderSettings, ReclaimStep,
+    Storage, StorageSettings, SystemClock, Writer,
 };
 
 const HOUR: i64 = 3_600_000;
@@ -541,5 +541,82 @@ async fn killed_during_compaction() {
     db.compact_now(true).await.unwrap();
     assert_eq!(db.compacted_through(), Some(first / HOUR + hours));
     check(&db, &want, first, hours, &mut rng, "after the kills").await;
+    db.close().await.unwrap();
+}
+
+/// The hourly chunks blocks replaced take no space once deleted: the
+/// merge compaction asks SlateDB for drops them with their tombstones, and
+/// every sample reads back the same before, during and after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_chunks_give_their_space_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xB10C);
+    let now = SystemClock.now_ms();
+    let hours = 2 * BLOCK_HOURS;
+    let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let open = || async {
+        let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
+        Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+            .await
+            .unwrap()
+    };
+    let db = open().await;
+    let mut want = Expected::new();
+    let req = history(&mut rng, first, 0, hours, 3000);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    db.seal_due_now().await.unwrap();
+    // Nothing deleted yet: no merge, but the sealed chunks go to a table
+    // of their own, as hours of writes would put them.
+    assert_eq!(db.reclaim_now().await.unwrap(), ReclaimStep::Idle);
+    let sealed = db.table_bytes().unwrap();
+    let pass = db.compact_now(true).await.unwrap();
+    assert_eq!(pass.blocks, 2, "{pass:?}");
+    assert!(pass.keys_deleted > 0, "{pass:?}");
+    assert!(
+        matches!(pass.reclaim, ReclaimStep::Asked(n) if n >= 2),
+        "{pass:?}"
+    );
+    let before = db.table_bytes().unwrap();
+    assert!(
+        before > sealed,
+        "blocks written beside the chunks: {before} {sealed}"
+    );
+    let started = Instant::now();
+    loop {
+        let got = read(&db, &all(), first - HOUR, first + (hours + 1) * HOUR).await;
+        assert!(got == want, "samples differ while SlateDB merges");
+        let step = db.reclaim_now().await.unwrap();
+        if step != ReclaimStep::Waiting && db.table_bytes().unwrap() < before * 3 / 4 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "not merged in 2 minutes: {step:?}, {} of {before} bytes",
+            db.table_bytes().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let after = db.table_bytes().unwrap();
+    // The blocks hold what the chunks held: about half of what both took.
+    assert!(after < before * 3 / 4, "{after} of {before} bytes");
+    assert_eq!(
+        db.stats()
+            .reclaim_merges_done
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    check(&db, &want, first, hours, &mut rng, "after the merge").await;
+    db.close().await.unwrap();
+    let db = open().await;
+    check(
+        &db,
+        &want,
+        first,
+        hours,
+        &mut rng,
+        "reopened after the merge",
+    )
+    .await;
     db.close().await.unwrap();
 }

@@ -317,6 +317,18 @@ pub fn render(
     );
     counter(
         &mut out,
+        "strata_reclaim_merges_asked_total",
+        "Merges of every SlateDB table and run asked for to give back the space of deleted data.",
+        l(&st.reclaim_merges_asked),
+    );
+    counter(
+        &mut out,
+        "strata_reclaim_merges_done_total",
+        "Merges asked for to give back space that SlateDB has finished.",
+        l(&st.reclaim_merges_done),
+    );
+    counter(
+        &mut out,
         "strata_sealed_index_bytes_total",
         "Bytes of postings and series keys written while sealing.",
         l(&st.sealed_index_bytes),
