@@ -1,13 +1,17 @@
-//! Compaction of sealed buckets into blocks: once every bucket of a block
-//! (`storage.block_duration`, a day by default) is sealed, its series'
-//! chunks are rewritten as one chunk per series and its postings as one
-//! set, under the block's own keys (`B`, `P`, `K`: `docs/format.md`). A
-//! week of hourly buckets is then 7 keys per series instead of 168.
+//! Compaction of sealed buckets into blocks: once buckets of a block
+//! (`storage.block_duration`, a day by default) are sealed, each series'
+//! samples of them are written once more as one part of the block, and
+//! the block's postings as one set, under the block's own keys (`B`, `P`,
+//! `K`: `docs/format.md`). A day's block holds the day so far, a part per
+//! quarter of it: a week of hourly buckets is then 28 keys per series
+//! instead of 168, and a read skips the parts outside its range.
 //!
 //! ```text
-//!  buckets [start, start + n) sealed ─▶ `B | start | series` chunks (late
-//!      segments folded in) + `P | start | …` postings ─▶ `Mcompacted`
-//!      says blocks hold every bucket before start + n (the switch)
+//!  buckets [from, upto) sealed ─▶ per series a part `B | start | series |
+//!      first | last` (late segments folded in) and the list of the
+//!      block's parts at `B | start | series` + `P | start | …` postings
+//!      ─▶ `Mcompacted` says blocks hold every bucket before upto (the
+//!      switch)
 //!  `compaction_delete_delay` after the last switch ─▶ the buckets' `C`,
 //!      `I`, `J` keys deleted
 //! ```
@@ -305,12 +309,11 @@ async fn first_bucket_from(inner: &Shared, from: i64) -> Result<Option<i64>, Sto
     Ok(it.next().await?.and_then(|kv| keys::span_start(&kv.key)))
 }
 
-/// Writes the block starting at bucket `start` with every sample of
-/// buckets `[from, upto)` and, when `from > start`, of what the block
-/// already holds (it is extended): per series one chunk (late segments
-/// merged, a later write winning a timestamp held twice; the block's own
-/// late segments deleted in the same batch), and the union of the sources'
-/// postings, with the series that joined one late added.
+/// Writes the parts of the block starting at bucket `start` that hold
+/// buckets `[from, upto)`: per series one part (late segments merged, a
+/// later write winning a timestamp held twice) added to the block's list,
+/// and the union of the block's and the buckets' postings, with the series
+/// that joined one late added.
 async fn compact_block(
     storage: &Storage,
     db: &slatedb::Db,
@@ -343,7 +346,6 @@ async fn compact_block(
         .copied()
         .filter(|id| listed.binary_search(id).is_err())
         .collect();
-    let ids = union(vec![listed, late]);
 
     // Postings first: an extended block is read meanwhile (by the state
     // before the switch), and a series that joined it late is found by its
@@ -422,10 +424,23 @@ async fn compact_block(
         blocks: 1,
         ..CompactPass::default()
     };
+    // Chunks: the buckets' samples of each series become one more part of
+    // the block, written once; what the block holds already stays where it
+    // is (its late segments wait for the fold).
+    let buckets: Vec<Span> = (from..upto).map(Span::Bucket).collect();
+    let mut bucket_ids = Vec::new();
+    for &span in &buckets {
+        if let Some(v) = inner.backend.get(&keys::all_postings_key(span)).await? {
+            values::decode_postings(&v, &mut bucket_ids)?;
+        }
+        bucket_ids.extend(storage.late_ids(span).await?);
+    }
+    bucket_ids.sort_unstable();
+    bucket_ids.dedup();
     let mut bytes = Vec::new();
-    for part in ids.chunks(SERIES_PER_BATCH) {
-        let mut found = Vec::with_capacity(sources.len());
-        for &span in &sources {
+    for part in bucket_ids.chunks(SERIES_PER_BATCH) {
+        let mut found = Vec::with_capacity(buckets.len());
+        for &span in &buckets {
             found.push(
                 storage
                     .series_buckets(span, part)
@@ -434,38 +449,120 @@ async fn compact_block(
                     .peekable(),
             );
         }
+        let mut held = if from > start {
+            block_chunks(inner, block, part)
+                .await?
+                .into_iter()
+                .peekable()
+        } else {
+            Vec::new().into_iter().peekable()
+        };
         let mut batch = WriteBatch::new();
         for &id in part {
             let (mut ts, mut vs) = (Vec::new(), Vec::new());
-            for (&span, of_span) in sources.iter().zip(&mut found) {
+            for of_span in &mut found {
                 if let Some(sb) = of_span.next_if(|sb| sb.id == id) {
                     let (t, v) = sb.samples(i64::MIN, i64::MAX)?;
                     ts.extend(t);
                     vs.extend(v);
-                    if span == block {
-                        // Replaced by the new chunk.
-                        inner.reclaim.note(sb.stored_bytes());
-                    }
-                    if span == block && sb.delete_segments(block, &mut batch) > 0 {
-                        // The block's late segments are in the new chunk.
-                        batch.delete(keys::late_key(block, id));
-                    }
                 }
             }
-            if ts.is_empty() {
+            let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
                 continue;
-            }
+            };
+            // Series the block holds but these buckets do not are passed.
+            while held.next_if(|(held_id, _)| *held_id < id).is_some() {}
+            let held = held.next_if(|(held_id, _)| *held_id == id).map(|(_, v)| v);
+            let mut listed = match &held {
+                Some(value) => {
+                    inner.reclaim.note(value.len());
+                    let from_ms = from.saturating_mul(inner.settings.bucket_ms());
+                    listed_parts(block, id, value, from_ms, &mut batch, &ttl)?
+                }
+                None => Vec::new(),
+            };
             bytes.clear();
             strata_codec::encode_sealed(&ts, &vs, &mut bytes);
             pass.series += 1;
             pass.samples += ts.len();
             pass.bytes += bytes.len();
-            batch.put_with_options(keys::chunk_key(block, id), bytes.as_slice(), &ttl);
+            batch.put_with_options(
+                keys::segment_key(block, id, first, last),
+                bytes.as_slice(),
+                &ttl,
+            );
+            listed.push((first, last));
+            batch.put_with_options(
+                keys::chunk_key(block, id),
+                values::encode_segmented(&listed, &[]),
+                &ttl,
+            );
         }
         db.write(batch).await?.await_durable().await?;
     }
 
     Ok(pass)
+}
+
+/// The chunk-key values of series `ids` (ascending) in `block`, by id.
+async fn block_chunks(
+    inner: &Shared,
+    block: Span,
+    ids: &[u64],
+) -> Result<Vec<(u64, bytes::Bytes)>, StorageError> {
+    let (Some(&lo), Some(&hi)) = (ids.first(), ids.last()) else {
+        return Ok(Vec::new());
+    };
+    let end = keys::prefix_end(&keys::chunk_key(block, hi));
+    let mut it = inner
+        .backend
+        .scan_as(keys::chunk_key(block, lo)..end, ScanKind::Bulk)
+        .await?;
+    let mut out = Vec::new();
+    while let Some(kv) = it.next().await? {
+        if kv.key.len() == keys::CHUNK_KEY_LEN {
+            if let Some(id) = keys::chunk_series(&kv.key) {
+                out.push((id, kv.value));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The time ranges of the parts a block's chunk-key value lists before
+/// `from_ms`, where the new part starts. Samples held in the value itself
+/// (a chunk a fold wrote, or one from before blocks were kept in parts)
+/// are moved to a part key of their own in `batch`; parts from `from_ms`
+/// on, written by a pass that stopped before its switch, are deleted (the
+/// new part holds their samples).
+fn listed_parts(
+    block: Span,
+    id: u64,
+    value: &[u8],
+    from_ms: i64,
+    batch: &mut WriteBatch,
+    ttl: &slatedb::config::PutOptions,
+) -> Result<Vec<(i64, i64)>, StorageError> {
+    let (mut listed, inline) = match values::decode_segmented(value)? {
+        Some((listed, inline)) => (listed, inline),
+        None => (Vec::new(), value),
+    };
+    listed.retain(|&(first, last)| {
+        let keep = first < from_ms;
+        if !keep {
+            batch.delete(keys::segment_key(block, id, first, last));
+        }
+        keep
+    });
+    if !inline.is_empty() {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        strata_codec::decode_chunk_range_into(inline, i64::MIN, i64::MAX, &mut ts, &mut vs)?;
+        if let (Some(&first), Some(&last)) = (ts.first(), ts.last()) {
+            batch.put_with_options(keys::segment_key(block, id, first, last), inline, ttl);
+            listed.push((first, last));
+        }
+    }
+    Ok(listed)
 }
 
 /// Write batches of at most [`KEYS_PER_BATCH`] keys, each durable before

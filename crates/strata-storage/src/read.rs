@@ -60,6 +60,9 @@ pub(crate) struct SeriesBucket {
     pub id: u64,
     /// In-order parts, in time order, each after the one before.
     pub in_order: Vec<Bytes>,
+    /// The time range of each in-order part, as far as its key says
+    /// (`i64::MIN..=i64::MAX` for a chunk key's own samples).
+    pub in_order_ranges: Vec<(i64, i64)>,
     /// Late segments, oldest write first; each sorted, overlapping the
     /// rest anywhere.
     pub late: Vec<Bytes>,
@@ -88,15 +91,23 @@ impl SeriesBucket {
         self.spill_keys.len() + self.late_keys.len()
     }
 
-    /// Its parts, of which samples before `until` (ms) are read.
-    fn parts_into(self, until: i64, out: &mut Vec<SealedPart>) {
+    /// Its parts that may hold samples in `[mint, maxt]`, of which samples
+    /// before `until` (ms) are read.
+    fn parts_into(self, (mint, maxt): (i64, i64), until: i64, out: &mut Vec<SealedPart>) {
         let id = self.id;
-        out.extend(self.in_order.into_iter().map(|bytes| SealedPart {
-            id,
-            bytes,
-            late: false,
-            until,
-        }));
+        let maxt = maxt.min(until.saturating_sub(1));
+        out.extend(
+            self.in_order
+                .into_iter()
+                .zip(self.in_order_ranges)
+                .filter(|&(_, (first, last))| first <= maxt && last >= mint)
+                .map(|(bytes, _)| SealedPart {
+                    id,
+                    bytes,
+                    late: false,
+                    until,
+                }),
+        );
         out.extend(self.late.into_iter().map(|bytes| SealedPart {
             id,
             bytes,
@@ -339,6 +350,7 @@ impl Storage {
         &self,
         (span, end): (Span, i64),
         matchers: &[Matcher],
+        range: (i64, i64),
     ) -> Result<Vec<SealedPart>, StorageError> {
         let until = end.saturating_mul(self.shared.settings.bucket_ms());
         let ids = self.sealed_ids(span, matchers).await?;
@@ -350,12 +362,12 @@ impl Storage {
                 .try_collect()
                 .await?;
             for sb in got.into_iter().flatten() {
-                sb.parts_into(until, &mut out);
+                sb.parts_into(range, until, &mut out);
             }
             return Ok(out);
         }
         for sb in self.series_buckets(span, &ids).await? {
-            sb.parts_into(until, &mut out);
+            sb.parts_into(range, until, &mut out);
         }
         Ok(out)
     }
@@ -453,6 +465,7 @@ impl Storage {
         };
         let Some((listed, last)) = values::decode_segmented(&chunk)? else {
             sb.in_order.push(chunk);
+            sb.in_order_ranges.push((i64::MIN, i64::MAX));
             return Ok(Some(sb));
         };
         // Segments the scan already found; the others are read at once.
@@ -478,9 +491,11 @@ impl Storage {
                 .or_else(|| read.next())
                 .ok_or_else(|| missing_segment(span, id, first, last_t))?;
             sb.in_order.push(segment);
+            sb.in_order_ranges.push((first, last_t));
         }
         if !last.is_empty() {
             sb.in_order.push(chunk.slice_ref(last));
+            sb.in_order_ranges.push((i64::MIN, i64::MAX));
         }
         Ok(Some(sb))
     }
@@ -595,7 +610,7 @@ impl Storage {
         // each series' samples stay ascending.
         // The head's spilled segments are read beside the sealed buckets.
         let sealed = futures::stream::iter(spans)
-            .map(|b| self.sealed_chunks(b, matchers))
+            .map(|b| self.sealed_chunks(b, matchers, (mint, maxt)))
             .buffered(BUCKET_FETCH_CONCURRENCY)
             .try_collect::<Vec<Vec<SealedPart>>>();
         let (fetched, ()) = futures::try_join!(
