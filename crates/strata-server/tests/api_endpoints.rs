@@ -278,3 +278,28 @@ fn long_get_queries_and_multipart_forms() {
     assert_eq!(data(&again, "long GET again"), want);
     srv.stop();
 }
+
+/// Prometheus' admin call that gives back deleted data's space: the
+/// writer asks SlateDB for the merge (204), a reader node says to ask the
+/// writer (403), and it is a POST.
+#[test]
+fn clean_tombstones_is_the_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let writer = StrataProcess::start(&data, &[("STRATA_SERVER_ROLE", "writer")]);
+    let path = "/api/v1/admin/tsdb/clean_tombstones";
+    let resp = request(writer.port, "POST", path, &[], b"");
+    assert_eq!(resp.status, 204, "{}", resp.text());
+    let resp = request(writer.port, "GET", path, &[], b"");
+    assert_eq!(resp.status, 405, "{}", resp.text());
+    let reader = StrataProcess::start(&data, &[("STRATA_SERVER_ROLE", "reader")]);
+    let resp = request(reader.port, "POST", path, &[], b"");
+    assert_eq!(resp.status, 403, "{}", resp.text());
+    let json = resp.json();
+    assert!(
+        json["error"].as_str().unwrap().contains("ask the writer"),
+        "{json}"
+    );
+    reader.stop();
+    writer.stop();
+}

@@ -69,6 +69,11 @@ impl Reclaim {
     pub(crate) fn note(&self, bytes: usize) {
         self.dead.fetch_add(bytes as u64, Ordering::Relaxed);
     }
+
+    /// Bytes counted since the last merge was asked for.
+    pub(crate) fn counted(&self) -> u64 {
+        self.dead.load(Ordering::Relaxed)
+    }
 }
 
 /// Asks for a merge of every table and run if the counted bytes call for

@@ -64,6 +64,12 @@ impl Storage {
         self.shared.backend.close().await
     }
 
+    /// Bytes compaction deleted or overwrote since the last merge of
+    /// SlateDB's tables was asked for (0 on a reader node).
+    pub fn reclaimable_bytes(&self) -> u64 {
+        self.shared.reclaim.counted()
+    }
+
     pub fn stats(&self) -> &StorageStats {
         &self.shared.stats
     }

@@ -59,6 +59,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(Arc::clone(&state));
     let guarded = Router::new()
         .route("/metrics", get(ops::metrics))
+        .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
         .with_state(Arc::clone(&state))
         .merge(write)
         .merge(import)
@@ -74,7 +75,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 /// Which side of the API a path belongs to.
 fn access_of(path: &str) -> Access {
-    if path == "/api/v1/write" || path == import::PATH {
+    if path == "/api/v1/write" || path == import::PATH || path == ops::CLEAN_TOMBSTONES {
         Access::Write
     } else {
         Access::Read

@@ -54,3 +54,46 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     )
         .into_response()
 }
+
+/// The path Prometheus gives its admin call that removes deleted data.
+pub const CLEAN_TOMBSTONES: &str = "/api/v1/admin/tsdb/clean_tombstones";
+
+/// `POST /api/v1/admin/tsdb/clean_tombstones`, as in Prometheus: gives back
+/// the space of data compaction deleted or overwrote now (one merge of
+/// every SlateDB table, asked of its compactor) rather than once that is a
+/// third of the tables. 204 once asked for (the merge runs in the
+/// background; `strata_reclaim_merges_done_total` counts it done);
+/// writers only.
+pub async fn clean_tombstones(State(state): State<Arc<AppState>>) -> Response {
+    let writer = match super::write::writer_of(&state) {
+        Ok(w) => w,
+        Err(super::write::NoWriter::Recovering) => {
+            return super::refuse(
+                CLEAN_TOMBSTONES,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "not ready: recovery is in progress",
+            )
+        }
+        Err(super::write::NoWriter::ReadOnly) => {
+            return super::refuse(
+                CLEAN_TOMBSTONES,
+                StatusCode::FORBIDDEN,
+                "bad_data",
+                "this is a reader node: ask the writer to clean tombstones",
+            )
+        }
+    };
+    match writer.reclaim_now().await {
+        Ok(step) => {
+            tracing::info!(?step, "clean_tombstones asked for");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => super::refuse(
+            CLEAN_TOMBSTONES,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            &format!("cannot clean tombstones now: {e}"),
+        ),
+    }
+}

@@ -327,6 +327,12 @@ pub fn render(
         "Merges asked for to give back space that SlateDB has finished.",
         l(&st.reclaim_merges_done),
     );
+    gauge(
+        &mut out,
+        "strata_reclaimable_bytes",
+        "Bytes compaction deleted or overwrote since the last merge asked for to give their space back.",
+        s.reclaimable_bytes() as f64,
+    );
     counter(
         &mut out,
         "strata_sealed_index_bytes_total",
