@@ -38,17 +38,20 @@ pub struct StorageSettings {
     /// bucket, and a sealed chunk holds one bucket of one series.
     #[serde(with = "humantime_serde")]
     pub bucket_duration: Duration,
-    /// Width of a compacted block: once every bucket of a block is sealed,
-    /// compaction rewrites them as one chunk per series and one set of
-    /// postings, so long-range reads take a key per series per block
-    /// instead of per bucket. A multiple of `bucket_duration`; `0s` (or
-    /// one bucket) keeps the buckets as they are.
+    /// Width of a compacted block: as its buckets are sealed, compaction
+    /// writes them again a quarter of the block at a time as one part per
+    /// series and one set of postings, so long-range reads take a few keys
+    /// per series per block instead of one per bucket. A multiple of
+    /// `bucket_duration`; `0s` (or one bucket) keeps the buckets as they
+    /// are.
     #[serde(with = "humantime_serde")]
     pub block_duration: Duration,
     /// How long the buckets a compacted block replaced are kept after the
     /// switch to the block: a read that began before the switch (on the
     /// writer, or on a reader node that has not yet seen it) still reads
-    /// them. Longer than the longest query plus a reader's lag.
+    /// them. Longer than the longest query plus a reader's lag. SlateDB
+    /// keeps the tables its compactions replaced as long (at least a
+    /// minute), for the same reads.
     #[serde(with = "humantime_serde")]
     pub compaction_delete_delay: Duration,
     /// How long after a bucket's end late samples are still accepted before

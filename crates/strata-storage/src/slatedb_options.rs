@@ -61,11 +61,18 @@ pub(crate) fn slatedb_settings(
     };
     let codec = settings.compression.codec();
     // The embedded compaction worker must write tables as the writer does.
+    // The tables a compaction replaced are kept (by a checkpoint of the
+    // manifest before it) as long as the buckets a block replaced: for
+    // reads that began before, on the writer or a reader node. At least a
+    // minute, for SlateDB's own reads.
     let compactor = CompactorOptions {
         worker: Some(CompactionWorkerOptions {
             compression_codec: codec,
             ..CompactionWorkerOptions::default()
         }),
+        checkpoint_lifetime: settings
+            .compaction_delete_delay
+            .max(std::time::Duration::from_secs(60)),
         ..CompactorOptions::default()
     };
     // Collect obsolete WAL files and compacted tables every minute rather
