@@ -346,6 +346,7 @@ async fn compact_block(
         .copied()
         .filter(|id| listed.binary_search(id).is_err())
         .collect();
+    let ids = union(vec![listed, late]);
 
     // Postings first: an extended block is read meanwhile (by the state
     // before the switch), and a series that joined it late is found by its
@@ -424,21 +425,17 @@ async fn compact_block(
         blocks: 1,
         ..CompactPass::default()
     };
-    // Chunks: the buckets' samples of each series become one more part of
-    // the block, written once; what the block holds already stays where it
-    // is (its late segments wait for the fold).
+    // Chunks: the buckets' samples of each series become parts of the
+    // block, one per quarter of it, written once as keys of their own while
+    // the block fills; once it is whole, every part of a series goes into
+    // one value. Its late segments wait for the fold.
+    let n = inner.settings.block_buckets();
+    let bucket_ms = inner.settings.bucket_ms();
+    let whole = upto == start + n;
+    let (start_ms, from_ms) = (start * bucket_ms, from * bucket_ms);
+    let quarter_ms = (n / 4).max(1) * bucket_ms;
     let buckets: Vec<Span> = (from..upto).map(Span::Bucket).collect();
-    let mut bucket_ids = Vec::new();
-    for &span in &buckets {
-        if let Some(v) = inner.backend.get(&keys::all_postings_key(span)).await? {
-            values::decode_postings(&v, &mut bucket_ids)?;
-        }
-        bucket_ids.extend(storage.late_ids(span).await?);
-    }
-    bucket_ids.sort_unstable();
-    bucket_ids.dedup();
-    let mut bytes = Vec::new();
-    for part in bucket_ids.chunks(SERIES_PER_BATCH) {
+    for part in ids.chunks(SERIES_PER_BATCH) {
         let mut found = Vec::with_capacity(buckets.len());
         for &span in &buckets {
             found.push(
@@ -467,36 +464,69 @@ async fn compact_block(
                     vs.extend(v);
                 }
             }
-            let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
-                continue;
-            };
             // Series the block holds but these buckets do not are passed.
-            while held.next_if(|(held_id, _)| *held_id < id).is_some() {}
-            let held = held.next_if(|(held_id, _)| *held_id == id).map(|(_, v)| v);
-            let mut listed = match &held {
-                Some(value) => {
-                    inner.reclaim.note(value.len());
-                    let from_ms = from.saturating_mul(inner.settings.bucket_ms());
-                    listed_parts(block, id, value, from_ms, &mut batch, &ttl)?
-                }
+            while held.next_if(|h| h.id < id).is_some() {}
+            let held = held.next_if(|h| h.id == id);
+            if ts.is_empty() && !(whole && held.as_ref().is_some_and(Held::in_keys)) {
+                continue;
+            }
+            let kept = match &held {
+                Some(h) => h.parts_before(block, from_ms, &mut batch)?,
                 None => Vec::new(),
             };
-            bytes.clear();
-            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
-            pass.series += 1;
-            pass.samples += ts.len();
-            pass.bytes += bytes.len();
-            batch.put_with_options(
-                keys::segment_key(block, id, first, last),
-                bytes.as_slice(),
-                &ttl,
-            );
-            listed.push((first, last));
-            batch.put_with_options(
-                keys::chunk_key(block, id),
-                values::encode_segmented(&listed, &[]),
-                &ttl,
-            );
+            let mut new = Vec::new();
+            for (range, (t, v)) in by_quarter(&ts, &vs, start_ms, quarter_ms) {
+                let mut bytes = Vec::new();
+                strata_codec::encode_sealed(t, v, &mut bytes);
+                pass.bytes += bytes.len();
+                new.push((range, bytes::Bytes::from(bytes)));
+            }
+            if !ts.is_empty() {
+                pass.series += 1;
+                pass.samples += ts.len();
+            }
+            if let Some(h) = &held {
+                inner.reclaim.note(h.value.len());
+            }
+            if whole {
+                // Every part in the one value; the part keys go.
+                for p in &kept {
+                    if p.in_key {
+                        inner.reclaim.note(p.bytes.len());
+                        batch.delete(keys::segment_key(block, id, p.range.0, p.range.1));
+                    }
+                }
+                let all: Vec<((i64, i64), &[u8])> = kept
+                    .iter()
+                    .map(|p| (p.range, &p.bytes[..]))
+                    .chain(new.iter().map(|(r, b)| (*r, &b[..])))
+                    .collect();
+                batch.put_with_options(
+                    keys::chunk_key(block, id),
+                    values::encode_parts(&all),
+                    &ttl,
+                );
+            } else {
+                // A part key each, and the list of them.
+                let mut listed = Vec::with_capacity(kept.len() + new.len());
+                for p in &kept {
+                    if !p.in_key {
+                        let key = keys::segment_key(block, id, p.range.0, p.range.1);
+                        batch.put_with_options(key, &p.bytes[..], &ttl);
+                    }
+                    listed.push(p.range);
+                }
+                for (range, bytes) in &new {
+                    let key = keys::segment_key(block, id, range.0, range.1);
+                    batch.put_with_options(key, &bytes[..], &ttl);
+                    listed.push(*range);
+                }
+                batch.put_with_options(
+                    keys::chunk_key(block, id),
+                    values::encode_segmented(&listed, &[]),
+                    &ttl,
+                );
+            }
         }
         db.write(batch).await?.await_durable().await?;
     }
@@ -504,12 +534,118 @@ async fn compact_block(
     Ok(pass)
 }
 
-/// The chunk-key values of series `ids` (ascending) in `block`, by id.
-async fn block_chunks(
-    inner: &Shared,
-    block: Span,
-    ids: &[u64],
-) -> Result<Vec<(u64, bytes::Bytes)>, StorageError> {
+/// The samples `ts`/`vs` (ascending) cut where each quarter of the block
+/// starting at `start_ms` begins: each stretch's time range and samples.
+fn by_quarter<'a>(
+    ts: &'a [i64],
+    vs: &'a [f64],
+    start_ms: i64,
+    quarter_ms: i64,
+) -> Vec<((i64, i64), (&'a [i64], &'a [f64]))> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(&first) = ts.get(at) {
+        let quarter_end = start_ms.saturating_add(
+            (first - start_ms)
+                .div_euclid(quarter_ms)
+                .saturating_add(1)
+                .saturating_mul(quarter_ms),
+        );
+        let end = at + ts[at..].partition_point(|&t| t < quarter_end);
+        out.push(((first, ts[end - 1]), (&ts[at..end], &vs[at..end])));
+        at = end;
+    }
+    out
+}
+
+/// What a block holds of one series before an extension: its `B` value and
+/// the part keys found beside it.
+struct Held {
+    id: u64,
+    value: bytes::Bytes,
+    segments: Vec<((i64, i64), bytes::Bytes)>,
+}
+
+/// One part a block holds of a series.
+struct HeldPart {
+    range: (i64, i64),
+    bytes: bytes::Bytes,
+    /// Stored under a part key of its own (else inside the `B` value).
+    in_key: bool,
+}
+
+impl Held {
+    /// Whether some of its parts are under keys of their own.
+    fn in_keys(&self) -> bool {
+        !self.segments.is_empty()
+    }
+
+    /// Its parts before `from_ms`, where the new ones start, oldest first.
+    /// Part keys from `from_ms` on (written by a pass that stopped before
+    /// its switch) and part keys no list names are deleted in `batch`.
+    fn parts_before(
+        &self,
+        block: Span,
+        from_ms: i64,
+        batch: &mut WriteBatch,
+    ) -> Result<Vec<HeldPart>, StorageError> {
+        let mut parts = Vec::new();
+        if let Some(inline) = values::decode_parts(&self.value)? {
+            for (range, at) in inline {
+                parts.push(HeldPart {
+                    range,
+                    bytes: self.value.slice(at),
+                    in_key: false,
+                });
+            }
+        } else {
+            let (listed, inline) = match values::decode_segmented(&self.value)? {
+                Some((listed, inline)) => (listed, inline),
+                None => (Vec::new(), &self.value[..]),
+            };
+            for range in listed {
+                let Some((_, bytes)) = self.segments.iter().find(|(r, _)| *r == range) else {
+                    return Err(StorageError::Corrupt(format!(
+                        "block {block:?} lists a part {range:?} of series {} that is not stored",
+                        self.id
+                    )));
+                };
+                parts.push(HeldPart {
+                    range,
+                    bytes: bytes.clone(),
+                    in_key: true,
+                });
+            }
+            if !inline.is_empty() {
+                let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                strata_codec::decode_chunk_range_into(
+                    inline,
+                    i64::MIN,
+                    i64::MAX,
+                    &mut ts,
+                    &mut vs,
+                )?;
+                if let (Some(&first), Some(&last)) = (ts.first(), ts.last()) {
+                    parts.push(HeldPart {
+                        range: (first, last),
+                        bytes: self.value.slice_ref(inline),
+                        in_key: false,
+                    });
+                }
+            }
+        }
+        parts.retain(|p| p.range.0 < from_ms);
+        for (range, _) in &self.segments {
+            if !parts.iter().any(|p| p.in_key && p.range == *range) {
+                batch.delete(keys::segment_key(block, self.id, range.0, range.1));
+            }
+        }
+        Ok(parts)
+    }
+}
+
+/// What the block holds of series `ids` (ascending), by id.
+async fn block_chunks(inner: &Shared, block: Span, ids: &[u64]) -> Result<Vec<Held>, StorageError> {
     let (Some(&lo), Some(&hi)) = (ids.first(), ids.last()) else {
         return Ok(Vec::new());
     };
@@ -518,51 +654,26 @@ async fn block_chunks(
         .backend
         .scan_as(keys::chunk_key(block, lo)..end, ScanKind::Bulk)
         .await?;
-    let mut out = Vec::new();
+    let mut out: Vec<Held> = Vec::new();
     while let Some(kv) = it.next().await? {
         if kv.key.len() == keys::CHUNK_KEY_LEN {
             if let Some(id) = keys::chunk_series(&kv.key) {
-                out.push((id, kv.value));
+                out.push(Held {
+                    id,
+                    value: kv.value,
+                    segments: Vec::new(),
+                });
+            }
+        } else if let Some((_, id, first, last)) = keys::segment_parts(&kv.key) {
+            match out.last_mut() {
+                Some(h) if h.id == id => h.segments.push(((first, last), kv.value)),
+                // A part key without its list: left by a pass that stopped
+                // before writing the list; nothing reads it.
+                _ => {}
             }
         }
     }
     Ok(out)
-}
-
-/// The time ranges of the parts a block's chunk-key value lists before
-/// `from_ms`, where the new part starts. Samples held in the value itself
-/// (a chunk a fold wrote, or one from before blocks were kept in parts)
-/// are moved to a part key of their own in `batch`; parts from `from_ms`
-/// on, written by a pass that stopped before its switch, are deleted (the
-/// new part holds their samples).
-fn listed_parts(
-    block: Span,
-    id: u64,
-    value: &[u8],
-    from_ms: i64,
-    batch: &mut WriteBatch,
-    ttl: &slatedb::config::PutOptions,
-) -> Result<Vec<(i64, i64)>, StorageError> {
-    let (mut listed, inline) = match values::decode_segmented(value)? {
-        Some((listed, inline)) => (listed, inline),
-        None => (Vec::new(), value),
-    };
-    listed.retain(|&(first, last)| {
-        let keep = first < from_ms;
-        if !keep {
-            batch.delete(keys::segment_key(block, id, first, last));
-        }
-        keep
-    });
-    if !inline.is_empty() {
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        strata_codec::decode_chunk_range_into(inline, i64::MIN, i64::MAX, &mut ts, &mut vs)?;
-        if let (Some(&first), Some(&last)) = (ts.first(), ts.last()) {
-            batch.put_with_options(keys::segment_key(block, id, first, last), inline, ttl);
-            listed.push((first, last));
-        }
-    }
-    Ok(listed)
 }
 
 /// Write batches of at most [`KEYS_PER_BATCH`] keys, each durable before

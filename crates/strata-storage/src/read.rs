@@ -463,6 +463,13 @@ impl Storage {
         let Some(chunk) = chunk else {
             return Ok((!sb.late.is_empty()).then_some(sb));
         };
+        if let Some(parts) = values::decode_parts(&chunk)? {
+            for (range, at) in parts {
+                sb.in_order.push(chunk.slice(at));
+                sb.in_order_ranges.push(range);
+            }
+            return Ok(Some(sb));
+        }
         let Some((listed, last)) = values::decode_segmented(&chunk)? else {
             sb.in_order.push(chunk);
             sb.in_order_ranges.push((i64::MIN, i64::MAX));

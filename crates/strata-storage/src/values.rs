@@ -113,6 +113,82 @@ pub fn decode_segmented(bytes: &[u8]) -> Result<Option<Segmented<'_>>, StorageEr
     Ok(Some((segments, d.rest())))
 }
 
+/// First byte of a whole block's `B` value: the block's parts, each a
+/// sealed chunk of a stretch of it, one after the other in one value. Below
+/// [`SEGMENTED`]; a Gorilla chunk's count never reaches it.
+pub const PARTS: u8 = 0xFD;
+const PARTS_VERSION: u8 = 1;
+
+/// A whole block's `B` value for a series: its parts' time ranges and
+/// lengths, oldest first, then their bytes, in the same order. A read
+/// decodes only the parts its range meets.
+pub fn encode_parts(parts: &[((i64, i64), &[u8])]) -> Vec<u8> {
+    let bytes: usize = parts.iter().map(|(_, b)| b.len()).sum();
+    let mut out = Vec::with_capacity(3 + parts.len() * 8 + bytes);
+    out.push(PARTS);
+    out.push(PARTS_VERSION);
+    put_uvarint(&mut out, parts.len() as u64);
+    let mut prev = 0i64;
+    for &((first, last), b) in parts {
+        put_uvarint(&mut out, zigzag(first.wrapping_sub(prev)));
+        put_uvarint(&mut out, last.wrapping_sub(first) as u64);
+        put_uvarint(&mut out, b.len() as u64);
+        prev = last;
+    }
+    for (_, b) in parts {
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// The parts of an [`encode_parts`] value: each one's time range and its
+/// byte range in `bytes`; `None` for any other value.
+pub type Parts = Vec<((i64, i64), std::ops::Range<usize>)>;
+
+pub fn decode_parts(bytes: &[u8]) -> Result<Option<Parts>, StorageError> {
+    let Some((&PARTS, rest)) = bytes.split_first() else {
+        return Ok(None);
+    };
+    let mut d = Decbuf::new(rest);
+    if d.byte() != PARTS_VERSION {
+        return Err(StorageError::Corrupt(
+            "block parts of an unknown version".into(),
+        ));
+    }
+    let n = d.uvarint();
+    // Each part's entry takes at least three bytes.
+    let mut parts = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(rest.len() / 3));
+    let mut prev = 0i64;
+    let mut lens = Vec::with_capacity(parts.capacity());
+    for _ in 0..n {
+        if d.err().is_some() {
+            break;
+        }
+        let first = prev.wrapping_add(unzigzag(d.uvarint()));
+        let last = first.wrapping_add(d.uvarint() as i64);
+        lens.push(usize::try_from(d.uvarint()).unwrap_or(usize::MAX));
+        parts.push((first, last));
+        prev = last;
+    }
+    if d.err().is_some() {
+        return Err(StorageError::Corrupt("malformed block parts".into()));
+    }
+    let mut at = bytes.len() - d.remaining();
+    let mut out = Vec::with_capacity(parts.len());
+    for (range, len) in parts.into_iter().zip(lens) {
+        let end = at
+            .checked_add(len)
+            .filter(|&end| end <= bytes.len())
+            .ok_or_else(|| StorageError::Corrupt("block parts longer than their value".into()))?;
+        out.push((range, at..end));
+        at = end;
+    }
+    if at != bytes.len() {
+        return Err(StorageError::Corrupt("bytes after block parts".into()));
+    }
+    Ok(Some(out))
+}
+
 /// `I` value: a sorted list of series ids, as a count then varint deltas.
 pub fn encode_postings(ids: &[u64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ids.len() * 2 + 4);
@@ -201,6 +277,27 @@ mod tests {
         let labels = vec![Label::new("__name__", "up"), Label::new("job", "ñ")];
         let (t, back) = decode_series(&encode_series(-5, &labels)).unwrap();
         assert_eq!((t, back), (-5, labels));
+    }
+
+    #[test]
+    fn parts_round_trip_and_truncation() {
+        let parts: Vec<((i64, i64), &[u8])> = vec![
+            ((-5, 10), &[0xFF, 1, 2][..]),
+            ((11, 11), &[][..]),
+            ((3_600_000, 7_200_000), &[9; 300][..]),
+        ];
+        let enc = encode_parts(&parts);
+        let back = decode_parts(&enc).unwrap().unwrap();
+        let got: Vec<((i64, i64), &[u8])> =
+            back.iter().map(|(r, at)| (*r, &enc[at.clone()])).collect();
+        assert_eq!(got, parts);
+        for cut in 1..enc.len() {
+            assert!(decode_parts(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = enc.clone();
+        longer.push(0);
+        assert!(decode_parts(&longer).is_err());
+        assert_eq!(decode_parts(&[0xFF, 1]).unwrap(), None);
     }
 
     #[test]
