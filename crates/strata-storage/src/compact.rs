@@ -534,28 +534,54 @@ async fn compact_block(
     Ok(pass)
 }
 
+/// A stretch of a series' samples: its time range, timestamps and values.
+type Stretch<'a> = ((i64, i64), (&'a [i64], &'a [f64]));
+
 /// The samples `ts`/`vs` (ascending) cut where each quarter of the block
-/// starting at `start_ms` begins: each stretch's time range and samples.
+/// starting at `start_ms` begins.
 fn by_quarter<'a>(
     ts: &'a [i64],
     vs: &'a [f64],
     start_ms: i64,
     quarter_ms: i64,
-) -> Vec<((i64, i64), (&'a [i64], &'a [f64]))> {
+) -> Vec<Stretch<'a>> {
     let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(&first) = ts.get(at) {
-        let quarter_end = start_ms.saturating_add(
-            (first - start_ms)
-                .div_euclid(quarter_ms)
-                .saturating_add(1)
-                .saturating_mul(quarter_ms),
-        );
-        let end = at + ts[at..].partition_point(|&t| t < quarter_end);
-        out.push(((first, ts[end - 1]), (&ts[at..end], &vs[at..end])));
-        at = end;
+    let (mut ts, mut vs) = (ts, vs);
+    while let (Some(&first), Some(_)) = (ts.first(), vs.first()) {
+        let quarter = (first - start_ms).div_euclid(quarter_ms).saturating_add(1);
+        let quarter_end = start_ms.saturating_add(quarter.saturating_mul(quarter_ms));
+        let end = ts.partition_point(|&t| t < quarter_end).max(1);
+        let ((t, rest_t), (v, rest_v)) = (ts.split_at(end), vs.split_at(end.min(vs.len())));
+        let last = t.last().copied().unwrap_or(first);
+        out.push(((first, last), (t, v)));
+        (ts, vs) = (rest_t, rest_v);
     }
     out
+}
+
+#[cfg(test)]
+mod quarter_tests {
+    use super::by_quarter;
+
+    #[test]
+    fn samples_are_cut_at_quarters() {
+        let ts = [-5, 0, 5, 9, 10, 25, 31, 39];
+        let vs: Vec<f64> = ts.iter().map(|&t| t as f64).collect();
+        let cut = by_quarter(&ts, &vs, 0, 10);
+        let ranges: Vec<_> = cut.iter().map(|(r, (t, _))| (*r, t.len())).collect();
+        assert_eq!(
+            ranges,
+            [
+                ((-5, -5), 1),
+                ((0, 9), 3),
+                ((10, 10), 1),
+                ((25, 25), 1),
+                ((31, 39), 2)
+            ]
+        );
+        assert!(cut.iter().all(|(_, (t, v))| t.len() == v.len()));
+        assert!(by_quarter(&[], &[], 0, 10).is_empty());
+    }
 }
 
 /// What a block holds of one series before an extension: its `B` value and
