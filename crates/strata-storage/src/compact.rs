@@ -1,15 +1,18 @@
-//! Compaction of sealed buckets into blocks: once buckets of a block
+//! Compaction of sealed buckets into blocks: as buckets of a block
 //! (`storage.block_duration`, a day by default) are sealed, each series'
-//! samples of them are written once more as one part of the block, and
-//! the block's postings as one set, under the block's own keys (`B`, `P`,
-//! `K`: `docs/format.md`). A day's block holds the day so far, a part per
-//! quarter of it: a week of hourly buckets is then 28 keys per series
-//! instead of 168, and a read skips the parts outside its range.
+//! samples of them are written once more as parts of the block, one per
+//! quarter of it, and the block's postings as one set, under the block's
+//! own keys (`B`, `P`, `K`: `docs/format.md`). While the block fills, each
+//! part is a key of its own beside the list of them; once it is whole, a
+//! series' parts go into one value. A week of hourly buckets is then 7
+//! keys per series instead of 168, and a read decodes only the parts its
+//! range meets.
 //!
 //! ```text
-//!  buckets [from, upto) sealed ─▶ per series a part `B | start | series |
-//!      first | last` (late segments folded in) and the list of the
-//!      block's parts at `B | start | series` + `P | start | …` postings
+//!  buckets [from, upto) sealed ─▶ per series a part per quarter, `B |
+//!      start | series | first | last` (late segments folded in), and the
+//!      list of the block's parts at `B | start | series`; once whole, all
+//!      the parts in that one value + `P | start | …` postings
 //!      ─▶ `Mcompacted` says blocks hold every bucket before upto (the
 //!      switch)
 //!  `compaction_delete_delay` after the last switch ─▶ the buckets' `C`,
