@@ -478,6 +478,14 @@ fn child_compact() {
     });
 }
 
+/// A writer on the store in folder `dir`, on the wall clock.
+async fn open_folder(dir: &Path) -> Writer {
+    let loc = open_object_store(&store_url(dir), &Default::default()).unwrap();
+    Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_during_compaction() {
     let dir = tempfile::tempdir().unwrap();
@@ -485,12 +493,7 @@ async fn killed_during_compaction() {
     let now = SystemClock.now_ms();
     let hours = 4 * BLOCK_HOURS;
     let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
-    let open = || async {
-        let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
-        Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
-            .await
-            .unwrap()
-    };
+    let open = || open_folder(dir.path());
     let mut want = Expected::new();
     {
         // Half of the third block compacted before: the child extends it
@@ -570,12 +573,7 @@ async fn deleted_chunks_give_their_space_back() {
     let now = SystemClock.now_ms();
     let hours = 2 * BLOCK_HOURS;
     let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
-    let open = || async {
-        let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
-        Writer::open(loc.store, &loc.path, settings(), Arc::new(SystemClock))
-            .await
-            .unwrap()
-    };
+    let open = || open_folder(dir.path());
     let db = open().await;
     let mut want = Expected::new();
     let req = history(&mut rng, first, 0, hours, 3000);
