@@ -531,7 +531,11 @@ async fn compact_block(
                 );
             }
         }
-        db.write(batch).await?.await_durable().await?;
+        // A batch of series of which none has samples in these buckets
+        // (they went away earlier) writes nothing.
+        if !batch.is_empty() {
+            db.write(batch).await?.await_durable().await?;
+        }
     }
 
     Ok(pass)

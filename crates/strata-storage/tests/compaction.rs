@@ -634,3 +634,45 @@ async fn deleted_chunks_give_their_space_back() {
     .await;
     db.close().await.unwrap();
 }
+
+/// A block extended with samples of new series only: the series it held
+/// (more than one write batch of them) have nothing to add, and the
+/// extension still switches, every sample there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_with_only_new_series() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = SystemClock.now_ms();
+    let first = (now / HOUR - 3 * BLOCK_HOURS) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let clock = Arc::new(ManualClock::new(first + 3 * HOUR + 600_000));
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    let mut want = Expected::new();
+    let series = |ids: std::ops::Range<u64>, hours: std::ops::Range<i64>| -> Vec<IngestSeries> {
+        ids.map(|i| IngestSeries {
+            labels: labels(i),
+            samples: hours
+                .clone()
+                .map(|h| (first + h * HOUR + 1_000, i as f64))
+                .collect(),
+        })
+        .collect()
+    };
+    let req = series(0..700, 0..3);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    db.seal_due_now().await.unwrap();
+    db.compact_now(true).await.unwrap();
+    assert_eq!(db.compacted_through(), Some(first / HOUR + 3));
+    let req = series(700..705, 3..4);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    clock.set(first + 4 * HOUR + 600_000);
+    db.seal_due_now().await.unwrap();
+    let pass = db.compact_now(true).await.unwrap();
+    assert_eq!(pass.series, 5, "{pass:?}");
+    assert_eq!(db.compacted_through(), Some(first / HOUR + 4));
+    let got = read(&db, &all(), first, first + BLOCK_HOURS * HOUR).await;
+    assert!(got == want, "{}", difference(&got, &want));
+    db.close().await.unwrap();
+}
