@@ -39,6 +39,7 @@ use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};
 use crate::postings::union;
+use crate::read::FoundKeys;
 use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
@@ -608,6 +609,15 @@ struct HeldPart {
 }
 
 impl Held {
+    /// A series' keys in the block, if it has a `B` value.
+    fn of((id, found): (u64, FoundKeys)) -> Option<Self> {
+        Some(Held {
+            id,
+            value: found.chunk?,
+            segments: found.segments,
+        })
+    }
+
     /// Whether some of its parts are under keys of their own.
     fn in_keys(&self) -> bool {
         !self.segments.is_empty()
@@ -677,7 +687,9 @@ impl Held {
     }
 }
 
-/// What the block holds of series `ids` (ascending), by id.
+/// What the block holds of series `ids` (ascending), by id: the series
+/// with a `B` value (part keys without one were left by a pass that
+/// stopped before writing the list; nothing reads them).
 async fn block_chunks(inner: &Shared, block: Span, ids: &[u64]) -> Result<Vec<Held>, StorageError> {
     let (Some(&lo), Some(&hi)) = (ids.first(), ids.last()) else {
         return Ok(Vec::new());
@@ -687,25 +699,21 @@ async fn block_chunks(inner: &Shared, block: Span, ids: &[u64]) -> Result<Vec<He
         .backend
         .scan_as(keys::chunk_key(block, lo)..end, ScanKind::Bulk)
         .await?;
-    let mut out: Vec<Held> = Vec::new();
+    let mut out = Vec::new();
+    let mut series: Option<(u64, FoundKeys)> = None;
     while let Some(kv) = it.next().await? {
-        if kv.key.len() == keys::CHUNK_KEY_LEN {
-            if let Some(id) = keys::chunk_series(&kv.key) {
-                out.push(Held {
-                    id,
-                    value: kv.value,
-                    segments: Vec::new(),
-                });
-            }
-        } else if let Some((_, id, first, last)) = keys::segment_parts(&kv.key) {
-            match out.last_mut() {
-                Some(h) if h.id == id => h.segments.push(((first, last), kv.value)),
-                // A part key without its list: left by a pass that stopped
-                // before writing the list; nothing reads it.
-                _ => {}
-            }
+        let Some(id) = keys::chunk_series(&kv.key) else {
+            continue;
+        };
+        if series.as_ref().is_none_or(|(at, _)| *at != id) {
+            out.extend(series.take().and_then(Held::of));
         }
+        series
+            .get_or_insert_with(|| (id, FoundKeys::default()))
+            .1
+            .add(kv);
     }
+    out.extend(series.and_then(Held::of));
     Ok(out)
 }
 

@@ -36,14 +36,14 @@ fn missing_segment(span: Span, series: u64, first: i64, last: i64) -> StorageErr
 
 /// The keys of one series in one sealed bucket, as a scan finds them.
 #[derive(Default)]
-struct FoundKeys {
-    chunk: Option<Bytes>,
-    segments: Vec<((i64, i64), Bytes)>,
+pub(crate) struct FoundKeys {
+    pub(crate) chunk: Option<Bytes>,
+    pub(crate) segments: Vec<((i64, i64), Bytes)>,
     late: Vec<(u64, (i64, i64), Bytes)>,
 }
 
 impl FoundKeys {
-    fn add(&mut self, kv: slatedb::KeyValue) {
+    pub(crate) fn add(&mut self, kv: slatedb::KeyValue) {
         if kv.key.len() == keys::CHUNK_KEY_LEN {
             self.chunk = Some(kv.value);
         } else if let Some((_, _, first, last)) = keys::segment_parts(&kv.key) {

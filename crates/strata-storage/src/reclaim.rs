@@ -107,7 +107,7 @@ pub(crate) async fn check(inner: &Shared, force: bool) -> Result<ReclaimStep, St
     let dead = reclaim.dead.load(Ordering::Relaxed);
     let manifest = db.manifest();
     let (runs, l0) = (manifest.compacted(), manifest.l0());
-    if !due(dead, table_bytes(db), force) || runs.len() + l0.len() < 2 {
+    if !due(dead, bytes_of(&manifest), force) || runs.len() + l0.len() < 2 {
         return Ok(ReclaimStep::Idle);
     }
     if !force {
@@ -133,7 +133,7 @@ pub(crate) async fn check(inner: &Shared, force: bool) -> Result<ReclaimStep, St
     tracing::info!(
         tables = n,
         counted_bytes = dead,
-        table_bytes = table_bytes(db),
+        table_bytes = bytes_of(&manifest),
         "asked SlateDB to merge every table and run, to give back deleted data's space"
     );
     *asked = Some((merge, dead));
@@ -151,7 +151,11 @@ fn due(dead: u64, total: u64, force: bool) -> bool {
 
 /// Bytes of SlateDB's L0 tables and sorted runs, as its manifest says.
 pub(crate) fn table_bytes(db: &slatedb::Db) -> u64 {
-    let manifest = db.manifest();
+    bytes_of(&db.manifest())
+}
+
+/// Bytes of the L0 tables and sorted runs `manifest` lists.
+fn bytes_of(manifest: &slatedb::VersionedManifest) -> u64 {
     manifest
         .compacted()
         .iter()

@@ -42,6 +42,12 @@ fn settings() -> StorageSettings {
     }
 }
 
+/// The start (ms) of the block holding the hour `hours_back` hours before
+/// `now_ms`: where a test's history begins.
+fn block_aligned(now_ms: i64, hours_back: i64) -> i64 {
+    (now_ms / HOUR - hours_back) / BLOCK_HOURS * BLOCK_HOURS * HOUR
+}
+
 /// xorshift64*: a history replays from its seed.
 struct Rng(u64);
 
@@ -251,7 +257,7 @@ async fn one_history(seed: u64) {
     let now = SystemClock.now_ms();
     // Four blocks of history, ending a few hours ago (sealed).
     let hours = 4 * BLOCK_HOURS;
-    let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let first = block_aligned(now, hours + 3);
     let clock = Arc::new(ManualClock::new(now));
     let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
@@ -408,7 +414,7 @@ proptest! {
 async fn retention_drops_whole_blocks() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let now = SystemClock.now_ms();
-    let first = (now / HOUR - 2 * BLOCK_HOURS - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let first = block_aligned(now, 2 * BLOCK_HOURS + 3);
     let block_end = first + BLOCK_HOURS * HOUR;
     // The first block expires 8 s from now (SlateDB's clock is the wall
     // clock); its last bucket's own keys would expire then too.
@@ -492,7 +498,7 @@ async fn killed_during_compaction() {
     let mut rng = Rng(0x5EED);
     let now = SystemClock.now_ms();
     let hours = 4 * BLOCK_HOURS;
-    let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let first = block_aligned(now, hours + 3);
     let open = || open_folder(dir.path());
     let mut want = Expected::new();
     {
@@ -572,7 +578,7 @@ async fn deleted_chunks_give_their_space_back() {
     let mut rng = Rng(0xB10C);
     let now = SystemClock.now_ms();
     let hours = 2 * BLOCK_HOURS;
-    let first = (now / HOUR - hours - 3) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let first = block_aligned(now, hours + 3);
     let open = || open_folder(dir.path());
     let db = open().await;
     let mut want = Expected::new();
@@ -642,7 +648,7 @@ async fn deleted_chunks_give_their_space_back() {
 async fn an_extension_with_only_new_series() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let now = SystemClock.now_ms();
-    let first = (now / HOUR - 3 * BLOCK_HOURS) / BLOCK_HOURS * BLOCK_HOURS * HOUR;
+    let first = block_aligned(now, 3 * BLOCK_HOURS);
     let clock = Arc::new(ManualClock::new(first + 3 * HOUR + 600_000));
     let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
         .await
