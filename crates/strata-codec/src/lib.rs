@@ -27,4 +27,4 @@ pub use log_record::{LogRecord, LogSample, NewSeries};
 pub use sealed::{
     chunk_len_hint, decode_chunk_range_into, encode_sealed, encode_sealed_with, SealScratch,
 };
-pub use series::Series;
+pub use series::{Series, SeriesMap};

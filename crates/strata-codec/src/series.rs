@@ -11,3 +11,9 @@ pub struct Series {
     pub timestamps: Vec<i64>,
     pub values: Vec<f64>,
 }
+
+/// What a reader does with each series as soon as it has read it, before
+/// reading the next: returns what to keep of it (`None`: nothing). A query
+/// that needs only a function of each series' samples (a `rate` at each
+/// step) passes one, so a long range is never held in memory whole.
+pub type SeriesMap = std::sync::Arc<dyn Fn(Series) -> Option<Series> + Send + Sync>;

@@ -8,7 +8,8 @@ use promql_parser::parser::value::ValueType;
 use promql_parser::parser::{self, Expr};
 
 use crate::error::QueryError;
-use crate::eval::{Evaluator, SelectorData};
+use crate::eval::reduce::{series_map, FirstError, QuerySteps};
+use crate::eval::{Evaluator, Loaded, SelectorData};
 use crate::gate::QueryGate;
 use crate::plan::{check_supported, plan_selectors, SelectorLoad};
 use crate::source::{Queryable, Series};
@@ -333,12 +334,20 @@ impl Engine {
         check_supported(&expr)?;
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
-        let data = tokio::time::timeout_at(deadline.into(), self.load(loads))
+        let steps = QuerySteps {
+            start,
+            end,
+            interval,
+            lookback: self.lookback_ms,
+            deadline: Some(deadline),
+            max_samples: self.limits.max_samples,
+        };
+        let data = tokio::time::timeout_at(deadline.into(), self.load(loads, steps))
             .await
             .map_err(|_| QueryError::timeout())??;
         let loaded: usize = data
             .values()
-            .flat_map(|v| v.iter())
+            .flat_map(|v| v.series.iter())
             .map(|s| s.timestamps.len())
             .sum();
         if loaded > self.limits.max_samples {
@@ -370,14 +379,31 @@ impl Engine {
             .map_err(|e| QueryError::Internal(format!("query evaluation failed: {e}")))?
     }
 
-    /// Reads every selector's series, all selectors at once.
-    async fn load(&self, loads: Vec<SelectorLoad>) -> Result<SelectorData, QueryError> {
+    /// Reads every selector's series, all selectors at once; those the plan
+    /// reduces are reduced to their points at `steps` as they are read.
+    async fn load(
+        &self,
+        loads: Vec<SelectorLoad>,
+        steps: QuerySteps,
+    ) -> Result<SelectorData, QueryError> {
         let futures = loads.into_iter().map(|l| {
             let source = self.source.clone();
             async move {
+                let error = FirstError::default();
+                let map = l.reduce.map(|r| series_map(r, steps, error.clone()));
                 let mut all: Vec<Series> = Vec::new();
                 for matchers in &l.matcher_sets {
-                    let mut got = source.select(matchers, l.mint, l.maxt).await?;
+                    let mut got = match &map {
+                        Some(map) => {
+                            source
+                                .select_mapped(matchers, l.mint, l.maxt, map.clone())
+                                .await?
+                        }
+                        None => source.select(matchers, l.mint, l.maxt).await?,
+                    };
+                    if let Some(e) = error.lock().ok().and_then(|mut e| e.take()) {
+                        return Err(e);
+                    }
                     if l.matcher_sets.len() > 1 {
                         got.retain(|s| !all.iter().any(|a| a.labels == s.labels));
                     }
@@ -385,7 +411,11 @@ impl Engine {
                 }
                 // Prometheus evaluates series in label order.
                 all.sort_by(|a, b| a.labels.cmp(&b.labels));
-                Ok::<_, QueryError>((l.key, all))
+                let loaded = Loaded {
+                    series: all,
+                    reduced: l.reduce.is_some(),
+                };
+                Ok::<_, QueryError>((l.key, loaded))
             }
         });
         let loaded = futures::future::try_join_all(futures).await?;

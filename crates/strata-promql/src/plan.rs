@@ -10,16 +10,36 @@ use strata_codec::{MatchOp, Matcher};
 use crate::engine::{QueryLimits, DEFAULT_SUBQUERY_STEP_MS};
 use crate::error::QueryError;
 use crate::eval::aggregate::AggOp;
-use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms};
-use crate::functions::registry;
+use crate::eval::range_steps::RangeFn;
+use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms, unwrap_parens};
+use crate::functions::registry::{self, Eval, RangeOutput};
 
-/// One selector's read: its node key, one matcher list per `or` branch, and
-/// the inclusive time range.
+/// One selector's read: its node key, one matcher list per `or` branch, the
+/// inclusive time range, and what each series is reduced to as it is read.
 pub(crate) struct SelectorLoad {
     pub key: usize,
     pub matcher_sets: Vec<Vec<Matcher>>,
     pub mint: i64,
     pub maxt: i64,
+    pub reduce: Option<Reduce>,
+}
+
+/// What a selector's series are reduced to as they are read, when that is
+/// all the query needs of them: its points at each of the query's steps.
+/// Only a selector evaluated at the query's own steps (not in a subquery)
+/// is reduced.
+#[derive(Clone, Copy)]
+pub(crate) enum Reduce {
+    /// An instant selector's value at each step (`sum(x)`).
+    Instant { offset: i64, at: Option<i64> },
+    /// A range function of a range selector, the function's only argument
+    /// (`rate(x[5m])`), at each step.
+    Range {
+        f: RangeFn,
+        range: i64,
+        offset: i64,
+        at: Option<i64>,
+    },
 }
 
 /// Errors on the first construct Strata does not evaluate, naming it.
@@ -132,7 +152,7 @@ pub(crate) fn plan_selectors(
         max_subquery_points: limits.max_subquery_points,
     };
     let mut out = Vec::new();
-    walk(expr, start, end, &ctx, &mut out)?;
+    walk(expr, (start, end, true), &ctx, &mut out)?;
     Ok(out)
 }
 
@@ -156,15 +176,26 @@ fn check_subquery_points(sq: &SubqueryExpr, span: i64, max: usize) -> Result<(),
     Ok(())
 }
 
+/// The selectors of `expr`, evaluated at steps in `[start, end]` (the
+/// query's own steps when `query_steps`, else a subquery's).
 fn walk(
     expr: &Expr,
-    start: i64,
-    end: i64,
+    (start, end, query_steps): (i64, i64, bool),
     ctx: &PlanContext,
     out: &mut Vec<SelectorLoad>,
 ) -> Result<(), QueryError> {
+    let grid = (start, end, query_steps);
     match expr {
-        Expr::VectorSelector(vs) => out.push(load_for(vs, start, end, ctx.lookback, ctx)?),
+        Expr::VectorSelector(vs) => {
+            let mut load = load_for(vs, start, end, ctx.lookback, ctx)?;
+            if query_steps {
+                load.reduce = Some(Reduce::Instant {
+                    offset: offset_ms(&vs.offset),
+                    at: ctx.at(&vs.at),
+                });
+            }
+            out.push(load);
+        }
         Expr::MatrixSelector(ms) => {
             out.push(load_for(&ms.vs, start, end, duration_ms(&ms.range), ctx)?)
         }
@@ -177,28 +208,55 @@ fn walk(
             check_subquery_points(sq, e.saturating_sub(s), ctx.max_subquery_points)?;
             walk(
                 &sq.expr,
-                s.saturating_sub(offset)
-                    .saturating_sub(duration_ms(&sq.range)),
-                e.saturating_sub(offset),
+                (
+                    s.saturating_sub(offset)
+                        .saturating_sub(duration_ms(&sq.range)),
+                    e.saturating_sub(offset),
+                    false,
+                ),
                 ctx,
                 out,
             )?;
         }
         Expr::Aggregate(a) => {
             if let Some(p) = &a.param {
-                walk(p, start, end, ctx, out)?;
+                walk(p, grid, ctx, out)?;
             }
-            walk(&a.expr, start, end, ctx, out)?;
+            walk(&a.expr, grid, ctx, out)?;
         }
-        Expr::Unary(u) => walk(&u.expr, start, end, ctx, out)?,
+        Expr::Unary(u) => walk(&u.expr, grid, ctx, out)?,
         Expr::Binary(b) => {
-            walk(&b.lhs, start, end, ctx, out)?;
-            walk(&b.rhs, start, end, ctx, out)?;
+            walk(&b.lhs, grid, ctx, out)?;
+            walk(&b.rhs, grid, ctx, out)?;
         }
-        Expr::Paren(p) => walk(&p.expr, start, end, ctx, out)?,
+        Expr::Paren(p) => walk(&p.expr, grid, ctx, out)?,
         Expr::Call(c) => {
-            for a in &c.args.args {
-                walk(a, start, end, ctx, out)?;
+            let eval = registry::lookup(c.func.name).map(|f| f.eval);
+            let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
+            match (eval, args.as_slice()) {
+                // `rate(x[5m])`: each series' points, as it is read.
+                (Some(Eval::Range(f, output)), [Expr::MatrixSelector(ms)])
+                    if query_steps && output != RangeOutput::Absent =>
+                {
+                    let range = duration_ms(&ms.range);
+                    let mut load = load_for(&ms.vs, start, end, range, ctx)?;
+                    load.reduce = Some(Reduce::Range {
+                        f,
+                        range,
+                        offset: offset_ms(&ms.vs.offset),
+                        at: ctx.at(&ms.vs.at),
+                    });
+                    out.push(load);
+                }
+                // `timestamp(x)` reads the samples' own times.
+                (Some(Eval::Timestamp), [Expr::VectorSelector(vs)]) => {
+                    out.push(load_for(vs, start, end, ctx.lookback, ctx)?)
+                }
+                _ => {
+                    for a in args {
+                        walk(a, grid, ctx, out)?;
+                    }
+                }
             }
         }
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
@@ -229,6 +287,7 @@ fn load_for(
             .saturating_sub(window)
             .saturating_add(1),
         maxt: e.saturating_sub(offset),
+        reduce: None,
     })
 }
 

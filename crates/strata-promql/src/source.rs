@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::RwLock;
 
-use strata_codec::{Label, Matcher};
+use strata_codec::{Label, Matcher, SeriesMap};
 
 /// One series as returned by [`Queryable::select`]: its labels sorted by
 /// name, and its samples in ascending timestamp order (milliseconds); the
@@ -34,6 +34,25 @@ pub trait Queryable: Send + Sync + 'static {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Series>, SourceError>;
+    /// [`Self::select`], each series passed through `map`, sorted by
+    /// labels after it. A source that reads series one by one maps each as
+    /// soon as it is read, so that only what `map` keeps is held at once.
+    async fn select_mapped(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+        map: SeriesMap,
+    ) -> Result<Vec<Series>, SourceError> {
+        let mut out: Vec<Series> = self
+            .select(matchers, mint, maxt)
+            .await?
+            .into_iter()
+            .filter_map(|s| map(s))
+            .collect();
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(out)
+    }
     /// Label sets of matching series with samples in [mint, maxt] (no samples loaded).
     async fn series(
         &self,

@@ -150,7 +150,9 @@ async fn queries_over_max_concurrent_wait_their_turn() {
 #[tokio::test]
 async fn running_queries_share_one_samples_budget() {
     let src = source(true);
-    // Each `g[1h]` loads 100 series x 60 samples = 6,000.
+    // Each `g[1h]` holds 100 series x 60 samples = 6,000 (a function of it,
+    // such as `count_over_time`, holds only its points: each series is
+    // reduced as it is read).
     let limits = QueryLimits {
         max_samples_total: 10_000,
         ..QueryLimits::default()
@@ -158,14 +160,27 @@ async fn running_queries_share_one_samples_budget() {
     let gate = Arc::new(QueryGate::new(&limits));
     let engine = Engine::with_gate(src.clone(), limits.clone(), Arc::clone(&gate));
     engine
-        .instant_query("count_over_time(g[1h])", 3_600_000, None)
+        .instant_query("g[1h]", 3_600_000, None)
         .await
         .expect("alone it fits");
     assert_eq!(gate.held_samples(), 0, "given back");
     // While another query holds 6,000, this one does not fit.
     let _held = gate.reserve(6_000).expect("reserve");
     let err = engine
+        .instant_query("g[1h]", 3_600_000, None)
+        .await
+        .expect_err("over the shared budget");
+    let QueryError::Unavailable(msg) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(msg.contains("query.max_samples_total (10000)"), "{msg}");
+    // Reduced as it is read, the same selector holds 100 points.
+    engine
         .instant_query("count_over_time(g[1h])", 3_600_000, None)
+        .await
+        .expect("its points fit beside the 6,000 held");
+    let err = engine
+        .instant_query("g[1h]", 3_600_000, None)
         .await
         .expect_err("over the shared budget");
     let QueryError::Unavailable(msg) = &err else {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use strata_codec::merge::merge_newer;
 use strata_codec::LabelPairs;
-use strata_codec::{Label, Matcher};
+use strata_codec::{Label, Matcher, SeriesMap};
 use strata_promql::{
     CardinalityCounter, MetricMetadata, Queryable, Series, SourceError, TsdbStatus,
 };
@@ -164,6 +164,31 @@ impl Queryable for StorageSource {
     ) -> Result<Vec<Series>, SourceError> {
         let parts = fan_out(&self.storages()?, |s| s.select(matchers, mint, maxt)).await?;
         Ok(merge_series(parts))
+    }
+
+    async fn select_mapped(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+        map: SeriesMap,
+    ) -> Result<Vec<Series>, SourceError> {
+        let storages = self.storages()?;
+        if let [only] = storages.as_slice() {
+            return only
+                .select_mapped(matchers, mint, maxt, Some(&map))
+                .await
+                .map_err(source_error);
+        }
+        // Shards: a series on several (the shard count changed) is merged
+        // whole before it is mapped.
+        let parts = fan_out(&storages, |s| s.select(matchers, mint, maxt)).await?;
+        let mut out: Vec<Series> = merge_series(parts)
+            .into_iter()
+            .filter_map(|s| map(s))
+            .collect();
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(out)
     }
 
     async fn series(

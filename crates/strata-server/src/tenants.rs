@@ -12,7 +12,7 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
-use strata_codec::{Label, MatchOp, Matcher};
+use strata_codec::{Label, MatchOp, Matcher, SeriesMap};
 use strata_promql::{MetricMetadata, Queryable, Series, SourceError};
 use strata_storage::TENANT_LABEL;
 
@@ -199,6 +199,24 @@ impl Queryable for TenantSource {
         for s in &mut series {
             strip(&mut s.labels);
         }
+        Ok(series)
+    }
+
+    async fn select_mapped(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+        map: SeriesMap,
+    ) -> Result<Vec<Series>, SourceError> {
+        let Some(matchers) = self.scoped(matchers)? else {
+            return Ok(Vec::new());
+        };
+        let mut series = self.inner.select_mapped(&matchers, mint, maxt, map).await?;
+        for s in &mut series {
+            strip(&mut s.labels);
+        }
+        series.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(series)
     }
 

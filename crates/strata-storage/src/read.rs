@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use strata_codec::{chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher, Series};
+use strata_codec::{
+    chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher, Series, SeriesMap,
+};
 
 use crate::backend::ScanKind;
 use crate::error::StorageError;
@@ -140,13 +142,17 @@ impl SeriesBucket {
 /// spread over the cores: a thread costs more than a few chunks.
 const PARALLEL_DECODE_FROM: usize = 256 << 10;
 
+/// Samples as timestamp and value columns.
+type Samples = (Vec<i64>, Vec<f64>);
+
 /// One series' sealed parts of a select, to decode.
 struct DecodeJob {
-    id: u64,
     labels: Vec<Label>,
     parts: Vec<SealedPart>,
-    /// Samples the head will add (room reserved for them).
-    extra: usize,
+    /// Its samples read from the head, merged after the sealed ones (the
+    /// head's winning where both hold a timestamp): the head's part, then
+    /// late samples it holds apart.
+    head: Vec<Samples>,
 }
 
 impl DecodeJob {
@@ -155,11 +161,16 @@ impl DecodeJob {
     }
 
     /// The series' samples in `[mint, maxt]`: its in-order parts appended,
-    /// its late segments merged (a later write winning). Buffers are sized
-    /// once for all its chunks, so decoding never moves samples already
-    /// decoded.
-    fn decode(self, mint: i64, maxt: i64) -> Result<(u64, Series), StorageError> {
-        let n = self.extra
+    /// its late segments and head samples merged (a later write winning),
+    /// then passed through `map`. Buffers are sized once for all its
+    /// chunks, so decoding never moves samples already decoded.
+    fn decode(
+        self,
+        mint: i64,
+        maxt: i64,
+        map: Option<&SeriesMap>,
+    ) -> Result<Option<Series>, StorageError> {
+        let n = self.head.iter().map(|(ts, _)| ts.len()).sum::<usize>()
             + self
                 .parts
                 .iter()
@@ -186,7 +197,24 @@ impl DecodeJob {
                 )?;
             }
         }
-        Ok((self.id, series))
+        for piece in self.head {
+            if !piece.0.is_empty() {
+                merge_into(&mut series.timestamps, &mut series.values, piece);
+            }
+        }
+        Ok(finish(series, map))
+    }
+}
+
+/// `series` as a select returns it: passed through `map`; left out when it
+/// has no samples.
+fn finish(series: Series, map: Option<&SeriesMap>) -> Option<Series> {
+    if series.timestamps.is_empty() {
+        return None;
+    }
+    match map {
+        Some(map) => map(series),
+        None => Some(series),
     }
 }
 
@@ -196,11 +224,16 @@ async fn decode_jobs(
     jobs: Vec<DecodeJob>,
     mint: i64,
     maxt: i64,
-) -> Result<Vec<(u64, Series)>, StorageError> {
+    map: Option<&SeriesMap>,
+) -> Result<Vec<Series>, StorageError> {
     let total: usize = jobs.iter().map(DecodeJob::bytes).sum();
     let threads = strata_codec::threads::available().min(total / PARALLEL_DECODE_FROM);
     if threads <= 1 {
-        return jobs.into_iter().map(|j| j.decode(mint, maxt)).collect();
+        let mut out = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            out.extend(job.decode(mint, maxt, map)?);
+        }
+        return Ok(out);
     }
     let share = total.div_ceil(threads);
     let mut groups: Vec<Vec<DecodeJob>> = Vec::with_capacity(threads);
@@ -218,11 +251,13 @@ async fn decode_jobs(
         groups.push(group);
     }
     let tasks = groups.into_iter().map(|group| {
+        let map = map.cloned();
         tokio::task::spawn_blocking(move || {
-            group
-                .into_iter()
-                .map(|j| j.decode(mint, maxt))
-                .collect::<Result<Vec<_>, StorageError>>()
+            let mut out = Vec::with_capacity(group.len());
+            for job in group {
+                out.extend(job.decode(mint, maxt, map.as_ref())?);
+            }
+            Ok::<_, StorageError>(out)
         })
     });
     let mut out = Vec::new();
@@ -567,6 +602,19 @@ impl Storage {
         mint: i64,
         maxt: i64,
     ) -> Result<Vec<Series>, StorageError> {
+        self.select_mapped(matchers, mint, maxt, None).await
+    }
+
+    /// [`Self::select`], each series passed through `map` as soon as it is
+    /// read (on the thread that decoded it), so only what `map` keeps is
+    /// held: sorted by labels after `map`.
+    pub async fn select_mapped(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+        map: Option<&SeriesMap>,
+    ) -> Result<Vec<Series>, StorageError> {
         if mint > maxt {
             return Ok(Vec::new());
         }
@@ -575,16 +623,15 @@ impl Storage {
         let sealed_before = head.sealed_through().unwrap_or(NONE_SEALED);
 
         // Head part first, then anything sealed meanwhile from the store.
-        let mut out: BTreeMap<u64, Series> = BTreeMap::new();
         let reads = head.read_ranges(matchers, sealed_before, bucket_ms, mint, maxt);
         let sealed_after = head.sealed_through().unwrap_or(NONE_SEALED);
         let mut head_parts: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
-        let mut extras: Vec<(u64, Vec<i64>, Vec<f64>)> = Vec::new();
+        // Late samples the head holds apart, merged after its part.
+        let mut extras: BTreeMap<u64, Vec<Samples>> = BTreeMap::new();
         let mut spilled = Vec::new();
         for mut read in reads {
             if !read.extra_ts.is_empty() {
-                extras.push((
-                    read.id,
+                extras.entry(read.id).or_default().push((
                     std::mem::take(&mut read.extra_ts),
                     std::mem::take(&mut read.extra_vs),
                 ));
@@ -635,47 +682,44 @@ impl Storage {
             let Some(s) = self.labels_of(id).await? else {
                 continue;
             };
-            let extra = head_parts.get(&id).map_or(0, |(ts, _)| ts.len());
+            let head = head_parts
+                .remove(&id)
+                .into_iter()
+                .chain(extras.remove(&id).into_iter().flatten())
+                .collect();
             jobs.push(DecodeJob {
-                id,
                 labels: s.labels.to_labels(),
                 parts,
-                extra,
+                head,
             });
         }
-        for (id, series) in decode_jobs(jobs, mint, maxt).await? {
-            out.insert(id, series);
+        let mut series = decode_jobs(jobs, mint, maxt, map).await?;
+        // Series only the head holds: its part, then its late samples
+        // (merged, a later write winning).
+        let mut head_only: BTreeMap<u64, Vec<Samples>> = BTreeMap::new();
+        for (id, part) in head_parts {
+            head_only.entry(id).or_default().push(part);
         }
-        // Head samples come after the sealed buckets', but for late ones
-        // (merged, winning where the store holds the timestamp too).
-        let head_parts = head_parts
-            .into_iter()
-            .chain(extras.into_iter().map(|(id, ts, vs)| (id, (ts, vs))));
-        for (id, (ts, vs)) in head_parts {
-            if ts.is_empty() {
+        for (id, late) in extras {
+            head_only.entry(id).or_default().extend(late);
+        }
+        for (id, pieces) in head_only {
+            let Some(s) = head.series_by_id(id) else {
                 continue;
-            }
-            match out.entry(id) {
-                std::collections::btree_map::Entry::Occupied(e) => {
-                    let entry = e.into_mut();
-                    merge_into(&mut entry.timestamps, &mut entry.values, (ts, vs));
-                }
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    let Some(s) = head.series_by_id(id) else {
-                        continue;
-                    };
-                    e.insert(Series {
-                        labels: s.labels.to_labels(),
-                        timestamps: ts,
-                        values: vs,
-                    });
+            };
+            let mut one = Series {
+                labels: s.labels.to_labels(),
+                ..Series::default()
+            };
+            for piece in pieces {
+                if one.timestamps.is_empty() {
+                    (one.timestamps, one.values) = piece;
+                } else if !piece.0.is_empty() {
+                    merge_into(&mut one.timestamps, &mut one.values, piece);
                 }
             }
+            series.extend(finish(one, map));
         }
-        let mut series: Vec<Series> = out
-            .into_values()
-            .filter(|s| !s.timestamps.is_empty())
-            .collect();
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(series)
     }

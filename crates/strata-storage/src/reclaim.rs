@@ -91,6 +91,7 @@ pub(crate) async fn check(inner: &Shared, force: bool) -> Result<ReclaimStep, St
                 // Rejected (the scheduler took one of its sources first)
                 // or failed: asked again at a later check.
                 reclaim.note(*counted as usize);
+                add(&inner.stats.reclaim_merges_failed, 1);
                 tracing::warn!("SlateDB did not run the merge asked for; will ask again");
             }
             Some(CompactionStatus::Completed) | None => {

@@ -100,9 +100,11 @@ pub struct StorageStats {
     /// Keys of buckets that blocks replaced, deleted.
     pub compaction_deleted_keys: AtomicU64,
     /// Merges of every SlateDB table asked for to give back the space of
-    /// deleted data (`reclaim.rs`), and those done.
+    /// deleted data (`reclaim.rs`), those done, and those SlateDB turned
+    /// down or failed (their bytes are asked for again).
     pub reclaim_merges_asked: AtomicU64,
     pub reclaim_merges_done: AtomicU64,
+    pub reclaim_merges_failed: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
     /// The coordinator's time per group of requests: applying it to the
@@ -139,6 +141,7 @@ impl Default for StorageStats {
             compaction_deleted_keys: AtomicU64::new(0),
             reclaim_merges_asked: AtomicU64::new(0),
             reclaim_merges_done: AtomicU64::new(0),
+            reclaim_merges_failed: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
             group_apply: Histogram::new(STEP_BOUNDS),

@@ -4,11 +4,12 @@
 use promql_parser::parser::Expr;
 
 use super::range_steps::{eval_series_all, RangeFn, StepGrid};
-use super::selector::RangeInput;
+use super::selector::{reduced_points, RangeInput, SeriesLabels};
 use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::labels::absent_labels;
 use crate::functions::registry::RangeOutput;
+use crate::source::Series;
 use crate::value::{empty_labels, Matrix, MatrixSeries, Point};
 
 impl Evaluator<'_> {
@@ -37,6 +38,11 @@ impl Evaluator<'_> {
                         *slot = p.v;
                     }
                 }
+            }
+        }
+        if let Some(Expr::MatrixSelector(ms)) = args.get(matrix_arg) {
+            if let Some(series) = self.reduced_series(&ms.vs)? {
+                return self.reduced_call(series, output);
             }
         }
         let input = match args.get(matrix_arg) {
@@ -80,6 +86,28 @@ impl Evaluator<'_> {
         }
         check_matrix_same_labelset(&out)?;
         self.current_samples = original + total_points(&out);
+        Ok(out)
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// The call's output from its selector's series, each reduced to the
+    /// call's points as it was read.
+    fn reduced_call(&mut self, series: &'a [Series], output: RangeOutput) -> Result<Matrix> {
+        let mut out: Matrix = Vec::with_capacity(series.len());
+        for s in series {
+            self.add_samples(s.timestamps.len())?;
+            let labels = SeriesLabels::Loaded(&s.labels);
+            out.push(MatrixSeries {
+                labels: if output == RangeOutput::SeriesWithName {
+                    labels.to_labels()
+                } else {
+                    labels.without_metric_name()
+                },
+                points: reduced_points(s),
+            });
+        }
+        check_matrix_same_labelset(&out)?;
         Ok(out)
     }
 }

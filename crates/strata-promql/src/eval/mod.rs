@@ -12,6 +12,7 @@ pub(crate) mod binary;
 pub(crate) mod call;
 pub(crate) mod matrix_call;
 pub(crate) mod range_steps;
+pub(crate) mod reduce;
 pub(crate) mod selector;
 pub(crate) mod subquery;
 
@@ -31,7 +32,14 @@ pub(crate) type Result<T> = std::result::Result<T, QueryError>;
 /// Selector data loaded before evaluation, keyed by the address of the
 /// `VectorSelector` node that asked for it (the AST is boxed and not moved
 /// while evaluating).
-pub(crate) type SelectorData = HashMap<usize, Vec<Series>>;
+pub(crate) type SelectorData = HashMap<usize, Loaded>;
+
+/// One selector's loaded series: its samples, or (`reduced`) its points at
+/// the query's steps, reduced as they were read (`reduce.rs`).
+pub(crate) struct Loaded {
+    pub series: Vec<Series>,
+    pub reduced: bool,
+}
 
 /// The key of a selector node in [`SelectorData`].
 pub(crate) fn selector_key(vs: &promql_parser::parser::VectorSelector) -> usize {

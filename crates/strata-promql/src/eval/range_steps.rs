@@ -129,7 +129,7 @@ pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Re
 }
 
 /// [`eval_series`] with the buffers of `scratch`.
-fn eval_series_with(
+pub(crate) fn eval_series_with(
     grid: &StepGrid<'_>,
     f: RangeFn,
     s: Samples<'_>,

@@ -20,12 +20,29 @@ use crate::value::{
 };
 
 impl<'a> Evaluator<'a> {
-    /// The series loaded for `vs`.
-    pub fn selector_series(&self, vs: &VectorSelector) -> Result<&'a [Series]> {
+    /// What was loaded for `vs`.
+    fn loaded(&self, vs: &VectorSelector) -> Result<&'a super::Loaded> {
         let data: &'a super::SelectorData = self.data;
         data.get(&selector_key(vs))
-            .map(Vec::as_slice)
             .ok_or_else(|| QueryError::Internal("selector data was not loaded".into()))
+    }
+
+    /// The series loaded for `vs`, with their samples.
+    pub fn selector_series(&self, vs: &VectorSelector) -> Result<&'a [Series]> {
+        let loaded = self.loaded(vs)?;
+        if loaded.reduced {
+            return Err(QueryError::Internal(
+                "selector data was reduced as it was read, and is read whole".into(),
+            ));
+        }
+        Ok(&loaded.series)
+    }
+
+    /// The series of `vs` reduced to their points at the query's steps as
+    /// they were read, if they were.
+    pub fn reduced_series(&self, vs: &VectorSelector) -> Result<Option<&'a [Series]>> {
+        let loaded = self.loaded(vs)?;
+        Ok(loaded.reduced.then_some(loaded.series.as_slice()))
     }
 
     /// The reference time of step `ts` for a selector with these modifiers.
@@ -47,30 +64,27 @@ impl<'a> Evaluator<'a> {
     ) -> Result<Matrix> {
         let at = self.at_ms(&vs.at);
         let offset = offset_ms(&vs.offset);
-        let lookback = self.lookback;
+        let reduced = if timestamps {
+            None
+        } else {
+            self.reduced_series(vs)?
+        };
         let mut out = Vec::new();
         let mut count = 0usize;
+        if let Some(series) = reduced {
+            for s in series {
+                count += s.timestamps.len();
+                out.push(MatrixSeries {
+                    labels: Labels::from(s.labels.as_slice()),
+                    points: reduced_points(s),
+                });
+            }
+            self.add_samples(count)?;
+            return Ok(out);
+        }
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
-            let mut points = Vec::new();
-            // Steps ascend, so each one's sample is searched from the last.
-            let mut idx = 0;
-            for ts in self.steps() {
-                let r = at.unwrap_or(ts).saturating_sub(offset);
-                idx = skip_to(&s.timestamps, idx, r);
-                if idx == 0 {
-                    continue;
-                }
-                let (Some(&t), Some(&v)) = (s.timestamps.get(idx - 1), s.values.get(idx - 1))
-                else {
-                    continue;
-                };
-                if t <= r.saturating_sub(lookback) || is_stale_nan(v) {
-                    continue;
-                }
-                let v = if timestamps { t as f64 / 1000.0 } else { v };
-                points.push(Point { t: ts, v });
-            }
+            let points = instant_points(s, self.steps(), at, offset, self.lookback, timestamps);
             if !points.is_empty() {
                 count += points.len();
                 out.push(MatrixSeries {
@@ -126,6 +140,48 @@ impl<'a> Evaluator<'a> {
             selector: Some(vs.clone()),
         })
     }
+}
+
+/// The points of an instant selector over `s` at each step of `steps`:
+/// the newest sample in `(ref - lookback, ref]`, none where that is a stale
+/// marker; with `timestamps`, the sample's own time in seconds instead of
+/// its value.
+pub(crate) fn instant_points(
+    s: &Series,
+    steps: impl Iterator<Item = i64>,
+    at: Option<i64>,
+    offset: i64,
+    lookback: i64,
+    timestamps: bool,
+) -> Vec<Point> {
+    let mut points = Vec::new();
+    // Steps ascend, so each one's sample is searched from the last.
+    let mut idx = 0;
+    for ts in steps {
+        let r = at.unwrap_or(ts).saturating_sub(offset);
+        idx = skip_to(&s.timestamps, idx, r);
+        if idx == 0 {
+            continue;
+        }
+        let (Some(&t), Some(&v)) = (s.timestamps.get(idx - 1), s.values.get(idx - 1)) else {
+            continue;
+        };
+        if t <= r.saturating_sub(lookback) || is_stale_nan(v) {
+            continue;
+        }
+        let v = if timestamps { t as f64 / 1000.0 } else { v };
+        points.push(Point { t: ts, v });
+    }
+    points
+}
+
+/// A reduced series' points.
+pub(crate) fn reduced_points(s: &Series) -> Vec<Point> {
+    s.timestamps
+        .iter()
+        .zip(&s.values)
+        .map(|(&t, &v)| Point { t, v })
+        .collect()
 }
 
 /// The labels of a [`RangeSeries`]: those of the loaded data, borrowed

@@ -327,6 +327,12 @@ pub fn render(
         "Merges asked for to give back space that SlateDB has finished.",
         l(&st.reclaim_merges_done),
     );
+    counter(
+        &mut out,
+        "strata_reclaim_merges_failed_total",
+        "Merges asked for to give back space that SlateDB turned down or failed; their bytes are asked for again.",
+        l(&st.reclaim_merges_failed),
+    );
     gauge(
         &mut out,
         "strata_reclaimable_bytes",
