@@ -266,11 +266,11 @@ async fn queries_under_read_faults() {
     let times: Vec<i64> = (0..60).map(|k| start + k * 60_000).collect();
     let end = times[times.len() - 1];
     assert_eq!(post(&srv.url, body("a", &times), "durable").await.0, 204);
-    // Later series, so the bucket's chunks fill many blocks and those of
-    // stream "a" are not in the blocks recovery's log scan reads (and
-    // caches) after the restart.
-    for p in 0..50 {
-        let pad = body(&format!("pad{p:02}"), &times);
+    // Later series, so the bucket's chunks fill many of SlateDB's 64 KiB
+    // blocks and those of stream "a" are not in the blocks recovery's log
+    // scan reads (and caches) after the restart.
+    for p in 0..200 {
+        let pad = body(&format!("pad{p:03}"), &times);
         assert_eq!(post(&srv.url, pad, "applied").await.0, 204);
     }
     let started = Instant::now();

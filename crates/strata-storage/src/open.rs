@@ -18,7 +18,7 @@ use crate::instrumented::{InstrumentedStore, ObjectStoreCounters};
 use crate::recovery::{self, Recovered};
 use crate::settings::{ReaderSettings, StorageSettings};
 use crate::shared::Shared;
-use crate::slatedb_options::{is_local_folder, slatedb_settings, GarbageTarget};
+use crate::slatedb_options::{is_local_folder, slatedb_settings, GarbageTarget, TABLE_BLOCK_SIZE};
 use crate::stats::{self, StorageStats};
 use crate::storage::Follower;
 use crate::{coordinator, late, metadata, tailer, Clock, Storage, Writer};
@@ -134,9 +134,11 @@ impl Writer {
             builder = builder.with_compactor_builder(
                 slatedb::CompactorBuilder::new(opening.path.clone(), Arc::clone(&opening.store))
                     .with_options(options)
+                    .with_sst_block_size(TABLE_BLOCK_SIZE)
                     .with_runtime(runtime),
             );
         }
+        builder = builder.with_sst_block_size(TABLE_BLOCK_SIZE);
         let (db_cache, memory_cache) = MemoryCache::new(opening.settings.memory_cache_bytes);
         let db = builder
             .with_settings(slate)

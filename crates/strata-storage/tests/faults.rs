@@ -397,6 +397,21 @@ async fn sealed_store(clock: &Arc<ManualClock>, t0: i64) -> (Arc<dyn ObjectStore
                 .unwrap();
         }
     }
+    // Later series of another name, so the bucket's chunks fill several of
+    // SlateDB's 64 KiB blocks and those of `fault_test` are not in a block
+    // a reopening reads (and caches) for its own keys.
+    let pad: Vec<IngestSeries> = (0..2000i64)
+        .map(|i| IngestSeries {
+            labels: vec![
+                Label::new("__name__", "pad"),
+                Label::new("i", format!("{i:04}")),
+            ],
+            samples: (0..120)
+                .map(|k| (t0 + k * 30_000, ((i * 7919 + k * 104_729) % 100_003) as f64))
+                .collect(),
+        })
+        .collect();
+    db.write(pad, Durability::Applied).await.unwrap();
     clock.set(t0 + HOUR + 6 * 60_000);
     db.seal_due_now().await.unwrap();
     assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
