@@ -259,7 +259,9 @@ async fn sealed_scan_selects_exactly() {
     let db = Writer::open(store, "db", settings(), clock.clone())
         .await
         .unwrap();
-    let data: Vec<IngestSeries> = (0..100)
+    // Enough series that a select of most of them reads the bucket with
+    // one scan per core, each over a share of them.
+    let data: Vec<IngestSeries> = (0..2000)
         .map(|i| IngestSeries {
             labels: vec![
                 Label::new("__name__", "m"),
@@ -279,7 +281,7 @@ async fn sealed_scan_selects_exactly() {
         async move { db.select(&m, t0, t0 + HOUR).await.unwrap() }
     };
     let threes = sel(vec![eq("__name__", "m"), eq("parity", "three")]).await;
-    assert_eq!(threes.len(), 34);
+    assert_eq!(threes.len(), 667);
     for s in &threes {
         let i: i64 = strata_codec::labels::get(&s.labels, "i").parse().unwrap();
         assert_eq!(i % 3, 0);
@@ -287,7 +289,20 @@ async fn sealed_scan_selects_exactly() {
         assert_eq!(s.values, vec![i as f64]);
     }
     let all = sel(vec![eq("__name__", "m")]).await;
-    assert_eq!(all.len(), 100);
+    assert_eq!(all.len(), 2000);
+    let mut seen: Vec<i64> = all
+        .iter()
+        .map(|s| {
+            let i: i64 = strata_codec::labels::get(&s.labels, "i").parse().unwrap();
+            assert_eq!(
+                (s.timestamps.as_slice(), s.values.as_slice()),
+                (&[t0 + i][..], &[i as f64][..])
+            );
+            i
+        })
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..2000).collect::<Vec<i64>>());
     let few = sel(vec![Matcher::new(MatchOp::RegexMatch, "i", "7|77").unwrap()]).await;
     assert_eq!(few.len(), 2);
     db.close().await.unwrap();
