@@ -200,12 +200,24 @@ impl DecodeJob {
             }
         }
         for piece in self.head {
-            if !piece.0.is_empty() {
+            if series.timestamps.is_empty() {
+                (series.timestamps, series.values) = piece;
+            } else {
                 merge_into(&mut series.timestamps, &mut series.values, piece);
             }
         }
         Ok(finish(series, map))
     }
+}
+
+/// The job of series `id`, which only the head holds, if it still does.
+fn head_job(head: &crate::head::Head, id: u64, pieces: Vec<Samples>) -> Option<DecodeJob> {
+    let s = head.series_by_id(id)?;
+    Some(DecodeJob {
+        labels: s.labels.to_labels(),
+        parts: Vec::new(),
+        head: pieces,
+    })
 }
 
 /// `series` as a select returns it: passed through `map`; left out when it
@@ -731,33 +743,19 @@ impl Storage {
                 head,
             });
         }
-        let mut series = decode_jobs(jobs, mint, maxt, map).await?;
-        // Series only the head holds: its part, then its late samples
-        // (merged, a later write winning).
-        let mut head_only: BTreeMap<u64, Vec<Samples>> = BTreeMap::new();
+        // Series only the head holds: its part, then its late samples.
         for (id, part) in head_parts {
-            head_only.entry(id).or_default().push(part);
+            let late = extras.remove(&id).into_iter().flatten();
+            jobs.extend(head_job(
+                head,
+                id,
+                std::iter::once(part).chain(late).collect(),
+            ));
         }
         for (id, late) in extras {
-            head_only.entry(id).or_default().extend(late);
+            jobs.extend(head_job(head, id, late));
         }
-        for (id, pieces) in head_only {
-            let Some(s) = head.series_by_id(id) else {
-                continue;
-            };
-            let mut one = Series {
-                labels: s.labels.to_labels(),
-                ..Series::default()
-            };
-            for piece in pieces {
-                if one.timestamps.is_empty() {
-                    (one.timestamps, one.values) = piece;
-                } else if !piece.0.is_empty() {
-                    merge_into(&mut one.timestamps, &mut one.values, piece);
-                }
-            }
-            series.extend(finish(one, map));
-        }
+        let mut series = decode_jobs(jobs, mint, maxt, map).await?;
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(series)
     }
