@@ -69,9 +69,10 @@ impl AggOp {
 }
 
 /// Most group-and-step states [`Evaluator::aggregate_by_series`] holds at
-/// once (about 20 MB); beyond it the step-by-step loop is used, which
-/// holds one state per group.
-const SERIES_MAJOR_MAX_CELLS: usize = 1 << 18;
+/// once (20 MB of 40-byte states: 200 groups over a day at 1-minute
+/// steps); beyond it the step-by-step loop is used, which holds one state
+/// per group.
+const SERIES_MAJOR_MAX_CELLS: usize = 1 << 19;
 
 /// How many series are aggregated between deadline checks.
 const DEADLINE_CHECK_SERIES: usize = 1024;
@@ -118,7 +119,9 @@ impl Grouping {
     }
 }
 
-/// Running state of one group at one step.
+/// Running state of one group at one step: 40 bytes, no allocation.
+/// `quantile`'s values are not kept here but beside the step-by-step loop,
+/// the only one that takes it.
 #[derive(Default, Clone)]
 struct Group {
     seen: bool,
@@ -127,7 +130,6 @@ struct Group {
     kahan_c: f64,
     count: f64,
     incremental_mean: bool,
-    values: Vec<f64>,
 }
 
 impl Group {
@@ -141,7 +143,6 @@ impl Group {
         };
         match op {
             AggOp::Stddev | AggOp::Stdvar => g.value = if f.is_finite() { 0.0 } else { f64::NAN },
-            AggOp::Quantile => g.values.push(f),
             AggOp::Group => g.value = 1.0,
             _ => {}
         }
@@ -177,12 +178,11 @@ impl Group {
                 self.mean += delta / self.count;
                 self.value += delta * (f - self.mean);
             }
-            AggOp::Quantile => self.values.push(f),
             _ => {}
         }
     }
 
-    fn finish(&mut self, op: AggOp, q: f64) -> f64 {
+    fn finish(&self, op: AggOp) -> f64 {
         match op {
             AggOp::Sum => self.value + self.kahan_c,
             AggOp::Avg if self.incremental_mean => self.mean + self.kahan_c,
@@ -190,7 +190,6 @@ impl Group {
             AggOp::Count => self.count,
             AggOp::Stdvar => self.value / self.count,
             AggOp::Stddev => (self.value / self.count).sqrt(),
-            AggOp::Quantile => quantile(q, &mut self.values),
             _ => self.value,
         }
     }
@@ -249,8 +248,10 @@ impl Evaluator<'_> {
     ) -> Result<Matrix> {
         let input = self.eval_matrix(expr)?;
         let (series_group, group_labels) = group_series(grouping, &input);
-        if group_labels.len().saturating_mul(self.num_steps()) <= SERIES_MAJOR_MAX_CELLS {
-            self.aggregate_by_series(op, &input, &series_group, group_labels, params)
+        if op != AggOp::Quantile
+            && group_labels.len().saturating_mul(self.num_steps()) <= SERIES_MAJOR_MAX_CELLS
+        {
+            self.aggregate_by_series(op, &input, &series_group, group_labels)
         } else {
             self.aggregate_by_step(op, &input, &series_group, group_labels, params)
         }
@@ -276,6 +277,12 @@ impl Evaluator<'_> {
             .collect();
         let mut cursors = vec![0usize; input.len()];
         let mut groups: Vec<Group> = vec![Group::default(); out.len()];
+        // `quantile`'s values at this step, by group.
+        let mut values: Vec<Vec<f64>> = if op == AggOp::Quantile {
+            vec![Vec::new(); out.len()]
+        } else {
+            Vec::new()
+        };
         let (first, interval) = (self.start, self.interval.max(1));
         for step in 0..self.num_steps() {
             let ts = first + step as i64 * interval;
@@ -294,10 +301,20 @@ impl Evaluator<'_> {
                 } else {
                     *g = Group::start(op, f);
                 }
+                if let Some(vs) = values.get_mut(gi) {
+                    vs.push(f);
+                }
             }
-            for (g, series) in groups.iter_mut().zip(&mut out) {
+            for (i, (g, series)) in groups.iter_mut().zip(&mut out).enumerate() {
                 if g.seen {
-                    let v = g.finish(op, param);
+                    let v = match values.get_mut(i) {
+                        Some(vs) => {
+                            let q = quantile(param, vs);
+                            vs.clear();
+                            q
+                        }
+                        None => g.finish(op),
+                    };
                     series.points.push(Point { t: ts, v });
                 }
             }
@@ -312,14 +329,14 @@ impl Evaluator<'_> {
     /// but each series' points are read once, front to back, instead of
     /// every series being revisited at every step. Large inputs with several
     /// groups are split by group between threads: a group's states only
-    /// ever see its own series, so the order stays the same.
+    /// ever see its own series, so the order stays the same. Not for
+    /// `quantile`, whose states hold every value.
     fn aggregate_by_series(
         &self,
         op: AggOp,
         input: &Matrix,
         series_group: &[usize],
         group_labels: Vec<Labels>,
-        params: &[f64],
     ) -> Result<Matrix> {
         let steps = self.num_steps();
         let (first, interval) = (self.start, self.interval.max(1));
@@ -380,7 +397,7 @@ impl Evaluator<'_> {
                 .filter(|(_, g)| g.seen)
                 .map(|(step, g)| Point {
                     t: first + step as i64 * interval,
-                    v: g.finish(op, params.get(step).copied().unwrap_or(0.0)),
+                    v: g.finish(op),
                 })
                 .collect();
             if !points.is_empty() {

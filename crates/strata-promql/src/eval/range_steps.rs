@@ -57,6 +57,7 @@ pub(crate) struct StepGrid<'p> {
 impl StepGrid<'_> {
     /// Step `i`'s timestamp and the window `(range_start, range_end]` it
     /// reads.
+    #[inline(always)]
     fn step(&self, i: usize) -> (i64, i64, i64) {
         let ts = self.first + i as i64 * self.interval;
         let range_end = self.at.unwrap_or(ts).saturating_sub(self.offset);
@@ -122,19 +123,57 @@ pub(crate) struct SeriesScratch {
     values: Vec<f64>,
 }
 
+/// Where a range function's points go, one at a time and in step order.
+pub(crate) trait PointSink: Default {
+    fn reserve_points(&mut self, n: usize);
+    fn push_point(&mut self, t: i64, v: f64);
+}
+
+impl PointSink for Vec<Point> {
+    fn reserve_points(&mut self, n: usize) {
+        self.reserve(n);
+    }
+
+    #[inline]
+    fn push_point(&mut self, t: i64, v: f64) {
+        self.push(Point { t, v });
+    }
+}
+
+/// Points as two columns, the way a source's series holds them: what a
+/// selector reduced as it is read hands back.
+#[derive(Default)]
+pub(crate) struct Columns {
+    pub t: Vec<i64>,
+    pub v: Vec<f64>,
+}
+
+impl PointSink for Columns {
+    fn reserve_points(&mut self, n: usize) {
+        self.t.reserve(n);
+        self.v.reserve(n);
+    }
+
+    #[inline]
+    fn push_point(&mut self, t: i64, v: f64) {
+        self.t.push(t);
+        self.v.push(v);
+    }
+}
+
 /// The points of `f` over one series at every step of `grid`.
 #[cfg(test)]
 pub(crate) fn eval_series(grid: &StepGrid<'_>, f: RangeFn, s: Samples<'_>) -> Result<Vec<Point>> {
     eval_series_with(grid, f, s, &mut SeriesScratch::default())
 }
 
-/// [`eval_series`] with the buffers of `scratch`.
-pub(crate) fn eval_series_with(
+/// [`eval_series`] with the buffers of `scratch`, into any [`PointSink`].
+pub(crate) fn eval_series_with<P: PointSink>(
     grid: &StepGrid<'_>,
     f: RangeFn,
     s: Samples<'_>,
     scratch: &mut SeriesScratch,
-) -> Result<Vec<Point>> {
+) -> Result<P> {
     if grid.deadline.is_some_and(|d| Instant::now() >= d) {
         return Err(QueryError::timeout());
     }
@@ -142,20 +181,16 @@ pub(crate) fn eval_series_with(
         RangeFn::Window(f) => f,
         RangeFn::Increase { is_rate } => return eval_increase(grid, is_rate, s, scratch),
     };
-    let mut points = Vec::new();
+    let mut points = P::default();
     let mut window = WindowCursor::default();
+    let mut widest = 0;
     for i in 0..grid.steps {
-        let Some(StepWindow {
-            ts,
-            range_start,
-            range_end,
-            lo,
-            hi,
-        }) = step_window(grid, i, &mut window, s)?
-        else {
+        let (ts, range_start, range_end) = grid.step(i);
+        let (lo, hi) = window.advance(s.t, range_start, range_end);
+        if hi <= lo {
             continue;
-        };
-        let w = s.slice(lo, hi);
+        }
+        widest = widest.max(hi - lo);
         let ctx = StepContext {
             range_start,
             range_end,
@@ -167,21 +202,22 @@ pub(crate) fn eval_series_with(
             },
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
         };
-        if let Some(v) = f(w, &ctx) {
-            points.push(Point { t: ts, v });
+        if let Some(v) = f(s.slice(lo, hi), &ctx) {
+            points.push_point(ts, v);
         }
     }
+    grid.check_window(widest)?;
     Ok(points)
 }
 
 /// `rate` (`is_rate`) or `increase` over one series: the windows are found
 /// first, then all extrapolated in one pass.
-fn eval_increase(
+fn eval_increase<P: PointSink>(
     grid: &StepGrid<'_>,
     is_rate: bool,
     s: Samples<'_>,
     scratch: &mut SeriesScratch,
-) -> Result<Vec<Point>> {
+) -> Result<P> {
     let mut window = WindowCursor::default();
     let mut resets = CounterResets::new(s.v);
     let SeriesScratch {
@@ -191,67 +227,38 @@ fn eval_increase(
     } = scratch;
     windows.clear();
     steps.clear();
+    let mut widest = 0;
     for i in 0..grid.steps {
-        let Some(StepWindow {
-            ts,
-            range_start,
-            range_end,
-            lo,
-            hi,
-        }) = step_window(grid, i, &mut window, s)?
-        else {
-            continue;
-        };
-        let w = s.slice(lo, hi);
-        if w.len() < 2 {
+        let (ts, range_start, range_end) = grid.step(i);
+        let (lo, hi) = window.advance(s.t, range_start, range_end);
+        let n = hi.saturating_sub(lo);
+        widest = widest.max(n);
+        if n < 2 {
             continue;
         }
         let raw = resets.raw_increase(s.v, lo, hi);
-        windows.push(w, raw, range_start, range_end);
+        windows.push_span(s, lo, hi, raw, range_start, range_end);
         steps.push(ts);
     }
+    grid.check_window(widest)?;
     windows.extrapolate(grid.range, is_rate, values);
-    Ok(steps
-        .iter()
-        .zip(values.iter())
-        .map(|(&t, &v)| Point { t, v })
-        .collect())
+    let mut points = P::default();
+    points.reserve_points(steps.len());
+    for (&t, &v) in steps.iter().zip(values.iter()) {
+        points.push_point(t, v);
+    }
+    Ok(points)
 }
 
-/// Step `i`'s time, range and the index range of its samples.
-struct StepWindow {
-    ts: i64,
-    range_start: i64,
-    range_end: i64,
-    lo: usize,
-    hi: usize,
-}
-
-/// Moves `window` to step `i`; `None` when the step has no samples, an
-/// error when they would exceed the query's sample limit.
-#[inline]
-fn step_window(
-    grid: &StepGrid<'_>,
-    i: usize,
-    window: &mut WindowCursor,
-    s: Samples<'_>,
-) -> Result<Option<StepWindow>> {
-    let (ts, range_start, range_end) = grid.step(i);
-    let (lo, hi) = window.advance(s.t, range_start, range_end);
-    let w = s.slice(lo, hi);
-    if w.is_empty() {
-        return Ok(None);
+impl StepGrid<'_> {
+    /// An error when a window of `widest` samples would take the query
+    /// past its sample limit.
+    fn check_window(&self, widest: usize) -> Result<()> {
+        if widest > 0 && self.held_samples.saturating_add(widest) > self.max_samples {
+            return Err(QueryError::too_many_samples());
+        }
+        Ok(())
     }
-    if grid.held_samples.saturating_add(w.len()) > grid.max_samples {
-        return Err(QueryError::too_many_samples());
-    }
-    Ok(Some(StepWindow {
-        ts,
-        range_start,
-        range_end,
-        lo,
-        hi,
-    }))
 }
 
 /// The window `(mint, maxt]` of the previous step as indexes `lo..hi` into
@@ -266,7 +273,7 @@ pub(crate) struct WindowCursor {
 impl WindowCursor {
     /// Moves to the window `(mint, maxt]` of `t`, which must not start or end
     /// before the previous one; returns its index range.
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self, t: &[i64], mint: i64, maxt: i64) -> (usize, usize) {
         self.lo = skip_to(t, self.lo, mint);
         self.hi = skip_to(t, self.hi.max(self.lo), maxt);
@@ -285,7 +292,25 @@ const LINEAR_PROBES: usize = 32;
 /// and then searches only the last stride: a window that moves by a few
 /// dozen samples costs a few probes, not a search of the whole rest of a
 /// week-long series.
+#[inline(always)]
 pub(crate) fn skip_to(t: &[i64], from: usize, bound: i64) -> usize {
+    // From one step to the next a window end most often moves by none or
+    // one sample: those two are answered here, in the caller's loop.
+    match t.get(from) {
+        None => return from,
+        Some(&x) if x > bound => return from,
+        _ => {}
+    }
+    match t.get(from + 1) {
+        None => from + 1,
+        Some(&x) if x > bound => from + 1,
+        _ => skip_far(t, from + 2, bound),
+    }
+}
+
+/// [`skip_to`] past its first two samples.
+#[inline(never)]
+fn skip_far(t: &[i64], from: usize, bound: i64) -> usize {
     let rest = t.get(from..).unwrap_or(&[]);
     if let Some(i) = rest.iter().take(LINEAR_PROBES).position(|&x| x > bound) {
         return from + i;

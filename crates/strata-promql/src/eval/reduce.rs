@@ -11,12 +11,11 @@ use std::time::Instant;
 
 use strata_codec::SeriesMap;
 
-use super::range_steps::{eval_series_with, SeriesScratch, StepGrid};
+use super::range_steps::{eval_series_with, Columns, PointSink, SeriesScratch, StepGrid};
 use super::selector::{instant_points, RangeSeries};
 use crate::error::QueryError;
 use crate::plan::Reduce;
 use crate::source::Series;
-use crate::value::Point;
 
 /// The query's steps and the limits its evaluation runs under.
 #[derive(Clone, Copy)]
@@ -59,19 +58,19 @@ pub(crate) fn series_map(reduce: Reduce, steps: QuerySteps, error: FirstError) -
                 return None;
             }
         };
-        if points.is_empty() {
+        if points.t.is_empty() {
             return None;
         }
         Some(Series {
             labels: s.labels,
-            timestamps: points.iter().map(|p| p.t).collect(),
-            values: points.iter().map(|p| p.v).collect(),
+            timestamps: points.t,
+            values: points.v,
         })
     })
 }
 
 /// `s`'s points at each step.
-fn points(reduce: Reduce, steps: &QuerySteps, s: &Series) -> Result<Vec<Point>, QueryError> {
+fn points(reduce: Reduce, steps: &QuerySteps, s: &Series) -> Result<Columns, QueryError> {
     if steps.deadline.is_some_and(|d| Instant::now() >= d) {
         return Err(QueryError::timeout());
     }
@@ -79,7 +78,11 @@ fn points(reduce: Reduce, steps: &QuerySteps, s: &Series) -> Result<Vec<Point>, 
     match reduce {
         Reduce::Instant { offset, at } => {
             let times = (0..steps.count() as i64).map(|i| steps.start + i * interval);
-            Ok(instant_points(s, times, at, offset, steps.lookback, false))
+            let mut points = Columns::default();
+            for p in instant_points(s, times, at, offset, steps.lookback, false) {
+                points.push_point(p.t, p.v);
+            }
+            Ok(points)
         }
         Reduce::Range {
             f,

@@ -112,18 +112,30 @@ impl CounterWindows {
         self.raw.clear();
     }
 
-    /// Adds the window `w` (at least two samples) of `(range_start,
-    /// range_end]` with raw increase `raw`.
-    pub fn push(&mut self, w: Samples<'_>, raw: f64, range_start: i64, range_end: i64) {
-        let (Some(first), Some(last)) = (w.first(), w.last()) else {
+    /// Adds the window `s[lo..hi]` (at least two samples) of
+    /// `(range_start, range_end]` with raw increase `raw`.
+    #[inline]
+    pub fn push_span(
+        &mut self,
+        s: Samples<'_>,
+        lo: usize,
+        hi: usize,
+        raw: f64,
+        range_start: i64,
+        range_end: i64,
+    ) {
+        let last = hi.saturating_sub(1);
+        let (Some(&first_t), Some(&last_t), Some(&first_v)) =
+            (s.t.get(lo), s.t.get(last), s.v.get(lo))
+        else {
             return;
         };
         // The same integer differences and conversions as `extrapolate`.
-        self.to_start.push((first.t - range_start) as f64);
-        self.to_end.push((range_end - last.t) as f64);
-        self.sampled.push((last.t - first.t) as f64);
-        self.gaps.push((w.len() - 1) as f64);
-        self.first_v.push(first.v);
+        self.to_start.push((first_t - range_start) as f64);
+        self.to_end.push((range_end - last_t) as f64);
+        self.sampled.push((last_t - first_t) as f64);
+        self.gaps.push((last - lo) as f64);
+        self.first_v.push(first_v);
         self.raw.push(raw);
     }
 

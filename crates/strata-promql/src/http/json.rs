@@ -45,9 +45,13 @@ pub fn write_timestamp(out: &mut String, t: i64) {
     let (secs, frac) = ((t as u64) / 1000, (t as u64) % 1000);
     // Written in place: a result of a million points must not allocate a
     // string per point.
-    let _ = write!(out, "{secs}");
+    out.push_str(itoa::Buffer::new().format(secs));
     if frac != 0 {
-        let _ = write!(out, ".{frac:03}");
+        let frac = frac as u16;
+        out.push('.');
+        for d in [frac / 100, frac / 10 % 10, frac % 10] {
+            out.push(char::from(b'0' + d as u8));
+        }
     }
 }
 
@@ -67,7 +71,9 @@ pub fn format_value(f: f64) -> String {
     out
 }
 
-/// Appends [`format_value`]'s text, in place for the common case.
+/// Appends [`format_value`]'s text: the shortest digits that read back as
+/// `f` (from `ryu`), laid out as Go's `strconv.FormatFloat(f, 'f', -1,
+/// 64)` inside [1e-6, 1e21) and as its `'e'` format outside.
 fn push_value(out: &mut String, f: f64) {
     if f.is_nan() {
         out.push_str("NaN");
@@ -77,24 +83,102 @@ fn push_value(out: &mut String, f: f64) {
         out.push_str(if f > 0.0 { "+Inf" } else { "-Inf" });
         return;
     }
+    if f < 0.0 || (f == 0.0 && f.is_sign_negative()) {
+        out.push('-');
+    }
+    if f == 0.0 {
+        out.push('0');
+        return;
+    }
     let abs = f.abs();
-    if abs == 0.0 || (1e-6..1e21).contains(&abs) {
-        let _ = write!(out, "{f}");
+    let mut buf = ryu::Buffer::new();
+    let text = buf.format_finite(abs);
+    if (1e-5..1e16).contains(&abs) {
+        // `ryu` lays these out as Go does, but for the `.0` it gives a whole
+        // number.
+        out.push_str(text.strip_suffix(".0").unwrap_or(text));
+        return;
+    }
+    let (digits, k) = Digits::of(text);
+    let digits = digits.as_str();
+    let n = digits.len() as i32;
+    if (1e-6..1e21).contains(&abs) {
+        if k <= 0 {
+            out.push_str("0.");
+            push_zeros(out, -k);
+            out.push_str(digits);
+        } else if k >= n {
+            out.push_str(digits);
+            push_zeros(out, k - n);
+        } else {
+            let (int, frac) = digits.split_at(k as usize);
+            out.push_str(int);
+            out.push('.');
+            out.push_str(frac);
+        }
         return;
     }
     // Go's 'e' format: shortest mantissa, exponent with a sign and at
     // least two digits.
-    let s = format!("{f:e}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let (sign, digits) = match exp.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', exp),
-            };
-            let pad = if digits.len() < 2 { "0" } else { "" };
-            let _ = write!(out, "{mantissa}e{sign}{pad}{digits}");
+    let (lead, rest) = digits.split_at(1);
+    out.push_str(lead);
+    if !rest.is_empty() {
+        out.push('.');
+        out.push_str(rest);
+    }
+    let exp = k - 1;
+    out.push_str(if exp < 0 { "e-" } else { "e+" });
+    if exp.abs() < 10 {
+        out.push('0');
+    }
+    out.push_str(itoa::Buffer::new().format(exp.unsigned_abs()));
+}
+
+fn push_zeros(out: &mut String, n: i32) {
+    for _ in 0..n {
+        out.push('0');
+    }
+}
+
+/// The significant digits of a positive number's text, without leading or
+/// trailing zeros, and `k` with the value `0.digits × 10^k`.
+struct Digits {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl Digits {
+    /// From `ryu`'s text of a positive finite number (`123.45`, `1e-7`,
+    /// `1.5e300`).
+    fn of(text: &str) -> (Self, i32) {
+        let (mantissa, exp) = match text.split_once('e') {
+            Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+            None => (text, 0),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let mut d = Digits {
+            buf: [0; 40],
+            len: 0,
+        };
+        let mut k = int.len() as i32 + exp;
+        for &c in int.as_bytes().iter().chain(frac.as_bytes()) {
+            if d.len == 0 && c == b'0' {
+                k -= 1;
+                continue;
+            }
+            if let Some(slot) = d.buf.get_mut(d.len) {
+                *slot = c;
+                d.len += 1;
+            }
         }
-        None => out.push_str(&s),
+        while d.len > 0 && d.buf.get(d.len - 1) == Some(&b'0') {
+            d.len -= 1;
+        }
+        (d, k)
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.buf.get(..self.len).unwrap_or(&[])).unwrap_or("")
     }
 }
 
@@ -268,6 +352,95 @@ mod tests {
         let n = chunks.len();
         let all: Vec<u8> = chunks.into_iter().flat_map(|c| c.to_vec()).collect();
         (String::from_utf8(all).unwrap(), n)
+    }
+
+    /// The text Rust's own formatting gives, laid out as Go's: what
+    /// [`push_value`] did before it took its digits from `ryu`.
+    fn reference(f: f64) -> String {
+        if f.is_nan() {
+            return "NaN".into();
+        }
+        if f.is_infinite() {
+            return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+        }
+        let abs = f.abs();
+        if abs == 0.0 || (1e-6..1e21).contains(&abs) {
+            return format!("{f}");
+        }
+        let s = format!("{f:e}");
+        let (mantissa, exp) = s.split_once('e').unwrap();
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        let pad = if digits.len() < 2 { "0" } else { "" };
+        format!("{mantissa}e{sign}{pad}{digits}")
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn values_print_as_go_prints_them(
+            bits in proptest::num::u64::ANY,
+            small in -1e7f64..1e7,
+            int in -100_000i64..100_000,
+            // Across both layouts' edges: 1e-6, 1e-5, 1e16 and 1e21.
+            power in -7.0f64..22.0,
+        ) {
+            let near_edge = 10f64.powf(power);
+            for f in [f64::from_bits(bits), small, int as f64, int as f64 / 1000.0, near_edge, near_edge.round()] {
+                // Rust's digits differ from Go's (and `ryu`'s) only where
+                // two shortest candidates are equally near, such as
+                // 106198680959045.625: Go and `ryu` take the even one. So
+                // the text must read back as `f` and be as long, and laid
+                // out the same.
+                let (got, want) = (format_value(f), reference(f));
+                if f.is_finite() {
+                    proptest::prop_assert_eq!(got.parse::<f64>().ok().map(f64::to_bits), Some(f.to_bits()), "{}", got);
+                    proptest::prop_assert_eq!(got.len(), want.len(), "{} vs {}", got, want);
+                    proptest::prop_assert_eq!(got.contains('e'), want.contains('e'), "{} vs {}", got, want);
+                } else {
+                    proptest::prop_assert_eq!(got, want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn edge_values_print_as_go_prints_them() {
+        for (f, want) in [
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1e21, "1e+21"),
+            (9.999999999999999e20, "999999999999999900000"),
+            (1e-6, "0.000001"),
+            (9.99e-7, "9.99e-07"),
+            (1e100, "1e+100"),
+            (-1.5e-300, "-1.5e-300"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (123456.789, "123456.789"),
+            (1e16, "10000000000000000"),
+            (0.1, "0.1"),
+        ] {
+            assert_eq!(format_value(f), want, "{f:?}");
+            assert_eq!(reference(f), want, "{f:?}");
+        }
+        // A tie between two shortest texts: Go's `strconv.FormatFloat`
+        // gives these (Rust's own formatting rounds the first up).
+        // 106198680959045.625, exactly.
+        let tie = 106_198_680_959_045.0 + 0.625;
+        assert_eq!(format_value(tie), "106198680959045.62");
+        assert_eq!(
+            format_value(1.0619868095904562e25),
+            "1.0619868095904562e+25"
+        );
+        assert_eq!(format_value(9007199254740993.0), "9007199254740992");
+        let mut t = String::new();
+        for ms in [0, 1, 999, 1000, 1500, 1_700_000_000_001, -1500] {
+            write_timestamp(&mut t, ms);
+            t.push(' ');
+        }
+        assert_eq!(t, "0 0.001 0.999 1 1.500 1700000000.001 -1.500 ");
     }
 
     #[test]

@@ -7,7 +7,8 @@ use strata_codec::Label;
 use super::*;
 use crate::eval::SelectorData;
 
-const OPS: [AggOp; 9] = [
+/// What both ways take (`quantile` is folded step by step only).
+const OPS: [AggOp; 8] = [
     AggOp::Sum,
     AggOp::Avg,
     AggOp::Count,
@@ -16,7 +17,6 @@ const OPS: [AggOp; 9] = [
     AggOp::Group,
     AggOp::Stddev,
     AggOp::Stdvar,
-    AggOp::Quantile,
 ];
 
 fn evaluator(data: &SelectorData, steps: usize) -> Evaluator<'_> {
@@ -94,7 +94,7 @@ proptest! {
         let params = vec![q; 40];
         for op in OPS {
             let by_series = ev
-                .aggregate_by_series(op, &input, &series_group, group_labels.clone(), &params)
+                .aggregate_by_series(op, &input, &series_group, group_labels.clone())
                 .unwrap();
             let by_step = ev
                 .aggregate_by_step(op, &input, &series_group, group_labels.clone(), &params)
