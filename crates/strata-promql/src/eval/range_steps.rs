@@ -263,11 +263,15 @@ impl StepGrid<'_> {
 
 /// The window `(mint, maxt]` of the previous step as indexes `lo..hi` into
 /// a series' timestamps. Steps only move forward, so each search starts
-/// where the last one ended.
+/// where the last one ended; and as samples mostly come at a steady
+/// interval, each end first tries moving by as many samples as it did the
+/// step before.
 #[derive(Default)]
 pub(crate) struct WindowCursor {
     lo: usize,
     hi: usize,
+    lo_moved: usize,
+    hi_moved: usize,
 }
 
 impl WindowCursor {
@@ -275,9 +279,26 @@ impl WindowCursor {
     /// before the previous one; returns its index range.
     #[inline(always)]
     pub fn advance(&mut self, t: &[i64], mint: i64, maxt: i64) -> (usize, usize) {
-        self.lo = skip_to(t, self.lo, mint);
-        self.hi = skip_to(t, self.hi.max(self.lo), maxt);
-        (self.lo, self.hi)
+        let lo = skip_as_before(t, self.lo, mint, self.lo_moved);
+        let from = self.hi.max(lo);
+        let hi = skip_as_before(t, from, maxt, self.hi_moved);
+        (self.lo_moved, self.hi_moved) = (lo - self.lo, hi - from);
+        (self.lo, self.hi) = (lo, hi);
+        (lo, hi)
+    }
+}
+
+/// [`skip_to`], trying `from + moved` first: two probes answer it when the
+/// samples keep the spacing they had.
+#[inline(always)]
+fn skip_as_before(t: &[i64], from: usize, bound: i64, moved: usize) -> usize {
+    let guess = from + moved;
+    let reached = moved == 0 || t.get(guess - 1).is_some_and(|&x| x <= bound);
+    let stops = guess <= t.len() && t.get(guess).is_none_or(|&x| x > bound);
+    if reached && stops {
+        guess
+    } else {
+        skip_to(t, from, bound)
     }
 }
 
@@ -348,13 +369,26 @@ pub(crate) struct CounterResets {
 
 impl CounterResets {
     pub fn new(v: &[f64]) -> Self {
-        let at = v
-            .iter()
-            .zip(v.iter().skip(1))
-            .enumerate()
-            .filter(|(_, (prev, cur))| cur < prev)
-            .map(|(i, _)| i + 1)
-            .collect();
+        let mut at = Vec::new();
+        let (prev, cur) = (
+            v.get(..v.len().saturating_sub(1)).unwrap_or(&[]),
+            v.get(1..).unwrap_or(&[]),
+        );
+        // Resets are rare: each block of values is first checked for one
+        // without a branch per value, which vectorizes.
+        let mut base = 1;
+        for (p, c) in prev.chunks(64).zip(cur.chunks(64)) {
+            if p.iter().zip(c).fold(false, |any, (p, c)| any | (c < p)) {
+                at.extend(
+                    p.iter()
+                        .zip(c)
+                        .enumerate()
+                        .filter(|(_, (p, c))| c < p)
+                        .map(|(j, _)| base + j),
+                );
+            }
+            base += p.len();
+        }
         Self { at, next: 0 }
     }
 
