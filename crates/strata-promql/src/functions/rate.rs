@@ -114,7 +114,7 @@ impl CounterWindows {
 
     /// Adds the window `s[lo..hi]` (at least two samples) of
     /// `(range_start, range_end]` with raw increase `raw`.
-    #[inline]
+    #[inline(always)]
     pub fn push_span(
         &mut self,
         s: Samples<'_>,

@@ -103,3 +103,58 @@ proptest! {
         }
     }
 }
+
+/// Each group's value at each step (`None` where it has none), folded by
+/// the parts `split` makes, one after another.
+fn fold_parts(
+    op: AggOp,
+    input: &Matrix,
+    series_group: &[usize],
+    groups: usize,
+    steps: usize,
+    split: impl for<'c> FnOnce(&FoldRange, Vec<Option<&'c mut [Group]>>) -> Vec<FoldPart<'c>>,
+) -> Vec<Vec<Option<u64>>> {
+    let fold = FoldRange {
+        op,
+        first: 0,
+        interval: 10,
+        deadline: None,
+    };
+    let mut cells = vec![Group::default(); groups * steps];
+    let rows = cells.chunks_mut(steps).map(Some).collect();
+    for (fold, mut part) in split(&fold, rows) {
+        fold.series(input, series_group, &mut part).unwrap();
+    }
+    cells
+        .chunks(steps)
+        .map(|row| {
+            row.iter()
+                .map(|g| {
+                    let v = g.finish(op);
+                    // Every NaN as one.
+                    g.seen.then(|| if v.is_nan() { 1 } else { v.to_bits() })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+proptest! {
+    #[test]
+    fn split_folds_agree_with_one(input in input_strategy(40), threads in 2usize..5) {
+        let grouping = Grouping { labels: vec!["g".into()], without: false };
+        let (series_group, group_labels) = group_series(&grouping, &input);
+        let groups = group_labels.len();
+        for op in OPS {
+            let whole = fold_parts(op, &input, &series_group, groups, 40, |f, rows| vec![(*f, rows)]);
+            let by_steps = fold_parts(op, &input, &series_group, groups, 40, |f, rows| {
+                split_by_steps(f, rows, 40, threads)
+            });
+            let by_groups = fold_parts(op, &input, &series_group, groups, 40, |f, rows| {
+                split_by_groups(f, rows, &series_group, threads)
+            });
+            prop_assert_eq!(&whole, &by_steps, "{:?}", op);
+            prop_assert_eq!(&whole, &by_groups, "{:?}", op);
+        }
+    }
+}
