@@ -4,7 +4,7 @@
 use promql_parser::parser::Expr;
 
 use super::range_steps::{eval_series_all, RangeFn, StepGrid};
-use super::selector::{reduced_points, RangeInput, SeriesLabels};
+use super::selector::{reduced_matrix, RangeInput, SeriesLabels};
 use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::labels::absent_labels;
@@ -94,19 +94,15 @@ impl<'a> Evaluator<'a> {
     /// The call's output from its selector's series, each reduced to the
     /// call's points as it was read.
     fn reduced_call(&mut self, series: &'a [Series], output: RangeOutput) -> Result<Matrix> {
-        let mut out: Matrix = Vec::with_capacity(series.len());
-        for s in series {
-            self.add_samples(s.timestamps.len())?;
+        self.add_samples(series.iter().map(|s| s.timestamps.len()).sum())?;
+        let out = reduced_matrix(series, |s| {
             let labels = SeriesLabels::Loaded(&s.labels);
-            out.push(MatrixSeries {
-                labels: if output == RangeOutput::SeriesWithName {
-                    labels.to_labels()
-                } else {
-                    labels.without_metric_name()
-                },
-                points: reduced_points(s),
-            });
-        }
+            if output == RangeOutput::SeriesWithName {
+                labels.to_labels()
+            } else {
+                labels.without_metric_name()
+            }
+        });
         check_matrix_same_labelset(&out)?;
         Ok(out)
     }

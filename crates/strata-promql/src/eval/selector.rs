@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 
 use promql_parser::parser::{MatrixSelector, VectorSelector};
+use strata_codec::threads::available as available_threads;
 use strata_codec::Label;
 
 use super::range_steps::skip_to;
@@ -72,15 +73,10 @@ impl<'a> Evaluator<'a> {
         let mut out = Vec::new();
         let mut count = 0usize;
         if let Some(series) = reduced {
-            for s in series {
-                count += s.timestamps.len();
-                out.push(MatrixSeries {
-                    labels: Labels::from(s.labels.as_slice()),
-                    points: reduced_points(s),
-                });
-            }
-            self.add_samples(count)?;
-            return Ok(out);
+            self.add_samples(series.iter().map(|s| s.timestamps.len()).sum())?;
+            return Ok(reduced_matrix(series, |s| {
+                Labels::from(s.labels.as_slice())
+            }));
         }
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
@@ -176,12 +172,50 @@ pub(crate) fn instant_points(
 }
 
 /// A reduced series' points.
-pub(crate) fn reduced_points(s: &Series) -> Vec<Point> {
+fn reduced_points(s: &Series) -> Vec<Point> {
     s.timestamps
         .iter()
         .zip(&s.values)
         .map(|(&t, &v)| Point { t, v })
         .collect()
+}
+
+/// Below this many points reduced series are made a matrix on one thread.
+const PARALLEL_MIN_POINTS: usize = 100_000;
+
+/// Reduced series as a matrix, each labelled by `labels`: on every core
+/// when they are many, as the points of a day at 1-minute steps over 1,000
+/// series (1.4 M, 23 MB of fresh memory) take a core tens of milliseconds.
+pub(crate) fn reduced_matrix(
+    series: &[Series],
+    labels: impl Fn(&Series) -> Labels + Sync,
+) -> Matrix {
+    let convert = |part: &[Series]| -> Matrix {
+        part.iter()
+            .map(|s| MatrixSeries {
+                labels: labels(s),
+                points: reduced_points(s),
+            })
+            .collect()
+    };
+    let points: usize = series.iter().map(|s| s.timestamps.len()).sum();
+    let threads = available_threads().min(series.len());
+    if threads < 2 || points < PARALLEL_MIN_POINTS {
+        return convert(series);
+    }
+    let per_thread = series.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = series
+            .chunks(per_thread)
+            .map(|part| scope.spawn(|| convert(part)))
+            .collect();
+        // A thread that panicked leaves its part out; `convert` does not
+        // panic.
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
 }
 
 /// The labels of a [`RangeSeries`]: those of the loaded data, borrowed
