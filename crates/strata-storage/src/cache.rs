@@ -66,7 +66,11 @@ impl MemoryCache {
 /// One part, weighed in bytes, sharded by the machine's threads as
 /// SlateDB's own foyer cache is, but with shards of at least 16 MiB: each
 /// shard evicts on its own, and one smaller than a block would hold it
-/// over its share.
+/// over its share. Evicted by S3-FIFO rather than foyer's default LRU: a
+/// long-range query reads more blocks than the cache holds, in the same
+/// order each time, and under LRU each block is evicted just before it is
+/// read again; S3-FIFO keeps the blocks read twice and lets one-off reads
+/// pass through a small queue.
 fn part(capacity: u64) -> Part {
     let threads = strata_codec::threads::available();
     let shards = usize::try_from(capacity >> 24)
@@ -75,5 +79,6 @@ fn part(capacity: u64) -> Part {
     foyer::CacheBuilder::new(usize::try_from(capacity).unwrap_or(usize::MAX))
         .with_weighter(|_, v: &CachedEntry| v.size())
         .with_shards(shards)
+        .with_eviction_config(foyer::S3FifoConfig::default())
         .build()
 }
