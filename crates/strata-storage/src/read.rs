@@ -32,6 +32,12 @@ const POINT_READ_CONCURRENCY: usize = 16;
 /// From this many series a bucket's chunks are read by one scan per core.
 const SPLIT_SCAN_FROM: usize = 512;
 
+/// The error of a read's task or thread (`what`) that panicked or was
+/// cancelled.
+fn task_failed(what: &'static str) -> impl Fn(tokio::task::JoinError) -> StorageError {
+    move |e| StorageError::Corrupt(format!("a {what} failed: {e}"))
+}
+
 fn missing_segment(span: Span, series: u64, first: i64, last: i64) -> StorageError {
     StorageError::Corrupt(format!(
         "segment {first}..{last} of series {series} in {span:?} is listed but not in the store"
@@ -276,8 +282,7 @@ async fn decode_jobs(
     });
     let mut out = Vec::new();
     for done in futures::future::join_all(tasks).await {
-        let decoded =
-            done.map_err(|e| StorageError::Corrupt(format!("a decode thread failed: {e}")))??;
+        let decoded = done.map_err(task_failed("decode thread"))??;
         out.extend(decoded);
     }
     Ok(out)
@@ -421,9 +426,7 @@ impl Storage {
                 })
                 .collect();
             for scan in scans {
-                let got = scan
-                    .await
-                    .map_err(|e| StorageError::Corrupt(format!("a read task failed: {e}")))??;
+                let got = scan.await.map_err(task_failed("read task"))??;
                 for sb in got {
                     sb.parts_into(range, until, &mut out);
                 }
@@ -712,7 +715,7 @@ impl Storage {
                         async move { view.sealed_chunks(b, &matchers, (mint, maxt)).await },
                     )
                     .await
-                    .map_err(|e| StorageError::Corrupt(format!("a read task failed: {e}")))?
+                    .map_err(task_failed("read task"))?
                 }
             })
             .buffered(BUCKET_FETCH_CONCURRENCY)

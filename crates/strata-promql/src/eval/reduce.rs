@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use strata_codec::SeriesMap;
 
-use super::range_steps::{eval_series_with, Columns, PointSink, SeriesScratch, StepGrid};
+use super::range_steps::{eval_series_with, Columns, SeriesScratch, StepGrid};
 use super::selector::{instant_points, RangeSeries};
 use crate::error::QueryError;
 use crate::plan::Reduce;
@@ -78,11 +78,7 @@ fn points(reduce: Reduce, steps: &QuerySteps, s: &Series) -> Result<Columns, Que
     match reduce {
         Reduce::Instant { offset, at } => {
             let times = (0..steps.count() as i64).map(|i| steps.start + i * interval);
-            let mut points = Columns::default();
-            for p in instant_points(s, times, at, offset, steps.lookback, false) {
-                points.push_point(p.t, p.v);
-            }
-            Ok(points)
+            Ok(instant_points(s, times, at, offset, steps.lookback, false))
         }
         Reduce::Range {
             f,

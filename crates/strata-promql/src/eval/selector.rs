@@ -11,7 +11,7 @@ use promql_parser::parser::{MatrixSelector, VectorSelector};
 use strata_codec::threads::available as available_threads;
 use strata_codec::Label;
 
-use super::range_steps::skip_to;
+use super::range_steps::{skip_to, PointSink};
 use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
 use crate::error::QueryError;
 use crate::source::Series;
@@ -80,7 +80,8 @@ impl<'a> Evaluator<'a> {
         }
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
-            let points = instant_points(s, self.steps(), at, offset, self.lookback, timestamps);
+            let points: Vec<Point> =
+                instant_points(s, self.steps(), at, offset, self.lookback, timestamps);
             if !points.is_empty() {
                 count += points.len();
                 out.push(MatrixSeries {
@@ -142,15 +143,15 @@ impl<'a> Evaluator<'a> {
 /// the newest sample in `(ref - lookback, ref]`, none where that is a stale
 /// marker; with `timestamps`, the sample's own time in seconds instead of
 /// its value.
-pub(crate) fn instant_points(
+pub(crate) fn instant_points<P: PointSink>(
     s: &Series,
     steps: impl Iterator<Item = i64>,
     at: Option<i64>,
     offset: i64,
     lookback: i64,
     timestamps: bool,
-) -> Vec<Point> {
-    let mut points = Vec::new();
+) -> P {
+    let mut points = P::default();
     // Steps ascend, so each one's sample is searched from the last.
     let mut idx = 0;
     for ts in steps {
@@ -166,7 +167,7 @@ pub(crate) fn instant_points(
             continue;
         }
         let v = if timestamps { t as f64 / 1000.0 } else { v };
-        points.push(Point { t: ts, v });
+        points.push_point(ts, v);
     }
     points
 }
