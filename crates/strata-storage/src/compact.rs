@@ -359,7 +359,7 @@ async fn compact_block(
     // joined one late (not in its postings).
     let mut extra: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
     for &id in &joined {
-        let Some(s) = storage.labels_of(id).await? else {
+        let Some(labels) = storage.labels_of(id).await? else {
             tracing::error!(
                 block = start,
                 series = id,
@@ -372,7 +372,7 @@ async fn compact_block(
             .entry(keys::postings_suffix("", ""))
             .or_default()
             .push(id);
-        for (name, value) in s.labels.pairs() {
+        for (name, value) in labels.pairs() {
             extra
                 .entry(keys::postings_suffix(name, value))
                 .or_default()

@@ -21,9 +21,9 @@ use crate::error::StorageError;
 use crate::head::{AppendPolicy, MemSeries, Rejection};
 use crate::keys;
 use crate::sealer::{self, SealJob};
+use crate::series_index;
 use crate::shared::Shared;
 use crate::stats::add;
-use crate::values;
 use strata_codec::render::render_labels;
 
 /// One resolved series of a write request.
@@ -228,31 +228,34 @@ impl Coordinator {
                 ..WriteOutcome::default()
             };
             for rs in &q.series {
-                let s = &rs.series;
+                let mut s = Arc::clone(&rs.series);
+                let given = q.samples.get(rs.samples.clone()).unwrap_or_default();
+                let mut append = |s: &MemSeries, samples: &mut Vec<LogSample>| {
+                    s.append(given, &policy, |t, v, b| {
+                        samples.push(LogSample { series: s.id, t, v });
+                        // Sealed buckets stay sealed: their samples are kept
+                        // apart and written by the late pass.
+                        if b >= first_open && touched.last() != Some(&b) {
+                            touched.push(b);
+                        }
+                    })
+                };
                 let samples = &mut self.record.samples;
                 let before = samples.len();
-                let given = q.samples.get(rs.samples.clone()).unwrap_or_default();
-                let r = s.append(given, &policy, |t, v, b| {
-                    samples.push(LogSample { series: s.id, t, v });
-                    // Sealed buckets stay sealed: their samples are kept
-                    // apart and written by the late pass.
-                    if b >= first_open && touched.last() != Some(&b) {
-                        touched.push(b);
-                    }
-                });
+                let mut r = append(&s, samples);
+                if r.series_dropped {
+                    // A seal dropped it after the request resolved it.
+                    s = self.inner.head.revive(&s);
+                    r = append(&s, samples);
+                }
                 extra += r.extra;
                 if samples.len() > before && !s.logged.swap(true, Ordering::AcqRel) {
                     self.record.new_series.push(NewSeries {
                         id: s.id,
                         labels: s.labels.to_labels(),
                     });
-                    batch.put_with_options(
-                        keys::series_key(s.id),
-                        values::encode_series(now, &s.labels),
-                        &self.inner.series_ttl(),
-                    );
-                    s.series_key_written_ms.store(now, Ordering::Relaxed);
-                    newly_logged.push(Arc::clone(s));
+                    series_index::put(&self.inner, &mut batch, &s, now);
+                    newly_logged.push(Arc::clone(&s));
                 }
                 out.appended += r.appended;
                 out.duplicates += r.duplicates;

@@ -6,6 +6,11 @@
 pub const LOG: u8 = b'L';
 /// Forward index, a series' labels: `S | series id u64`.
 pub const SERIES: u8 = b'S';
+/// The persistent labels → id index: `H | label-set hash u64`, valued
+/// with the ids of the series whose labels hash so (postings-encoded;
+/// almost always one). A series dropped from the head that comes back is
+/// found here and keeps its id.
+pub const SERIES_HASH: u8 = b'H';
 /// Postings of a sealed bucket: `I | bucket i64 | name | 0xFF | value`.
 pub const POSTINGS: u8 = b'I';
 /// Sealed chunk: `C | bucket i64 | series id u64`; a segment the head
@@ -126,6 +131,12 @@ pub fn log_seq(key: &[u8]) -> Option<u64> {
 pub fn series_key(id: u64) -> [u8; 9] {
     let mut k = [SERIES; 9];
     k[1..].copy_from_slice(&id.to_be_bytes());
+    k
+}
+
+pub fn series_hash_key(hash: u64) -> [u8; 9] {
+    let mut k = [SERIES_HASH; 9];
+    k[1..].copy_from_slice(&hash.to_be_bytes());
     k
 }
 

@@ -282,11 +282,11 @@ async fn fold_bucket(
     if !joined.is_empty() {
         let mut lists: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
         for &id in &joined {
-            let Some(s) = storage.labels_of(id).await? else {
+            let Some(labels) = storage.labels_of(id).await? else {
                 tracing::error!(span = ?bucket, series = id, "late segment of an unknown series");
                 continue;
             };
-            for (name, value) in s.labels.pairs() {
+            for (name, value) in labels.pairs() {
                 lists
                     .entry((name.to_owned(), value.to_owned()))
                     .or_default()

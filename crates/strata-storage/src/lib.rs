@@ -30,6 +30,7 @@ mod read;
 mod reclaim;
 mod recovery;
 mod sealer;
+mod series_index;
 pub mod settings;
 mod shared;
 pub mod slatedb_metrics;

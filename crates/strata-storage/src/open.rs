@@ -154,6 +154,14 @@ impl Writer {
         let (shared, recovered) = opening
             .recover(Handle::Writer(db.clone()), memory_cache)
             .await?;
+        let indexed =
+            recovery::index_series_hashes(&db, &shared.backend, &shared.series_ttl()).await?;
+        if indexed > 0 {
+            tracing::info!(
+                label_sets = indexed,
+                "indexed the series of a store written before the labels index"
+            );
+        }
         start_late_pass(&shared);
         let (tx, rx) = mpsc::channel(shared.settings.queue_capacity);
         let coordinator = coordinator::Coordinator::new(

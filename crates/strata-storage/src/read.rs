@@ -16,11 +16,11 @@ use strata_codec::{
 
 use crate::backend::ScanKind;
 use crate::error::StorageError;
-use crate::head::{MemSeries, NONE_SEALED};
+use crate::head::NONE_SEALED;
 use crate::keys::{self, Span};
 use crate::postings::{combine, union, MatcherSet};
 use crate::values;
-use crate::Storage;
+use crate::{series_index, Storage};
 use strata_codec::merge::{merge_into, merge_newer};
 
 /// Sealed buckets read at once by one select.
@@ -216,16 +216,6 @@ impl DecodeJob {
     }
 }
 
-/// The job of series `id`, which only the head holds, if it still does.
-fn head_job(head: &crate::head::Head, id: u64, pieces: Vec<Samples>) -> Option<DecodeJob> {
-    let s = head.series_by_id(id)?;
-    Some(DecodeJob {
-        labels: s.labels.to_labels(),
-        parts: Vec::new(),
-        head: pieces,
-    })
-}
-
 /// `series` as a select returns it: passed through `map`; left out when it
 /// has no samples.
 fn finish(series: Series, map: Option<&SeriesMap>) -> Option<Series> {
@@ -367,8 +357,7 @@ impl Storage {
                 if ids.binary_search(&id).is_ok() {
                     continue;
                 }
-                if let Some(s) = self.labels_of(id).await? {
-                    let labels = s.labels.to_labels();
+                if let Some(labels) = self.labels_of(id).await? {
                     if matchers.iter().all(|m| m.matches_labels(&labels)) {
                         joined.push(id);
                     }
@@ -623,18 +612,15 @@ impl Storage {
         Ok(out)
     }
 
-    /// Labels of a series by id: from the head, else from its `S` key.
-    pub(crate) async fn labels_of(&self, id: u64) -> Result<Option<Arc<MemSeries>>, StorageError> {
+    /// Labels of a series by id: from the head, else from its cache of
+    /// dropped series, else from the `S` key. Never adds to the head.
+    pub(crate) async fn labels_of(&self, id: u64) -> Result<Option<Vec<Label>>, StorageError> {
         if let Some(s) = self.shared.head.series_by_id(id) {
-            return Ok(Some(s));
+            return Ok(Some(s.labels.to_labels()));
         }
-        match self.shared.backend.get(&keys::series_key(id)).await? {
-            Some(v) => {
-                let (written, labels) = values::decode_series(&v)?;
-                Ok(Some(self.shared.head.insert_recovered(id, labels, written)))
-            }
-            None => Ok(None),
-        }
+        Ok(series_index::stored_labels(&self.shared, id)
+            .await?
+            .map(|l| l.to_labels()))
     }
 
     /// Every series matching all matchers with samples in [mint, maxt]
@@ -732,7 +718,7 @@ impl Storage {
         }
         let mut jobs = Vec::with_capacity(by_series.len());
         for (id, parts) in by_series {
-            let Some(s) = self.labels_of(id).await? else {
+            let Some(labels) = self.labels_of(id).await? else {
                 continue;
             };
             let head = head_parts
@@ -741,22 +727,26 @@ impl Storage {
                 .chain(extras.remove(&id).into_iter().flatten())
                 .collect();
             jobs.push(DecodeJob {
-                labels: s.labels.to_labels(),
+                labels,
                 parts,
                 head,
             });
         }
         // Series only the head holds: its part, then its late samples.
-        for (id, part) in head_parts {
+        let head_only = head_parts.into_iter().map(|(id, part)| {
             let late = extras.remove(&id).into_iter().flatten();
-            jobs.extend(head_job(
-                head,
-                id,
-                std::iter::once(part).chain(late).collect(),
-            ));
-        }
-        for (id, late) in extras {
-            jobs.extend(head_job(head, id, late));
+            (id, std::iter::once(part).chain(late).collect::<Vec<_>>())
+        });
+        let head_only: Vec<(u64, Vec<Samples>)> = head_only.collect();
+        for (id, head) in head_only.into_iter().chain(extras) {
+            // Labels as of now: the head may have dropped the series since.
+            if let Some(labels) = self.labels_of(id).await? {
+                jobs.push(DecodeJob {
+                    labels,
+                    parts: Vec::new(),
+                    head,
+                });
+            }
         }
         let mut series = decode_jobs(jobs, mint, maxt, map).await?;
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
@@ -837,8 +827,8 @@ impl Storage {
         ids.dedup();
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(s) = self.labels_of(id).await? {
-                out.push(s.labels.to_labels());
+            if let Some(labels) = self.labels_of(id).await? {
+                out.push(labels);
             }
         }
         out.sort();

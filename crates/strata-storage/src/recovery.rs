@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use futures::{StreamExt, TryStreamExt};
+use rustc_hash::{FxHashMap, FxHashSet};
 use strata_codec::LogRecord;
 
 use crate::backend::{Backend, ScanKind};
@@ -32,20 +33,79 @@ pub(crate) async fn read_checkpoint(db: &Backend) -> Result<values::Checkpoint, 
     }
 }
 
-/// Loads every `S` key into `head`.
-pub(crate) async fn load_series(db: &Backend, head: &Head) -> Result<usize, StorageError> {
-    let mut it = db
+/// The `M` key that says every `S` key has its `H` key (stores written
+/// before the labels index have none until the writer adds them).
+const SERIES_HASH_INDEXED: &[u8] = b"Mseries_hash_indexed";
+
+/// Series resolved from their `S` keys at a time.
+const SERIES_GETS_AHEAD: usize = 64;
+
+/// Adds the series of `ids` the head does not hold, from their `S` keys;
+/// returns those found (a series whose key has expired is gone with its
+/// data).
+pub(crate) async fn fetch_series(
+    db: &Backend,
+    head: &Head,
+    ids: &[u64],
+) -> Result<FxHashSet<u64>, StorageError> {
+    let found: Vec<Option<u64>> = futures::stream::iter(ids.iter().copied())
+        .map(|id| async move {
+            if head.series_by_id(id).is_some() {
+                return Ok(Some(id));
+            }
+            let Some(v) = db.get(&keys::series_key(id)).await? else {
+                return Ok::<_, StorageError>(None);
+            };
+            let (written, labels) = values::decode_series(&v)?;
+            head.insert_recovered(id, labels, written);
+            Ok(Some(id))
+        })
+        .buffer_unordered(SERIES_GETS_AHEAD)
+        .try_collect()
+        .await?;
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// A store written before the labels index (`H` keys) gets one: an `H` key
+/// for every `S` key, once, so a series dropped from the head and coming
+/// back finds its id there too.
+pub(crate) async fn index_series_hashes(
+    db: &slatedb::Db,
+    backend: &Backend,
+    series_ttl: &slatedb::config::PutOptions,
+) -> Result<usize, StorageError> {
+    if backend.get(SERIES_HASH_INDEXED).await?.is_some() {
+        return Ok(0);
+    }
+    let mut by_hash: FxHashMap<u64, Vec<u64>> = FxHashMap::default();
+    let mut it = backend
         .scan_as(vec![keys::SERIES]..vec![keys::SERIES + 1], ScanKind::Bulk)
         .await?;
-    let mut n = 0;
     while let Some(kv) = it.next().await? {
         let Some(id) = keys::series_id(&kv.key) else {
             continue;
         };
-        let (written, labels) = values::decode_series(&kv.value)?;
-        head.insert_recovered(id, labels, written);
-        n += 1;
+        let (_, labels) = values::decode_series(&kv.value)?;
+        by_hash
+            .entry(crate::head::labels_hash(&labels[..]))
+            .or_default()
+            .push(id);
     }
+    let n = by_hash.len();
+    let mut batch = slatedb::WriteBatch::new();
+    for (i, (hash, mut ids)) in by_hash.into_iter().enumerate() {
+        ids.sort_unstable();
+        batch.put_with_options(
+            keys::series_hash_key(hash),
+            values::encode_postings(&ids),
+            series_ttl,
+        );
+        if i % 4096 == 4095 {
+            db.write(std::mem::take(&mut batch)).await?;
+        }
+    }
+    batch.put(SERIES_HASH_INDEXED, []);
+    db.write(batch).await?.await_durable().await?;
     Ok(n)
 }
 
@@ -79,6 +139,8 @@ struct PartitionResult {
     applied: usize,
     extra: usize,
     open_buckets: BTreeMap<i64, u64>,
+    /// Series the head does not hold, their samples left out.
+    unknown: Vec<u64>,
 }
 
 impl LogFollower {
@@ -138,23 +200,56 @@ impl LogFollower {
             }
             pending.push((seq, record));
             if pending.len() >= RECORDS_PER_APPLY {
-                applied += self.apply(&pending, head, &policy);
+                applied += self.apply_all(&pending, db, head, &policy).await?;
                 pending.clear();
             }
         }
-        applied += self.apply(&pending, head, &policy);
+        applied += self.apply_all(&pending, db, head, &policy).await?;
         Ok(applied)
     }
 
-    fn apply(&mut self, records: &[(u64, LogRecord)], head: &Head, policy: &AppendPolicy) -> usize {
+    /// Applies `records`. Series the head does not hold (its labels were
+    /// logged before the checkpoint, or the head dropped it) are read from
+    /// their `S` keys, then their samples applied.
+    async fn apply_all(
+        &mut self,
+        records: &[(u64, LogRecord)],
+        db: &Backend,
+        head: &Head,
+        policy: &AppendPolicy,
+    ) -> Result<usize, StorageError> {
+        let (mut applied, unknown) = self.apply(records, head, policy, None);
+        if !unknown.is_empty() {
+            let found = fetch_series(db, head, &unknown).await?;
+            if found.len() < unknown.len() {
+                tracing::error!(
+                    series = unknown.len() - found.len(),
+                    "log records name series without labels in the store; their samples are skipped"
+                );
+            }
+            applied += self.apply(records, head, policy, Some(&found)).0;
+        }
+        Ok(applied)
+    }
+
+    /// Applies the samples of `records` (of the series in `only`, if
+    /// given); returns how many, and the ids of series the head does not
+    /// hold, whose samples were left out.
+    fn apply(
+        &mut self,
+        records: &[(u64, LogRecord)],
+        head: &Head,
+        policy: &AppendPolicy,
+        only: Option<&FxHashSet<u64>>,
+    ) -> (usize, Vec<u64>) {
         if records.is_empty() {
-            return 0;
+            return (0, Vec::new());
         }
         let parts = self.partitions.len();
         let results: Vec<PartitionResult> = if parts == 1 {
             self.partitions
                 .iter_mut()
-                .map(|cache| apply_partition(records, head, policy, 0, 1, cache))
+                .map(|cache| apply_partition(records, head, policy, (0, 1), only, cache))
                 .collect()
         } else {
             std::thread::scope(|scope| {
@@ -163,27 +258,35 @@ impl LogFollower {
                     .iter_mut()
                     .enumerate()
                     .map(|(p, cache)| {
-                        scope.spawn(move || apply_partition(records, head, policy, p, parts, cache))
+                        scope.spawn(move || {
+                            apply_partition(records, head, policy, (p, parts), only, cache)
+                        })
                     })
                     .collect();
                 handles.into_iter().filter_map(|h| h.join().ok()).collect()
             })
         };
         let mut applied = 0;
+        let mut unknown = Vec::new();
         for r in results {
             applied += r.applied;
+            unknown.extend(r.unknown);
             head.extra_added(r.extra);
             for (b, seq) in r.open_buckets {
                 let e = self.open_buckets.entry(b).or_insert(seq);
                 *e = (*e).min(seq);
             }
         }
-        applied
+        (applied, unknown)
     }
 
-    /// Forgets buckets up to `bucket` (sealed).
+    /// Forgets buckets up to `bucket` (sealed), and the series it has
+    /// looked up: the head may have dropped them.
     pub(crate) fn sealed(&mut self, bucket: i64) {
         self.open_buckets.retain(|&b, _| b > bucket);
+        for cache in &mut self.partitions {
+            *cache = FxHashMap::default();
+        }
     }
 }
 
@@ -208,14 +311,15 @@ fn apply_partition(
     records: &[(u64, LogRecord)],
     head: &Head,
     policy: &AppendPolicy,
-    part: usize,
-    parts: usize,
+    (part, parts): (usize, usize),
+    only: Option<&FxHashSet<u64>>,
     cache: &mut FxHashMap<u64, Arc<MemSeries>>,
 ) -> PartitionResult {
     let mut result = PartitionResult {
         applied: 0,
         extra: 0,
         open_buckets: BTreeMap::new(),
+        unknown: Vec::new(),
     };
     let mut mine = partition_samples(records, part, parts);
     mine.sort_by_key(|p| p.series);
@@ -226,13 +330,15 @@ fn apply_partition(
             continue;
         };
         let id = first.series;
+        if only.is_some_and(|o| !o.contains(&id)) {
+            continue;
+        }
         let series = match cache.get(&id) {
             Some(s) => s,
             None => match head.series_by_id(id) {
                 Some(s) => cache.entry(id).or_insert(s),
                 None => {
-                    let seq = seq_of(first);
-                    tracing::error!(seq, series = id, "log record names an unknown series");
+                    result.unknown.push(id);
                     continue;
                 }
             },
@@ -245,14 +351,20 @@ fn apply_partition(
         let open_buckets = &mut result.open_buckets;
         let mut cursor = run.iter();
         let mut last_bucket = None;
-        let out = series.append(&buf, policy, |t, _, b| {
+        let mut note = |t: i64, _: f64, b: i64| {
             let seq = cursor.find(|p| p.t == t).map_or(0, seq_of);
             if b >= policy.first_open && last_bucket != Some(b) {
                 last_bucket = Some(b);
                 let first_seq = open_buckets.entry(b).or_insert(seq);
                 *first_seq = (*first_seq).min(seq);
             }
-        });
+        };
+        let mut out = series.append(&buf, policy, &mut note);
+        if out.series_dropped {
+            let live = head.revive(series);
+            out = live.append(&buf, policy, &mut note);
+            cache.insert(id, live);
+        }
         result.applied += out.appended;
         result.extra += out.extra;
     }
@@ -299,8 +411,12 @@ fn segment_len(value: &[u8]) -> u32 {
     u32::try_from(strata_codec::chunk_len_hint(value)).unwrap_or(u32::MAX)
 }
 
+/// Runs of segments resolved and restored at a time.
+const RUNS_PER_BATCH: usize = 1024;
+
 /// Gives each series the segments its head spilled in buckets after
-/// `sealed_through`, so the replay skips the samples they hold.
+/// `sealed_through`, so the replay skips the samples they hold. Series the
+/// head does not hold yet are read from their `S` keys.
 async fn restore_spilled(
     db: &Backend,
     head: &Head,
@@ -311,44 +427,24 @@ async fn restore_spilled(
     let mut it = db
         .scan_as(from..vec![keys::CHUNK + 1], ScanKind::Bulk)
         .await?;
-    // The run of segments of one series and bucket, and its last value.
-    let mut run: Option<SegmentRun> = None;
-    let finish = |run: Option<SegmentRun>| -> Result<(), StorageError> {
-        let Some(SegmentRun {
-            bucket,
-            id,
-            segments,
-            samples,
-            last,
-        }) = run
-        else {
-            return Ok(());
-        };
-        let Some(series) = head.series_by_id(id) else {
-            tracing::error!(bucket, series = id, "spilled segment of an unknown series");
-            return Ok(());
-        };
-        let last_t = segments.last().map_or(i64::MAX, |s| s.1);
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        strata_codec::decode_chunk_range_into(&last, last_t, last_t, &mut ts, &mut vs)?;
-        series.restore_spilled(bucket, segments, samples, vs.last().copied().unwrap_or(0.0));
-        Ok(())
-    };
+    let mut runs: Vec<SegmentRun> = Vec::new();
     while let Some(kv) = it.next().await? {
         let Some((bucket, id, first, last)) = keys::segment_parts(&kv.key) else {
             continue;
         };
         found.buckets.insert(bucket);
         found.segments += 1;
-        match &mut run {
+        match runs.last_mut() {
             Some(r) if r.bucket == bucket && r.id == id => {
                 r.segments.push((first, last));
                 r.samples = r.samples.saturating_add(segment_len(&kv.value));
                 r.last = kv.value;
             }
             _ => {
-                finish(run.take())?;
-                run = Some(SegmentRun {
+                if runs.len() >= RUNS_PER_BATCH {
+                    restore_runs(db, head, std::mem::take(&mut runs)).await?;
+                }
+                runs.push(SegmentRun {
                     bucket,
                     id,
                     segments: vec![(first, last)],
@@ -358,8 +454,38 @@ async fn restore_spilled(
             }
         }
     }
-    finish(run)?;
+    restore_runs(db, head, runs).await?;
     Ok(found)
+}
+
+/// Gives each run's series its segments.
+async fn restore_runs(
+    db: &Backend,
+    head: &Head,
+    runs: Vec<SegmentRun>,
+) -> Result<(), StorageError> {
+    let mut ids: Vec<u64> = runs.iter().map(|r| r.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    fetch_series(db, head, &ids).await?;
+    for run in runs {
+        let SegmentRun {
+            bucket,
+            id,
+            segments,
+            samples,
+            last,
+        } = run;
+        let Some(series) = head.series_by_id(id) else {
+            tracing::error!(bucket, series = id, "spilled segment of an unknown series");
+            continue;
+        };
+        let last_t = segments.last().map_or(i64::MAX, |s| s.1);
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        strata_codec::decode_chunk_range_into(&last, last_t, last_t, &mut ts, &mut vs)?;
+        series.restore_spilled(bucket, segments, samples, vs.last().copied().unwrap_or(0.0));
+    }
+    Ok(())
 }
 
 pub(crate) async fn recover(
@@ -370,12 +496,14 @@ pub(crate) async fn recover(
     let started = std::time::Instant::now();
     let cp = read_checkpoint(db).await?;
     let head = Head::new(cp.next_series_id, cp.sealed_through);
-    let n_series = load_series(db, &head).await?;
     let sealed_through = cp.sealed_through.unwrap_or(NONE_SEALED);
     let spilled = restore_spilled(db, &head, sealed_through).await?;
     let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms(), writer);
     let replayed = follower.catch_up(db, &head, sealed_through).await?;
     follower.next_seq = follower.next_seq.max(cp.next_log_seq);
+    // Series whose replayed samples were all spilled or sealed.
+    head.drop_all_idle();
+    let n_series = head.num_series();
     // A bucket with spilled segments is open even if none of its samples
     // is replayed; its log stays until it is sealed.
     for bucket in spilled.buckets {

@@ -1,5 +1,5 @@
 //! The sealer: turns one bucket of the head into sealed chunks (`C`) and
-//! postings (`I`), refreshes forward-index keys (`S`) about to expire,
+//! postings (`I`), refreshes series-index keys (`S`, `H`) about to expire,
 //! records the checkpoint (`M`) recovery starts from, and deletes the log
 //! records the checkpoint no longer needs.
 //!
@@ -135,12 +135,12 @@ pub(crate) async fn seal(
     let mut batch = WriteBatch::new();
     batch.put(keys::CHECKPOINT, values::encode_checkpoint(&checkpoint));
     write_durably(&db, batch).await?;
-    {
+    let dropped = {
         let inner = Arc::clone(&inner);
         tokio::task::spawn_blocking(move || inner.head.mark_sealed(bucket))
             .await
-            .map_err(|e| StorageError::Unavailable(format!("sealer: {e}")))?;
-    }
+            .map_err(|e| StorageError::Unavailable(format!("sealer: {e}")))?
+    };
     let deleted = delete_log(&db, job.delete_log_from, job.replay_from).await?;
 
     let stats = &inner.stats;
@@ -154,6 +154,7 @@ pub(crate) async fn seal(
         chunk_bytes = written.chunk_bytes,
         index_bytes = written.index_bytes,
         log_records_deleted = deleted,
+        series_dropped = dropped,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "sealed bucket"
     );
@@ -196,7 +197,6 @@ fn encode_bucket(
     let expire = inner.span_ttl(bucket);
     let now = inner.clock.now_ms();
     let refresh_before = now.saturating_sub(settings.retention_ms() / 2);
-    let series_ttl = inner.series_ttl();
 
     let mut written = Written::default();
     let mut batch = WriteBatch::new();
@@ -253,10 +253,7 @@ fn encode_bucket(
             postings.entry((name, value)).or_default().push(s.id);
         }
         if s.series_key_written_ms.load(Ordering::Relaxed) < refresh_before {
-            let v = values::encode_series(now, &s.labels);
-            written.index_bytes += v.len();
-            batch.put_with_options(keys::series_key(s.id), v, &series_ttl);
-            s.series_key_written_ms.store(now, Ordering::Relaxed);
+            written.index_bytes += crate::series_index::put(inner, &mut batch, s, now);
         }
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {

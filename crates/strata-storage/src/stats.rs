@@ -74,6 +74,8 @@ pub struct StorageStats {
     pub samples_duplicate: AtomicU64,
     pub samples_rejected: AtomicU64,
     pub series_created: AtomicU64,
+    /// Series the head had dropped that came back with their old id.
+    pub series_returned: AtomicU64,
     pub log_records: AtomicU64,
     pub log_bytes: AtomicU64,
     pub write_errors: AtomicU64,
@@ -121,6 +123,7 @@ impl Default for StorageStats {
             samples_duplicate: AtomicU64::new(0),
             samples_rejected: AtomicU64::new(0),
             series_created: AtomicU64::new(0),
+            series_returned: AtomicU64::new(0),
             log_records: AtomicU64::new(0),
             log_bytes: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),

@@ -13,12 +13,14 @@ use tokio::task::JoinHandle;
 use crate::compact::{self, CompactPass};
 use crate::coordinator::{Command, ResolvedSeries, WriteOutcome};
 use crate::error::StorageError;
-use crate::head::{self, Rejection};
+use crate::head::{self, Origin, Rejection};
 use crate::late::{self, FoldPass, LatePass};
 use crate::shared::Shared;
 use crate::slatedb_options::GarbageTarget;
 use crate::spill::{self, SpillPass};
-use crate::{metadata, stats, stored, Durability, IngestSeries, Storage, WriteLimits};
+use crate::{
+    metadata, series_index, stats, stored, Durability, IngestSeries, Storage, WriteLimits,
+};
 use strata_codec::render::render_labels;
 
 /// The one process that writes a database: series samples go through its
@@ -78,7 +80,7 @@ impl Writer {
     /// any write SlateDB holds back) would otherwise wait for the store to
     /// heal. Samples of a write that timed out may still be logged and
     /// become durable; a retry finds them as duplicates.
-    pub async fn write<L: LabelPairs + Send>(
+    pub async fn write<L: LabelPairs + Send + Sync>(
         &self,
         series: Vec<IngestSeries<L>>,
         durability: Durability,
@@ -92,7 +94,7 @@ impl Writer {
     /// the rest written. Limits that need no stored state (labels, future
     /// timestamps) are checked before, in `strata_remote_write::validate`. Bounded by
     /// `write_timeout` as [`Writer::write`] is.
-    pub async fn write_with<L: LabelPairs + Send>(
+    pub async fn write_with<L: LabelPairs + Send + Sync>(
         &self,
         series: Vec<IngestSeries<L>>,
         durability: Durability,
@@ -115,7 +117,7 @@ impl Writer {
         }
     }
 
-    async fn write_unbounded<L: LabelPairs + Send>(
+    async fn write_unbounded<L: LabelPairs + Send + Sync>(
         &self,
         series: Vec<IngestSeries<L>>,
         durability: Durability,
@@ -143,10 +145,28 @@ impl Writer {
             .filter(|s| !s.samples.is_empty())
             .collect();
         let known = head.get_many(kept.iter().map(|s| &s.labels));
+        // Label sets the head does not hold: the store may know them (a
+        // series dropped from the head that comes back keeps its id).
+        let unknown: Vec<&L> = kept
+            .iter()
+            .zip(&known)
+            .filter(|(_, k)| k.is_none())
+            .map(|(s, _)| &s.labels)
+            .collect();
+        let mut stored = series_index::stored_ids(&self.shared, &unknown)
+            .await?
+            .into_iter();
+        drop(unknown);
+        let mut returned = 0;
         let mut resolved = Vec::with_capacity(kept.len());
         let mut fresh = Vec::with_capacity(kept.len());
         let mut samples = Vec::with_capacity(kept.iter().map(|s| s.samples.len()).sum());
         for (s, known) in kept.iter().zip(known) {
+            let stored_id = if known.is_none() {
+                stored.next().flatten()
+            } else {
+                None
+            };
             let limit = limits.max_active_series;
             if limit > 0 && !known.as_ref().is_some_and(|m| m.is_active()) {
                 let tenant = head::tenant_of(&s.labels);
@@ -158,12 +178,14 @@ impl Writer {
                 }
                 *extra += 1;
             }
-            let (m, created) = match known {
-                Some(m) => (m, false),
-                None => head.get_or_create(&s.labels, now),
+            let (m, origin) = match known {
+                Some(m) => (m, Origin::Head),
+                None => head.get_or_create_as(&s.labels, now, stored_id),
             };
-            new_series += usize::from(created);
-            fresh.push(created);
+            new_series += usize::from(origin == Origin::New);
+            returned += usize::from(origin == Origin::Returned);
+            // A new series has nothing stored to compare late samples with.
+            fresh.push(origin == Origin::New);
             let at = samples.len();
             samples.extend_from_slice(&s.samples);
             resolved.push(ResolvedSeries {
@@ -198,6 +220,7 @@ impl Writer {
             }
         }
         stats::add(&self.shared.stats.series_created, new_series);
+        stats::add(&self.shared.stats.series_returned, returned);
         stats::add(&self.shared.stats.samples_rejected, refused.rejected);
         stats::add(&self.shared.stats.samples_duplicate, refused.duplicates);
         let tx = &self.tx;

@@ -6,6 +6,10 @@
 //! every acknowledged request to an ack file; the parent kills it at a random
 //! moment, reopens the store and compares what it finds with what was sent
 //! and acknowledged. `STRATA_CRASH_ROUNDS` sets the number of kills (3).
+//!
+//! A second child (`child_churn`, `STRATA_CRASH_CHURN_DIR`) writes pods that
+//! come and go over one-second buckets, so seals drop series from the head
+//! and bring them back, while it is killed.
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -13,6 +17,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +27,7 @@ use strata_storage::{
 };
 
 const CHILD_ENV: &str = "STRATA_CRASH_CHILD_DIR";
+const CHURN_ENV: &str = "STRATA_CRASH_CHURN_DIR";
 const SERIES_PER_REQUEST: u32 = 100;
 const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// The most wall-clock time before the kill whose Applied acks may be lost:
@@ -337,4 +343,189 @@ async fn kill9_loses_at_most_the_last_flush_interval() {
     eprintln!(
         "{rounds} rounds: {lost_total} Applied requests lost in all, longest span {worst} ms"
     );
+}
+
+/// Pods per generation of the churn child, and how long a generation
+/// lives: three generations take turns, so each pod is gone for two
+/// seconds (two sealed buckets: dropped from the head) and comes back.
+const PODS: u32 = 40;
+const GENERATION_MS: i64 = 1000;
+
+fn churn_settings() -> StorageSettings {
+    StorageSettings {
+        flush_interval: FLUSH_INTERVAL,
+        bucket_duration: Duration::from_secs(1),
+        block_duration: Duration::ZERO,
+        seal_grace: Duration::from_millis(100),
+        seal_check_interval: Duration::from_millis(50),
+        seal_spread: Duration::ZERO,
+        ..StorageSettings::default()
+    }
+}
+
+fn pod_labels(generation: i64, pod: u32) -> Vec<Label> {
+    vec![
+        Label::new("__name__", "churn_test"),
+        Label::new("pod", format!("g{generation}-{pod:02}")),
+    ]
+}
+
+fn pod_value(generation: i64, pod: u32, t: i64) -> f64 {
+    (t * 100 + generation * 1000 + i64::from(pod)) as f64
+}
+
+/// The churn child: every 10 ms a Durable request with one sample of each
+/// pod of the current generation, at the real time; writes until killed.
+#[test]
+fn child_churn() {
+    let Ok(dir) = std::env::var(CHURN_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir).to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let loc = open_object_store(&store_url(&dir), &Default::default()).unwrap();
+        let db = Writer::open(
+            loc.store,
+            &loc.path,
+            churn_settings(),
+            Arc::new(SystemClock),
+        )
+        .await
+        .unwrap();
+        let mut acks = std::fs::File::create(dir.join("acks")).unwrap();
+        let mut last = 0;
+        loop {
+            let t = SystemClock.now_ms().max(last + 1);
+            last = t;
+            let generation = (t / GENERATION_MS) % 3;
+            let request = (0..PODS)
+                .map(|pod| IngestSeries {
+                    labels: pod_labels(generation, pod),
+                    samples: vec![(t, pod_value(generation, pod, t))],
+                })
+                .collect();
+            let out = db.write(request, Durability::Durable).await.unwrap();
+            assert_eq!(out.appended, PODS as usize, "{out:?}");
+            let returned = db.stats().series_returned.load(Ordering::Relaxed);
+            writeln!(acks, "ack {t} {generation} {returned}").unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_with_series_dropped_and_returning_loses_no_durable_write() {
+    if std::env::var_os(CHILD_ENV).is_some() || std::env::var_os(CHURN_ENV).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_churn", "--nocapture", "--test-threads=1"])
+        .env(CHURN_ENV, dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::metadata(dir.path().join("acks")).map_or(0, |m| m.len()) < 64 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "child never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "child exited early");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Long enough for every generation to go and come back.
+    tokio::time::sleep(Duration::from_millis(5000 + jitter_ms(7, 1000))).await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let text = std::fs::read_to_string(dir.path().join("acks")).unwrap();
+    let mut returned = 0u64;
+    let acked: Vec<(i64, i64)> = text
+        .split_inclusive('\n')
+        .filter_map(|l| l.strip_suffix('\n'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            match f.as_slice() {
+                ["ack", t, g, r] => {
+                    returned = r.parse().unwrap();
+                    Some((t.parse().unwrap(), g.parse().unwrap()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    assert!(
+        returned > 0,
+        "no series was dropped and came back before the kill"
+    );
+    let generations: std::collections::BTreeSet<i64> = acked.iter().map(|a| a.1).collect();
+    assert_eq!(generations.len(), 3, "every generation ran");
+
+    let loc = open_object_store(&store_url(dir.path()), &Default::default()).unwrap();
+    let db = Writer::open(
+        loc.store,
+        &loc.path,
+        churn_settings(),
+        Arc::new(SystemClock),
+    )
+    .await
+    .unwrap();
+    // The head holds the pods with unsealed samples: the last generation
+    // or two, not all three.
+    assert!(
+        db.head().num_series() <= 2 * PODS as usize,
+        "{}",
+        db.head().num_series()
+    );
+    let found = db
+        .select(
+            &[Matcher::new(MatchOp::Equal, "__name__", "churn_test").unwrap()],
+            acked[0].0 - 60_000,
+            i64::MAX / 2,
+        )
+        .await
+        .unwrap();
+    // One series per label set, each value as sent.
+    assert_eq!(found.len(), 3 * PODS as usize, "one series per pod");
+    let mut held: BTreeMap<(i64, i64), u32> = BTreeMap::new();
+    for s in &found {
+        let pod_label = &s.labels.iter().find(|l| l.name == "pod").unwrap().value;
+        let (g, pod) = pod_label[1..].split_once('-').unwrap();
+        let (g, pod): (i64, u32) = (g.parse().unwrap(), pod.parse().unwrap());
+        assert_eq!(s.labels, pod_labels(g, pod));
+        for (&t, &v) in s.timestamps.iter().zip(&s.values) {
+            assert_eq!(v, pod_value(g, pod, t), "{pod_label} at {t}");
+            *held.entry((t, g)).or_default() += 1;
+        }
+    }
+    // Every acknowledged (Durable) request is there, whole.
+    for a in &acked {
+        assert_eq!(
+            held.get(a),
+            Some(&PODS),
+            "request at {} (generation {}) lost or torn",
+            a.0,
+            a.1
+        );
+    }
+    // Only the request in flight at the kill may be there unacknowledged.
+    let last = acked.last().unwrap().0;
+    for (t, g) in held.keys() {
+        assert!(
+            acked.binary_search(&(*t, *g)).is_ok() || *t > last,
+            "{t} was never acked"
+        );
+    }
+    eprintln!(
+        "churn: {} Durable requests acknowledged and found; {returned} series came back before the kill",
+        acked.len(),
+    );
+    db.close().await.unwrap();
 }

@@ -216,8 +216,14 @@ pub fn render(
     counter(
         &mut out,
         "strata_series_created_total",
-        "Series created.",
+        "Series created with a new id.",
         l(&st.series_created),
+    );
+    counter(
+        &mut out,
+        "strata_series_returned_total",
+        "Series the head had dropped that came back, found by the store's labels index with their old id.",
+        l(&st.series_returned),
     );
     counter(
         &mut out,
@@ -384,8 +390,20 @@ pub fn render(
     gauge(
         &mut out,
         "strata_head_series",
-        "Series in the head.",
+        "Series in the head: those with samples not yet sealed.",
         s.head().num_series() as f64,
+    );
+    counter(
+        &mut out,
+        "strata_head_series_dropped_total",
+        "Series dropped from the head once their buckets were all sealed.",
+        s.head().series_dropped() as f64,
+    );
+    gauge(
+        &mut out,
+        "strata_head_recent_series_bytes",
+        "Bytes of the cache of series dropped from the head (labels by id, id by labels).",
+        s.head().recent_series_bytes() as f64,
     );
     gauge(
         &mut out,

@@ -59,6 +59,9 @@ pub struct AppendOutcome {
     /// Of the appended samples, those kept beside the in-order chunks (out
     /// of order, or in a sealed bucket).
     pub extra: usize,
+    /// Nothing was appended: the head had dropped the series (see
+    /// [`super::Head::revive`]).
+    pub series_dropped: bool,
 }
 
 impl AppendOutcome {
@@ -152,6 +155,10 @@ impl MemSeries {
         let mut out = AppendOutcome::default();
         let mut guard = self.state.lock();
         let st = &mut *guard;
+        if st.dropped {
+            out.series_dropped = true;
+            return out;
+        }
         // The head samples of one bucket, decoded once when a request
         // re-sends older samples (a client retrying after an error).
         let mut older: Option<(i64, Vec<(i64, u64)>)> = None;

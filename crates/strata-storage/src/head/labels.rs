@@ -10,6 +10,7 @@ use strata_codec::LabelPairs;
 
 /// The count, then each name and value as a varint length and its bytes
 /// (the labels' part of the `S` value), sorted by name.
+#[derive(Clone)]
 pub struct SeriesLabels(Box<[u8]>);
 
 impl SeriesLabels {

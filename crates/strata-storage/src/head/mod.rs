@@ -4,6 +4,13 @@
 //! sealed buckets until the late pass writes them; a series map keyed by a
 //! label-set hash, and in-memory postings for selection.
 //!
+//! The head holds only series with samples it has not yet written out: a
+//! series whose buckets are all sealed is dropped at the seal (as
+//! Prometheus' head forgets a series once its chunks are compacted out).
+//! Its labels live on in the store (`S` and `H` keys, postings), and for a
+//! while in a bounded cache (`recent.rs`); if it comes back it gets its old
+//! id from there.
+//!
 //! Split by operation as Prometheus' head is: `append.rs` adds samples,
 //! `read.rs` selects series and reads their samples.
 
@@ -12,6 +19,7 @@ mod chunk;
 mod extra;
 mod labels;
 mod read;
+mod recent;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -19,14 +27,16 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use strata_codec::{CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, AppendPolicy, Rejection};
+
 pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
 use extra::{ExtraRun, Extras, Taken};
 pub use labels::SeriesLabels;
 pub use read::HeadRead;
+pub(crate) use recent::RecentSeries;
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
@@ -68,6 +78,10 @@ pub(crate) struct SeriesState {
     pub(crate) extras: Extras,
     pub(crate) last_t: i64,
     pub(crate) last_v_bits: u64,
+    /// Taken out of the head's index (see [`Head::mark_sealed`]): whoever
+    /// still holds the series must not append to it, but
+    /// [revive](Head::revive) it first.
+    pub(crate) dropped: bool,
 }
 
 /// `min` raised by up to half again, by a fixed share per series. Series
@@ -102,6 +116,7 @@ impl MemSeries {
                 extras: Extras::default(),
                 last_t: i64::MIN,
                 last_v_bits: 0,
+                dropped: false,
             }),
         }
     }
@@ -300,6 +315,13 @@ impl MemSeries {
     pub fn is_active(&self) -> bool {
         !self.state.lock().chunks.is_empty()
     }
+
+    /// Whether the head holds nothing of the series but its labels: no
+    /// chunk, no extra sample.
+    fn is_idle(&self) -> bool {
+        let st = self.state.lock();
+        st.chunks.is_empty() && st.extras.is_empty()
+    }
 }
 
 /// What the seal of a bucket takes from one series (see
@@ -382,6 +404,59 @@ impl SeriesIndex {
             }
         }
     }
+
+    /// Takes `gone` out of the maps and postings. Each postings list that
+    /// names one of them is walked once, however many of its series go.
+    fn remove(&mut self, gone: &[Arc<MemSeries>]) {
+        let ids: FxHashSet<u64> = gone.iter().map(|s| s.id).collect();
+        let mut lists: FxHashSet<(&str, &str)> = FxHashSet::default();
+        for s in gone {
+            self.by_id.remove(&s.id);
+            let hash = labels_hash(&s.labels);
+            let first = self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s));
+            if let Some(others) = self.collisions.get_mut(&hash) {
+                others.retain(|o| !Arc::ptr_eq(o, s));
+                if first {
+                    if let Some(next) = others.pop() {
+                        self.by_hash.insert(hash, next);
+                    }
+                }
+                if others.is_empty() {
+                    self.collisions.remove(&hash);
+                }
+            }
+            if first && self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s)) {
+                self.by_hash.remove(&hash);
+            }
+            lists.extend(s.labels.pairs());
+        }
+        for (name, value) in lists {
+            let Some(values) = self.postings.get_mut(name) else {
+                continue;
+            };
+            if let Some(list) = values.get_mut(value) {
+                list.retain(|id| !ids.contains(id));
+                if list.is_empty() {
+                    values.remove(value);
+                }
+            }
+            if values.is_empty() {
+                self.postings.remove(name);
+            }
+        }
+    }
+}
+
+/// Where a series [`Head::get_or_create_as`] returns came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The head held it.
+    Head,
+    /// The store knew it (it had been dropped from the head): it keeps its
+    /// old id.
+    Returned,
+    /// New, with a new id.
+    New,
 }
 
 /// The in-memory delta. Safe to share between the write coordinator (the
@@ -396,16 +471,33 @@ pub struct Head {
     sealing_through: AtomicI64,
     /// Out-of-order and late samples held beside the chunks.
     extra_samples: AtomicUsize,
+    /// Series dropped from the head, for a while: labels by id, id by
+    /// label hash.
+    recent: RecentSeries,
+    /// Label hashes more than one series' labels share, with every id
+    /// known to share it, so the `H` key written for one lists them all.
+    /// A 64-bit hash makes this empty in practice.
+    shared_hashes: Mutex<FxHashMap<u64, Vec<u64>>>,
+    /// Series dropped from the head so far.
+    dropped: AtomicU64,
 }
 
 impl Head {
     pub fn new(next_id: u64, sealed_through: Option<i64>) -> Self {
+        Self::with_recent(next_id, sealed_through, recent::DEFAULT_BYTES)
+    }
+
+    /// [`Head::new`] with `recent_bytes` for the cache of dropped series.
+    pub fn with_recent(next_id: u64, sealed_through: Option<i64>, recent_bytes: usize) -> Self {
         Self {
             index: RwLock::new(SeriesIndex::default()),
             next_id: AtomicU64::new(next_id.max(1)),
             sealed_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
             sealing_through: AtomicI64::new(sealed_through.unwrap_or(NONE_SEALED)),
             extra_samples: AtomicUsize::new(0),
+            recent: RecentSeries::new(recent_bytes),
+            shared_hashes: Mutex::new(FxHashMap::default()),
+            dropped: AtomicU64::new(0),
         }
     }
 
@@ -416,19 +508,42 @@ impl Head {
         labels: &(impl LabelPairs + ?Sized),
         now_ms: i64,
     ) -> (Arc<MemSeries>, bool) {
+        let (s, origin) = self.get_or_create_as(labels, now_ms, None);
+        (s, origin == Origin::New)
+    }
+
+    /// The series with these labels: the head's, else created with
+    /// `stored_id` (the id the store knows it by: a series that comes
+    /// back) or the next id. The labels must be valid: sorted, unique
+    /// names.
+    pub fn get_or_create_as(
+        &self,
+        labels: &(impl LabelPairs + ?Sized),
+        now_ms: i64,
+        stored_id: Option<u64>,
+    ) -> (Arc<MemSeries>, Origin) {
         let hash = labels_hash(labels);
         {
             let idx = self.index.read();
             if let Some(s) = find(&idx, hash, labels) {
-                return (s, false);
+                return (s, Origin::Head);
             }
         }
         let mut idx = self.index.write();
         if let Some(s) = find(&idx, hash, labels) {
-            return (s, false);
+            return (s, Origin::Head);
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (id, origin) = match stored_id {
+            Some(id) if !idx.by_id.contains_key(&id) => {
+                self.next_id.fetch_max(id + 1, Ordering::Relaxed);
+                (id, Origin::Returned)
+            }
+            _ => (self.next_id.fetch_add(1, Ordering::Relaxed), Origin::New),
+        };
         let active = idx.active_counter(tenant_of(labels));
+        // A series that comes back is logged again with its labels (and
+        // its `S` and `H` keys rewritten): a reader node that dropped it
+        // too learns them from the log.
         let series = Arc::new(MemSeries::new(
             id,
             SeriesLabels::new(labels),
@@ -437,7 +552,69 @@ impl Head {
             active,
         ));
         idx.insert(hash, Arc::clone(&series));
-        (series, true)
+        (series, origin)
+    }
+
+    /// A series the head dropped while `s` was held (by a write on its
+    /// way to the coordinator, by the log follower): the series the head
+    /// now holds with its labels, or `s` itself, put back.
+    pub fn revive(&self, s: &Arc<MemSeries>) -> Arc<MemSeries> {
+        let hash = labels_hash(&s.labels);
+        let mut idx = self.index.write();
+        if let Some(live) = find(&idx, hash, &s.labels) {
+            return live;
+        }
+        let mut st = s.state.lock();
+        if st.dropped && !idx.by_id.contains_key(&s.id) {
+            st.dropped = false;
+            drop(st);
+            idx.insert(hash, Arc::clone(s));
+        }
+        Arc::clone(s)
+    }
+
+    /// The ids an `H` key for series `id` with label hash `hash` lists:
+    /// itself and every other series known to share the hash.
+    pub(crate) fn hash_ids(&self, hash: u64, id: u64) -> Vec<u64> {
+        let mut ids = vec![id];
+        {
+            let idx = self.index.read();
+            if let Some(others) = idx.collisions.get(&hash) {
+                ids.extend(idx.by_hash.get(&hash).map(|s| s.id));
+                ids.extend(others.iter().map(|s| s.id));
+            }
+        }
+        if let Some(known) = self.shared_hashes.lock().get(&hash) {
+            ids.extend_from_slice(known);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Notes that the store lists `ids` under `hash`, none of them the
+    /// series about to be created with that hash.
+    pub(crate) fn note_shared_hash(&self, hash: u64, ids: &[u64]) {
+        let mut shared = self.shared_hashes.lock();
+        let known = shared.entry(hash).or_default();
+        known.extend_from_slice(ids);
+        known.sort_unstable();
+        known.dedup();
+    }
+
+    /// The cache of series dropped from the head.
+    pub(crate) fn recent(&self) -> &RecentSeries {
+        &self.recent
+    }
+
+    /// Bytes held by the cache of dropped series.
+    pub fn recent_series_bytes(&self) -> usize {
+        self.recent.usage()
+    }
+
+    /// Series dropped from the head so far (their buckets all sealed).
+    pub fn series_dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// Adds a series known from storage (recovery), keeping its id.
@@ -544,17 +721,65 @@ impl Head {
         self.sealing_through.fetch_max(bucket, Ordering::AcqRel);
     }
 
-    /// Marks `bucket` (and every older one) sealed, then frees their chunks.
+    /// Marks `bucket` (and every older one) sealed, then frees their
+    /// chunks, and drops the series left with nothing else in the head.
     /// Readers that saw the old value re-read those buckets from the store.
-    pub fn mark_sealed(&self, bucket: i64) {
+    /// Returns how many series were dropped.
+    pub fn mark_sealed(&self, bucket: i64) -> usize {
         self.sealed_through.fetch_max(bucket, Ordering::AcqRel);
         self.begin_seal(bucket);
-        let freed: usize = self
-            .all_series()
-            .iter()
-            .map(|s| s.drop_through(bucket))
-            .sum();
+        let mut freed = 0;
+        let mut idle = Vec::new();
+        for s in self.all_series() {
+            freed += s.drop_through(bucket);
+            if s.is_idle() {
+                idle.push(s);
+            }
+        }
         self.extra_freed(freed);
+        self.drop_idle(idle)
+    }
+
+    /// Drops every series with nothing but its labels in the head (after
+    /// recovery, a series whose replayed samples were all spilled or
+    /// sealed); returns how many.
+    pub(crate) fn drop_all_idle(&self) -> usize {
+        let idle = self
+            .all_series()
+            .into_iter()
+            .filter(|s| s.is_idle())
+            .collect();
+        self.drop_idle(idle)
+    }
+
+    /// Takes the series of `idle` that are still idle out of the index,
+    /// marks them dropped and keeps their labels in the recent cache.
+    fn drop_idle(&self, idle: Vec<Arc<MemSeries>>) -> usize {
+        if idle.is_empty() {
+            return 0;
+        }
+        let mut gone = Vec::with_capacity(idle.len());
+        {
+            let mut idx = self.index.write();
+            for s in idle {
+                let mut st = s.state.lock();
+                let held = idx.by_id.get(&s.id).is_some_and(|h| Arc::ptr_eq(h, &s));
+                // A sample may have come in since the caller looked.
+                if !held || st.dropped || !st.chunks.is_empty() || !st.extras.is_empty() {
+                    continue;
+                }
+                st.dropped = true;
+                drop(st);
+                gone.push(s);
+            }
+            idx.remove(&gone);
+        }
+        for s in &gone {
+            self.recent
+                .insert(s.id, labels_hash(&s.labels), s.labels.clone());
+        }
+        self.dropped.fetch_add(gone.len() as u64, Ordering::Relaxed);
+        gone.len()
     }
 
     /// Out-of-order and late samples held beside the chunks.
@@ -696,6 +921,89 @@ mod tests {
         assert_eq!(find(&idx, 42, &labels("b")).map(|s| s.id), Some(2));
         assert_eq!(find(&idx, 42, &labels("a")).map(|s| s.id), Some(1));
         assert!(find(&idx, 42, &labels("c")).is_none());
+    }
+
+    fn append_one(s: &MemSeries, t: i64) {
+        let out = s.append(
+            &[(t, 1.0)],
+            &AppendPolicy::strict(0, 3_600_000),
+            |_, _, _| {},
+        );
+        assert_eq!(out.appended, 1, "{out:?}");
+    }
+
+    #[test]
+    fn a_seal_drops_idle_series_from_maps_and_postings() {
+        let head = Head::new(1, None);
+        let hour = 3_600_000;
+        let (a, _) = head.get_or_create(&labels("a"), 0);
+        let (b, _) = head.get_or_create(&labels("b"), 0);
+        let (c, _) = head.get_or_create(&labels("c"), 0);
+        append_one(&a, 10);
+        append_one(&b, 10);
+        append_one(&b, hour + 10);
+        append_one(&c, hour + 20);
+        // A colliding series beside `a`, first under the hash.
+        let hash = labels_hash(&labels("a"));
+        let active = Arc::new(AtomicUsize::new(0));
+        let d = Arc::new(MemSeries::new(
+            99,
+            SeriesLabels::new(&labels("d")[..]),
+            true,
+            0,
+            active,
+        ));
+        head.index.write().insert(hash, Arc::clone(&d));
+        append_one(&d, hour + 40);
+        assert_eq!(head.mark_sealed(0), 1, "only a goes");
+        assert_eq!(head.num_series(), 3);
+        assert!(head.get(&labels("a")).is_none());
+        assert_eq!(head.select_ids(&[]), vec![b.id, c.id, 99]);
+        let by_k = |v: &str| {
+            head.select_ids(&[
+                strata_codec::Matcher::new(strata_codec::MatchOp::Equal, "k", v).unwrap(),
+            ])
+        };
+        assert!(by_k("a").is_empty());
+        assert_eq!(by_k("b"), vec![b.id]);
+        {
+            let idx = head.index.read();
+            assert!(!idx.postings.get("k").unwrap().contains_key("a"));
+            // The colliding series took a's place under the hash.
+            assert_eq!(idx.by_hash.get(&hash).map(|s| s.id), Some(99));
+            assert!(!idx.collisions.contains_key(&hash));
+        }
+        // The cache keeps what was dropped.
+        assert_eq!(head.recent().id(hash), Some(a.id));
+        assert_eq!(
+            head.recent().labels(a.id).map(|l| l.to_labels()),
+            Some(labels("a"))
+        );
+
+        // A write that resolved `a` before the seal finds it dropped, and
+        // puts it back as it was.
+        let out = a.append(
+            &[(hour + 30, 2.0)],
+            &AppendPolicy::strict(1, hour),
+            |_, _, _| {},
+        );
+        assert!(out.series_dropped && out.appended == 0);
+        let live = head.revive(&a);
+        assert!(Arc::ptr_eq(&live, &a));
+        append_one(&live, hour + 30);
+        assert_eq!(head.get(&labels("a")).map(|s| s.id), Some(a.id));
+        assert_eq!(by_k("a"), vec![a.id]);
+        // Reviving what the head holds again returns the head's.
+        let (e, _) = head.get_or_create(&labels("e"), 0);
+        assert_eq!(
+            head.mark_sealed(1),
+            5,
+            "e (idle); a, b, c and d (bucket 1 sealed)"
+        );
+        assert_eq!(head.num_series(), 0);
+        let (e2, origin) = head.get_or_create_as(&labels("e"), 0, Some(e.id));
+        assert_eq!((e2.id, origin), (e.id, Origin::Returned));
+        assert!(Arc::ptr_eq(&head.revive(&e), &e2));
     }
 
     #[test]

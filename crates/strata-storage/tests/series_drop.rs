@@ -1,0 +1,244 @@
+//! The head holds only series with samples not yet sealed: a seal drops the
+//! rest, on the writer and on reader nodes, and their data stays readable
+//! from the store. A series that comes back keeps its id, across seals and
+//! restarts, so its old and new samples stay one series.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use strata_codec::{Label, MatchOp, Matcher};
+use strata_storage::{
+    Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Storage, StorageSettings,
+    SystemClock, Writer,
+};
+
+const HOUR: i64 = 3_600_000;
+const MINUTE: i64 = 60_000;
+
+fn labels(i: u32) -> Vec<Label> {
+    vec![
+        Label::new("__name__", "m"),
+        Label::new("pod", format!("pod-{i}")),
+    ]
+}
+
+fn series(i: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
+    IngestSeries {
+        labels: labels(i),
+        samples,
+    }
+}
+
+/// Samples every minute from `from` for `minutes`, valued by time.
+fn minutes(from: i64, n: i64) -> Vec<(i64, f64)> {
+    (0..n)
+        .map(|k| (from + k * MINUTE, (from + k * MINUTE) as f64))
+        .collect()
+}
+
+/// Every series named `m` over all time: labels and timestamps.
+async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>)> {
+    let m = Matcher::new(MatchOp::Equal, "__name__", "m").unwrap();
+    db.select(&[m], 0, i64::MAX / 2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            for (t, v) in s.timestamps.iter().zip(&s.values) {
+                assert_eq!(*t as f64, *v, "value of {:?} at {t}", s.labels);
+            }
+            (s.labels, s.timestamps)
+        })
+        .collect()
+}
+
+fn settings() -> StorageSettings {
+    StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        ..StorageSettings::default()
+    }
+}
+
+/// The start of the hour three hours ago: buckets from there are in the
+/// past of the real clock, which SlateDB's TTLs follow.
+fn start() -> i64 {
+    let now = SystemClock.now_ms();
+    now - now % HOUR - 3 * HOUR
+}
+
+async fn open(store: &Arc<dyn ObjectStore>, clock: &Arc<ManualClock>) -> Writer {
+    Writer::open(Arc::clone(store), "db", settings(), clock.clone())
+        .await
+        .unwrap()
+}
+
+fn id_of(db: &Storage, i: u32) -> Option<u64> {
+    db.head().get(&labels(i)).map(|s| s.id)
+}
+
+async fn seal_at(writer: &Writer, clock: &ManualClock, t: i64) {
+    clock.set(t);
+    writer.seal_due_now().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_series_keeps_its_id_across_seals_and_restarts() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let t0 = start();
+    let clock = Arc::new(ManualClock::new(t0));
+    let writer = open(&store, &clock).await;
+    writer
+        .write(
+            vec![series(0, minutes(t0, 30)), series(1, minutes(t0, 30))],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    let (id0, id1) = (id_of(&writer, 0).unwrap(), id_of(&writer, 1).unwrap());
+    assert_eq!(writer.head().num_series(), 2);
+
+    // The seal of bucket 0 leaves them nothing in the head: both dropped,
+    // their samples read from the store.
+    seal_at(&writer, &clock, t0 + HOUR + 6 * MINUTE).await;
+    assert_eq!(writer.head().num_series(), 0);
+    assert_eq!(writer.head().series_dropped(), 2);
+    let all = read_all(&writer).await;
+    assert_eq!(all.len(), 2);
+    assert!(all.iter().all(|(_, ts)| ts.len() == 30));
+
+    // Series 0 comes back: its old id, not a new series.
+    writer
+        .write(
+            vec![series(0, minutes(t0 + HOUR + 10 * MINUTE, 5))],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    let stats = writer.stats();
+    assert_eq!(stats.series_created.load(Ordering::Relaxed), 2);
+    assert_eq!(stats.series_returned.load(Ordering::Relaxed), 1);
+    let all = read_all(&writer).await;
+    assert_eq!(all.len(), 2, "one series per label set: {all:?}");
+    assert_eq!(all[0].1.len(), 35);
+
+    // Series 1 re-sends its old samples (a sender's backlog) and one late
+    // sample in the sealed bucket: duplicates are found in the store, the
+    // late one is kept.
+    let mut backlog = minutes(t0, 30);
+    backlog.push((t0 + 45 * MINUTE, (t0 + 45 * MINUTE) as f64));
+    let out = writer
+        .write(vec![series(1, backlog)], Durability::Applied)
+        .await
+        .unwrap();
+    assert_eq!((out.duplicates, out.appended), (30, 1), "{out:?}");
+    assert_eq!(id_of(&writer, 1), Some(id1));
+    writer.flush_late_now().await.unwrap();
+
+    // Restart while series 0 has samples in the open bucket: the log
+    // brings it back with its id.
+    writer.close().await.unwrap();
+    let writer = open(&store, &clock).await;
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    let all = read_all(&writer).await;
+    assert_eq!(all.len(), 2);
+    assert_eq!((all[0].1.len(), all[1].1.len()), (35, 31));
+
+    // Sealed and restarted again: an empty head; both come back with
+    // their ids, found in the store this time (the cache of dropped
+    // series did not survive the restart).
+    seal_at(&writer, &clock, t0 + 2 * HOUR + 6 * MINUTE).await;
+    writer.close().await.unwrap();
+    let writer = open(&store, &clock).await;
+    assert_eq!(writer.head().num_series(), 0);
+    writer
+        .write(
+            vec![
+                series(1, minutes(t0 + 2 * HOUR + 10 * MINUTE, 3)),
+                series(0, minutes(t0 + 2 * HOUR + 10 * MINUTE, 3)),
+                series(2, minutes(t0 + 2 * HOUR + 10 * MINUTE, 3)),
+            ],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    assert_eq!(id_of(&writer, 1), Some(id1));
+    let id2 = id_of(&writer, 2).unwrap();
+    assert!(id2 > id0.max(id1), "a new series gets a new id");
+    assert_eq!(writer.stats().series_returned.load(Ordering::Relaxed), 2);
+    let all = read_all(&writer).await;
+    let lens: Vec<usize> = all.iter().map(|(_, ts)| ts.len()).collect();
+    assert_eq!(lens, vec![38, 34, 3]);
+    writer.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_drops_sealed_series_too() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let t0 = start();
+    let clock = Arc::new(ManualClock::new(t0));
+    let writer = open(&store, &clock).await;
+    writer
+        .write(
+            (0..50).map(|i| series(i, minutes(t0, 20))).collect(),
+            Durability::Durable,
+        )
+        .await
+        .unwrap();
+    let reader = Storage::open_reader(
+        Arc::clone(&store),
+        "db",
+        settings(),
+        ReaderSettings {
+            poll_interval: Duration::from_millis(50),
+            ..ReaderSettings::default()
+        },
+        clock.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reader.head().num_series(), 50);
+
+    seal_at(&writer, &clock, t0 + HOUR + 6 * MINUTE).await;
+    writer.flush().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reader.head().sealed_through() != Some(t0 / HOUR) {
+        assert!(Instant::now() < deadline, "the reader never saw the seal");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(reader.head().num_series(), 0, "dropped on the reader");
+    assert_eq!(reader.head().series_dropped(), 50);
+    let all = read_all(&reader).await;
+    assert_eq!(all.len(), 50);
+    assert!(all.iter().all(|(_, ts)| ts.len() == 20));
+
+    // One comes back: the reader learns it from the log again and reads
+    // its old and new samples as one series.
+    writer
+        .write(
+            vec![series(7, minutes(t0 + HOUR + 10 * MINUTE, 2))],
+            Durability::Durable,
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let all = read_all(&reader).await;
+        assert_eq!(all.len(), 50);
+        if all.iter().any(|(_, ts)| ts.len() == 22) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reader never saw the return");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(reader.head().num_series(), 1);
+    assert_eq!(id_of(&reader, 7), id_of(&writer, 7));
+    reader.close().await.unwrap();
+    writer.close().await.unwrap();
+}
