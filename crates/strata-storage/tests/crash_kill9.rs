@@ -204,18 +204,19 @@ struct RoundResult {
     lost_span_ms: i64,
 }
 
-async fn one_round(round: u32) -> RoundResult {
-    let dir = tempfile::tempdir().unwrap();
+/// Runs this binary's test `name` as a child writing into `dir` (named by
+/// the environment variable `env`), and waits until it has acknowledged
+/// its first requests.
+async fn start_child(name: &str, env: &str, dir: &Path) -> std::process::Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_ingest", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, dir.path())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(env, dir)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    // Wait until the child is ingesting, then kill it 1–3 s later.
     let started = Instant::now();
-    while std::fs::metadata(dir.path().join("acks")).map_or(0, |m| m.len()) < 64 {
+    while std::fs::metadata(dir.join("acks")).map_or(0, |m| m.len()) < 64 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "child never started"
@@ -223,6 +224,13 @@ async fn one_round(round: u32) -> RoundResult {
         assert!(child.try_wait().unwrap().is_none(), "child exited early");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    child
+}
+
+async fn one_round(round: u32) -> RoundResult {
+    let dir = tempfile::tempdir().unwrap();
+    // Once the child is ingesting, kill it 1–3 s later.
+    let mut child = start_child("child_ingest", CHILD_ENV, dir.path()).await;
     let delay = Duration::from_millis(1000 + jitter_ms(round, 2000));
     tokio::time::sleep(delay).await;
     child.kill().unwrap(); // SIGKILL
@@ -424,22 +432,7 @@ async fn kill9_with_series_dropped_and_returning_loses_no_durable_write() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_churn", "--nocapture", "--test-threads=1"])
-        .env(CHURN_ENV, dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::fs::metadata(dir.path().join("acks")).map_or(0, |m| m.len()) < 64 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "child never started"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "child exited early");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let mut child = start_child("child_churn", CHURN_ENV, dir.path()).await;
     // Long enough for every generation to go and come back.
     tokio::time::sleep(Duration::from_millis(5000 + jitter_ms(7, 1000))).await;
     child.kill().unwrap(); // SIGKILL

@@ -57,6 +57,13 @@ async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>)> {
         .collect()
 }
 
+/// `db` reads `n` series of `samples` samples each.
+async fn assert_series(db: &Storage, n: usize, samples: usize) {
+    let all = read_all(db).await;
+    assert_eq!(all.len(), n);
+    assert!(all.iter().all(|(_, ts)| ts.len() == samples), "{all:?}");
+}
+
 fn settings() -> StorageSettings {
     StorageSettings {
         seal_check_interval: Duration::from_secs(3600),
@@ -107,9 +114,7 @@ async fn a_returning_series_keeps_its_id_across_seals_and_restarts() {
     seal_at(&writer, &clock, t0 + HOUR + 6 * MINUTE).await;
     assert_eq!(writer.head().num_series(), 0);
     assert_eq!(writer.head().series_dropped(), 2);
-    let all = read_all(&writer).await;
-    assert_eq!(all.len(), 2);
-    assert!(all.iter().all(|(_, ts)| ts.len() == 30));
+    assert_series(&writer, 2, 30).await;
 
     // Series 0 comes back: its old id, not a new series.
     writer
@@ -214,9 +219,7 @@ async fn a_reader_drops_sealed_series_too() {
     }
     assert_eq!(reader.head().num_series(), 0, "dropped on the reader");
     assert_eq!(reader.head().series_dropped(), 50);
-    let all = read_all(&reader).await;
-    assert_eq!(all.len(), 50);
-    assert!(all.iter().all(|(_, ts)| ts.len() == 20));
+    assert_series(&reader, 50, 20).await;
 
     // One comes back: the reader learns it from the log again and reads
     // its old and new samples as one series.
