@@ -155,7 +155,8 @@ impl MemSeries {
         let mut out = AppendOutcome::default();
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        if st.dropped {
+        // Under the state lock, as the head sets it.
+        if self.dropped.load(std::sync::atomic::Ordering::Relaxed) {
             out.series_dropped = true;
             return out;
         }

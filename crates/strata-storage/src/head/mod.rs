@@ -60,6 +60,12 @@ pub struct MemSeries {
     /// written; the first record that carries a sample of the series must
     /// carry its labels too.
     pub(crate) logged: AtomicBool,
+    /// Taken out of the head's index (see [`Head::mark_sealed`]): whoever
+    /// still holds the series must not append to it, but
+    /// [revive](Head::revive) it first. Set and read under the `state`
+    /// lock (an atomic beside `logged` rather than a field of the state,
+    /// where it would move a series into the allocator's next size class).
+    pub(crate) dropped: AtomicBool,
     /// Wall-clock time the `S` key was last written, so the sealer can
     /// refresh it before it expires.
     pub(crate) series_key_written_ms: AtomicI64,
@@ -78,10 +84,6 @@ pub(crate) struct SeriesState {
     pub(crate) extras: Extras,
     pub(crate) last_t: i64,
     pub(crate) last_v_bits: u64,
-    /// Taken out of the head's index (see [`Head::mark_sealed`]): whoever
-    /// still holds the series must not append to it, but
-    /// [revive](Head::revive) it first.
-    pub(crate) dropped: bool,
 }
 
 /// `min` raised by up to half again, by a fixed share per series. Series
@@ -109,6 +111,7 @@ impl MemSeries {
             id,
             labels,
             logged: AtomicBool::new(logged),
+            dropped: AtomicBool::new(false),
             series_key_written_ms: AtomicI64::new(written_ms),
             active,
             state: Mutex::new(SeriesState {
@@ -116,7 +119,6 @@ impl MemSeries {
                 extras: Extras::default(),
                 last_t: i64::MIN,
                 last_v_bits: 0,
-                dropped: false,
             }),
         }
     }
@@ -564,9 +566,9 @@ impl Head {
         if let Some(live) = find(&idx, hash, &s.labels) {
             return live;
         }
-        let mut st = s.state.lock();
-        if st.dropped && !idx.by_id.contains_key(&s.id) {
-            st.dropped = false;
+        let st = s.state.lock();
+        if s.dropped.load(Ordering::Relaxed) && !idx.by_id.contains_key(&s.id) {
+            s.dropped.store(false, Ordering::Relaxed);
             drop(st);
             idx.insert(hash, Arc::clone(s));
         }
@@ -762,13 +764,17 @@ impl Head {
         {
             let mut idx = self.index.write();
             for s in idle {
-                let mut st = s.state.lock();
+                let st = s.state.lock();
                 let held = idx.by_id.get(&s.id).is_some_and(|h| Arc::ptr_eq(h, &s));
                 // A sample may have come in since the caller looked.
-                if !held || st.dropped || !st.chunks.is_empty() || !st.extras.is_empty() {
+                if !held
+                    || s.dropped.load(Ordering::Relaxed)
+                    || !st.chunks.is_empty()
+                    || !st.extras.is_empty()
+                {
                     continue;
                 }
-                st.dropped = true;
+                s.dropped.store(true, Ordering::Relaxed);
                 drop(st);
                 gone.push(s);
             }
