@@ -482,6 +482,10 @@ pub struct Head {
     shared_hashes: Mutex<FxHashMap<u64, Vec<u64>>>,
     /// Series dropped from the head so far.
     dropped: AtomicU64,
+    /// Whether the head holds every series the store knows: a fresh
+    /// database until its first drop. A label set the head lacks is then
+    /// new, and the store need not be asked.
+    knows_all: AtomicBool,
 }
 
 impl Head {
@@ -500,6 +504,7 @@ impl Head {
             recent: RecentSeries::new(recent_bytes),
             shared_hashes: Mutex::new(FxHashMap::default()),
             dropped: AtomicU64::new(0),
+            knows_all: AtomicBool::new(next_id <= 1),
         }
     }
 
@@ -612,6 +617,12 @@ impl Head {
     /// Bytes held by the cache of dropped series.
     pub fn recent_series_bytes(&self) -> usize {
         self.recent.usage()
+    }
+
+    /// Whether the head holds every series the store knows (see
+    /// `knows_all`).
+    pub(crate) fn knows_all(&self) -> bool {
+        self.knows_all.load(Ordering::Acquire)
     }
 
     /// Series dropped from the head so far (their buckets all sealed).
@@ -777,6 +788,9 @@ impl Head {
                 s.dropped.store(true, Ordering::Relaxed);
                 drop(st);
                 gone.push(s);
+            }
+            if !gone.is_empty() {
+                self.knows_all.store(false, Ordering::Release);
             }
             idx.remove(&gone);
         }
