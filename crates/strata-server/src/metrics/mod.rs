@@ -411,6 +411,20 @@ pub fn render(
         "Estimated bytes held by the head.",
         s.head().memory_bytes() as f64,
     );
+    let mem = s.head().memory();
+    let _ = writeln!(
+        out,
+        "# HELP strata_head_memory_part_bytes Estimated bytes held by the head, by part: the series' structs, their labels, open chunks, out-of-order and late samples, and the index (maps and postings).\n# TYPE strata_head_memory_part_bytes gauge"
+    );
+    for (part, v) in [
+        ("series", mem.series),
+        ("labels", mem.labels),
+        ("chunks", mem.chunks),
+        ("extras", mem.extras),
+        ("index", mem.index),
+    ] {
+        let _ = writeln!(out, "strata_head_memory_part_bytes{{part=\"{part}\"}} {v}");
+    }
     gauge(
         &mut out,
         "strata_head_extra_samples",
