@@ -315,7 +315,7 @@ class VictoriaMetrics(System):
     ready_path = "/health"
 
     def command(self):
-        return ["victoria-metrics", f"-httpListenAddr=127.0.0.1:{self.port}",
+        return [vm_bin(), f"-httpListenAddr=127.0.0.1:{self.port}",
                 f"-storageDataPath={self.data}", "-retentionPeriod=30d",
                 "-loggerLevel=WARN"]
 
@@ -333,11 +333,21 @@ class Prometheus(System):
         config = os.path.join(os.path.dirname(self.data), "prometheus.yml")
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
-        return ["prometheus", f"--config.file={config}",
+        return [prom_bin(), f"--config.file={config}",
                 f"--storage.tsdb.path={self.data}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--web.enable-remote-write-receiver",
                 "--storage.tsdb.retention.time=30d", "--log.level=warn"]
+
+
+def vm_bin():
+    """VictoriaMetrics' single-node binary: VM_BIN, else Debian's on PATH."""
+    return os.environ.get("VM_BIN", "victoria-metrics")
+
+
+def prom_bin():
+    """Prometheus' binary: PROM_BIN, else Debian's on PATH."""
+    return os.environ.get("PROM_BIN", "prometheus")
 
 
 def make_system(name, workdir, strata_bin):
@@ -354,11 +364,12 @@ def require(systems):
     """Stops at once, naming what to install, if a system's program is
     missing: a ramp must not find out after the systems before it ran.
     (Strata's own binaries are checked by `binaries`.)"""
-    programs = {"victoriametrics": "victoria-metrics", "prometheus": "prometheus"}
+    programs = {"victoriametrics": vm_bin(), "prometheus": prom_bin()}
     missing = [programs[s] for s in systems if s in programs and not shutil.which(programs[s])]
     if missing:
         raise SystemExit(f"not installed: {', '.join(missing)} (Debian packages "
-                         "victoria-metrics and prometheus: apt-get install -y victoria-metrics prometheus)")
+                         "victoria-metrics and prometheus: apt-get install -y victoria-metrics prometheus; "
+                         "or set VM_BIN / PROM_BIN to current builds)")
 
 
 def binaries(build):
