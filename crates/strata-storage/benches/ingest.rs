@@ -361,33 +361,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
         }
         build_time += built.elapsed();
 
-        let started = Instant::now();
-        let mut per_task: Vec<Vec<Request>> = (0..tasks).map(|_| Vec::new()).collect();
-        for (i, r) in requests.into_iter().enumerate() {
-            per_task[i % tasks].push(r);
-        }
-        let handles: Vec<_> = per_task
-            .into_iter()
-            .map(|reqs| {
-                let db = Arc::clone(&db);
-                tokio::spawn(async move {
-                    let mut n = 0;
-                    for r in reqs {
-                        n += db
-                            .write(r, Durability::Applied)
-                            .await
-                            .expect("write")
-                            .appended;
-                    }
-                    n
-                })
-            })
-            .collect();
-        let mut appended = 0;
-        for h in handles {
-            appended += h.await.expect("task");
-        }
-        let elapsed = started.elapsed();
+        let (appended, elapsed) = write_all(&db, requests, tasks).await;
         assert_eq!(appended, n_series, "every sample appended");
         timed += elapsed;
         let rate = n_series as f64 / elapsed.as_secs_f64();
@@ -461,9 +435,11 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
     drop(db);
     let folder_unsealed = folder_bytes(dir.path());
     let opened = Instant::now();
-    let db = Writer::open(Arc::clone(&loc.store), &loc.path, settings(), clock.clone())
-        .await
-        .expect("reopen");
+    let db = Arc::new(
+        Writer::open(Arc::clone(&loc.store), &loc.path, settings(), clock.clone())
+            .await
+            .expect("reopen"),
+    );
     let open_time = opened.elapsed();
     let replayed = db
         .stats()
@@ -511,6 +487,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
     println!(
         "| read-back of host 0's sealed bucket (samples checked / not as written) | {checked} / {mismatched} |"
     );
+    new_series_after_drops(&db, &mut sim, hosts, bucket_start + HOUR, tasks).await;
     db.close().await.expect("close");
     let folder_sealed = folder_bytes(dir.path());
     println!(
@@ -528,6 +505,101 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
     for ((_, _, name), (sealed, gorilla)) in KINDS.iter().zip(per_kind_bytes(bucket_start)) {
         println!("| {name} | {sealed:.3} | {gorilla:.3} |");
     }
+}
+
+/// Writes `requests` from `tasks` tasks at once; returns the samples
+/// appended and the time taken.
+async fn write_all(db: &Arc<Writer>, requests: Vec<Request>, tasks: usize) -> (usize, Duration) {
+    let started = Instant::now();
+    let mut per_task: Vec<Vec<Request>> = (0..tasks).map(|_| Vec::new()).collect();
+    for (i, r) in requests.into_iter().enumerate() {
+        per_task[i % tasks].push(r);
+    }
+    let handles: Vec<_> = per_task
+        .into_iter()
+        .map(|reqs| {
+            let db = Arc::clone(db);
+            tokio::spawn(async move {
+                let mut n = 0;
+                for r in reqs {
+                    n += db
+                        .write(r, Durability::Applied)
+                        .await
+                        .expect("write")
+                        .appended;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut appended = 0;
+    for h in handles {
+        appended += h.await.expect("task");
+    }
+    (appended, started.elapsed())
+}
+
+/// One scrape of `sims` at `t`, as requests.
+fn scrape(sims: &mut [SimSeries], t: i64) -> Vec<Request> {
+    sims.iter_mut()
+        .enumerate()
+        .map(|(i, s)| IngestSeries {
+            labels: Arc::clone(&s.labels),
+            samples: vec![(t, s.next_value(i % SERIES_PER_HOST))],
+        })
+        .collect::<Vec<_>>()
+        .chunks(SAMPLES_PER_REQUEST)
+        .map(<[_]>::to_vec)
+        .collect()
+}
+
+/// Once the seal has dropped every series from the head (a run within one
+/// bucket): a first scrape of as many new series, each looked up in the
+/// store's labels index before it gets an id, then one of the dropped
+/// series coming back, each found there with its old id.
+async fn new_series_after_drops(
+    db: &Arc<Writer>,
+    sim: &mut [SimSeries],
+    hosts: usize,
+    t: i64,
+    tasks: usize,
+) {
+    if db.head().num_series() > 0 {
+        println!(
+            "| new series after a seal | skipped: the run's series still have unsealed samples |"
+        );
+        return;
+    }
+    let n = sim.len();
+    let mut fresh: Vec<SimSeries> = (hosts..2 * hosts)
+        .flat_map(|h| (0..SERIES_PER_HOST).map(move |s| (h, s)))
+        .map(|(h, s)| SimSeries::new(h, s))
+        .collect();
+    let (appended, took) = write_all(db, scrape(&mut fresh, t), tasks).await;
+    assert_eq!(appended, n);
+    println!(
+        "| first scrape of {n} new series after the seal dropped the others (labels index looked up for each) | {:.2} M samples/s |",
+        n as f64 / took.as_secs_f64() / 1e6
+    );
+    let returned_before = db
+        .stats()
+        .series_returned
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let (appended, took) = write_all(db, scrape(sim, t + 1), tasks).await;
+    assert_eq!(appended, n);
+    let returned = db
+        .stats()
+        .series_returned
+        .load(std::sync::atomic::Ordering::Relaxed)
+        - returned_before;
+    assert_eq!(
+        returned as usize, n,
+        "every dropped series came back with its id"
+    );
+    println!(
+        "| the {n} dropped series coming back (found in the labels index, old ids) | {:.2} M samples/s |",
+        n as f64 / took.as_secs_f64() / 1e6
+    );
 }
 
 /// Reads host 0's sealed bucket back and compares it, bit for bit, with

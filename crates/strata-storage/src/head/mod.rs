@@ -17,6 +17,7 @@
 mod append;
 mod chunk;
 mod extra;
+mod ids;
 mod labels;
 mod read;
 mod recent;
@@ -34,6 +35,7 @@ pub use append::{AppendOutcome, AppendPolicy, Rejection};
 
 pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
 use extra::{ExtraRun, Extras, Taken};
+use ids::IdList;
 pub use labels::SeriesLabels;
 pub use read::HeadRead;
 pub(crate) use recent::RecentSeries;
@@ -356,7 +358,7 @@ struct SeriesIndex {
     collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
     by_id: BTreeMap<u64, Arc<MemSeries>>,
     /// name -> value -> ids, each id list ascending.
-    postings: FxHashMap<Box<str>, FxHashMap<Box<str>, Vec<u64>>>,
+    postings: FxHashMap<Box<str>, FxHashMap<Box<str>, IdList>>,
     /// tenant -> its active series.
     active: FxHashMap<Box<str>, Arc<AtomicUsize>>,
 }
@@ -382,18 +384,10 @@ impl SeriesIndex {
                 continue;
             };
             if !values.contains_key(value) {
-                values.insert(value.into(), Vec::new());
+                values.insert(value.into(), IdList::default());
             }
-            let Some(ids) = values.get_mut(value) else {
-                continue;
-            };
-            // Ids usually arrive ascending; recovery may not, so keep order.
-            match ids.last() {
-                Some(&last) if last > series.id => {
-                    let at = ids.partition_point(|&x| x < series.id);
-                    ids.insert(at, series.id);
-                }
-                _ => ids.push(series.id),
+            if let Some(ids) = values.get_mut(value) {
+                ids.push(series.id);
             }
         }
         self.by_id.insert(series.id, Arc::clone(&series));
@@ -437,7 +431,7 @@ impl SeriesIndex {
                 continue;
             };
             if let Some(list) = values.get_mut(value) {
-                list.retain(|id| !ids.contains(id));
+                list.retain(|id| !ids.contains(&id));
                 if list.is_empty() {
                     values.remove(value);
                 }
@@ -861,7 +855,7 @@ impl Head {
         for (name, values) in &idx.postings {
             m.index += name.len() + values.capacity() * slot(16, 24);
             for (value, ids) in values {
-                m.index += value.len() + ids.capacity() * 8;
+                m.index += value.len() + ids.heap_bytes();
             }
         }
         m

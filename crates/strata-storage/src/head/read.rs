@@ -21,13 +21,16 @@ impl Head {
                         return Vec::new();
                     };
                     if want && m.op == strata_codec::MatchOp::Equal {
-                        return values.get(m.value.as_str()).cloned().unwrap_or_default();
+                        return values
+                            .get(m.value.as_str())
+                            .map(|ids| ids.to_sorted())
+                            .unwrap_or_default();
                     }
                     union(
                         values
                             .iter()
                             .filter(|(v, _)| m.matches(v) == want)
-                            .map(|(_, ids)| ids.clone())
+                            .map(|(_, ids)| ids.to_sorted())
                             .collect(),
                     )
                 };
