@@ -140,6 +140,14 @@ pub fn series_hash_key(hash: u64) -> [u8; 9] {
     k
 }
 
+/// The label hash of an `H` key.
+pub fn series_hash(key: &[u8]) -> Option<u64> {
+    match key.split_first() {
+        Some((&SERIES_HASH, rest)) if rest.len() == 8 => read_u64(rest),
+        _ => None,
+    }
+}
+
 pub fn series_id(key: &[u8]) -> Option<u64> {
     match key.split_first() {
         Some((&SERIES, rest)) if rest.len() == 8 => read_u64(rest),

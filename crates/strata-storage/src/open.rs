@@ -154,11 +154,12 @@ impl Writer {
         let (shared, recovered) = opening
             .recover(Handle::Writer(db.clone()), memory_cache)
             .await?;
-        let indexed =
-            recovery::index_series_hashes(&db, &shared.backend, &shared.series_ttl()).await?;
-        if indexed > 0 {
+        let (hashes, built) =
+            recovery::load_series_hashes(&db, &shared.backend, &shared.head, &shared.series_ttl())
+                .await?;
+        if built && hashes > 0 {
             tracing::info!(
-                label_sets = indexed,
+                label_sets = hashes,
                 "indexed the series of a store written before the labels index"
             );
         }

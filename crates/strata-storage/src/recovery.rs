@@ -66,16 +66,32 @@ pub(crate) async fn fetch_series(
     Ok(found.into_iter().flatten().collect())
 }
 
-/// A store written before the labels index (`H` keys) gets one: an `H` key
-/// for every `S` key, once, so a series dropped from the head and coming
-/// back finds its id there too.
-pub(crate) async fn index_series_hashes(
+/// Notes every label hash of the store's labels index (`H` keys) in the
+/// head's filter, so a label set whose hash it has never seen skips the
+/// store. A store written before the labels index gets one first: an `H`
+/// key for every `S` key, once. Returns the hashes noted and whether the
+/// index was built.
+pub(crate) async fn load_series_hashes(
     db: &slatedb::Db,
     backend: &Backend,
+    head: &Head,
     series_ttl: &slatedb::config::PutOptions,
-) -> Result<usize, StorageError> {
+) -> Result<(usize, bool), StorageError> {
     if backend.get(SERIES_HASH_INDEXED).await?.is_some() {
-        return Ok(0);
+        let mut it = backend
+            .scan_as(
+                vec![keys::SERIES_HASH]..vec![keys::SERIES_HASH + 1],
+                ScanKind::Bulk,
+            )
+            .await?;
+        let mut n = 0;
+        while let Some(kv) = it.next().await? {
+            if let Some(hash) = keys::series_hash(&kv.key) {
+                head.note_stored_hash(hash);
+                n += 1;
+            }
+        }
+        return Ok((n, false));
     }
     let mut by_hash: FxHashMap<u64, Vec<u64>> = FxHashMap::default();
     let mut it = backend
@@ -100,13 +116,14 @@ pub(crate) async fn index_series_hashes(
             values::encode_postings(&ids),
             series_ttl,
         );
+        head.note_stored_hash(hash);
         if i % 4096 == 4095 {
             db.write(std::mem::take(&mut batch)).await?;
         }
     }
     batch.put(SERIES_HASH_INDEXED, []);
     db.write(batch).await?.await_durable().await?;
-    Ok(n)
+    Ok((n, true))
 }
 
 /// Records decoded before they are applied together, so the work can be

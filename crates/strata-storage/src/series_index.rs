@@ -16,13 +16,13 @@ use futures::{StreamExt, TryStreamExt};
 use slatedb::WriteBatch;
 use strata_codec::LabelPairs;
 
+use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::head::{labels_hash, MemSeries, SeriesLabels};
 use crate::shared::Shared;
 use crate::{keys, values};
 
-/// Store lookups one write request runs at a time: the first scrape of a
-/// large target brings thousands of series the head does not know.
+/// Store reads one write request runs at a time, when it reads few.
 const LOOKUP_CONCURRENCY: usize = 64;
 
 /// Puts series `s`'s `S` and `H` keys into `batch`, written at `now`;
@@ -35,59 +35,138 @@ pub(crate) fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i6
     let bytes = labels.len() + ids.len() + 2 * keys::series_key(0).len();
     batch.put_with_options(keys::series_key(s.id), labels, &ttl);
     batch.put_with_options(keys::series_hash_key(hash), ids, &ttl);
+    inner.head.note_stored_hash(hash);
     s.series_key_written_ms.store(now, Ordering::Relaxed);
     bytes
 }
 
 /// For each label set the head does not hold, the id the store knows it
-/// by, if any.
+/// by, if any. The cache of dropped series answers first; a hash the
+/// filter of stored hashes has never seen is new; the rest are read from
+/// the store, all of a request's `H` keys, then the `S` keys they list,
+/// each in key order (one scan with a seek per key when there are many: a
+/// sender back after an outage brings all its series at once).
 pub(crate) async fn stored_ids<L: LabelPairs + Sync + ?Sized>(
     inner: &Shared,
     sets: &[&L],
 ) -> Result<Vec<Option<u64>>, StorageError> {
+    let mut found = vec![None; sets.len()];
     if inner.head.knows_all() {
-        return Ok(vec![None; sets.len()]);
+        return Ok(found);
     }
-    // By index: a closure over `&&L` would make the future's `Send`
-    // depend on a lifetime the compiler cannot name.
-    futures::stream::iter(0..sets.len())
-        .map(move |i| stored_id(inner, sets.get(i).copied()))
-        .buffered(LOOKUP_CONCURRENCY)
-        .try_collect()
-        .await
+    let head = &inner.head;
+    let recent = head.recent();
+    // (hash, set) of the sets to look up in the store.
+    let mut ask: Vec<(u64, usize)> = Vec::new();
+    for (i, labels) in sets.iter().enumerate() {
+        let hash = labels_hash(*labels);
+        if let Some(id) = recent.id(hash) {
+            if recent.labels(id).is_some_and(|l| l.eq_pairs(*labels)) {
+                if let Some(slot) = found.get_mut(i) {
+                    *slot = Some(id);
+                }
+                continue;
+            }
+        }
+        if head.may_be_stored(hash) {
+            ask.push((hash, i));
+        }
+    }
+    if ask.is_empty() {
+        return Ok(found);
+    }
+    ask.sort_unstable();
+    let mut hashes: Vec<u64> = ask.iter().map(|&(h, _)| h).collect();
+    hashes.dedup();
+    let hash_keys: Vec<[u8; 9]> = hashes.iter().map(|&h| keys::series_hash_key(h)).collect();
+    let listed = read_keys(inner, &hash_keys).await?;
+    let mut ids_of: rustc_hash::FxHashMap<u64, Vec<u64>> = Default::default();
+    for (&hash, value) in hashes.iter().zip(listed) {
+        if let Some(v) = value {
+            let mut ids = Vec::new();
+            values::decode_postings(&v, &mut ids)?;
+            ids_of.insert(hash, ids);
+        }
+    }
+    // Labels of every id listed: the cache's, else the `S` keys'.
+    let mut labels_of: rustc_hash::FxHashMap<u64, Arc<SeriesLabels>> = Default::default();
+    let mut missing: Vec<u64> = Vec::new();
+    for &id in ids_of.values().flatten() {
+        match recent.labels(id) {
+            Some(l) => {
+                labels_of.insert(id, l);
+            }
+            None => missing.push(id),
+        }
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    let series_keys: Vec<[u8; 9]> = missing.iter().map(|&id| keys::series_key(id)).collect();
+    for (&id, value) in missing.iter().zip(read_keys(inner, &series_keys).await?) {
+        if let Some(v) = value {
+            let (_, labels) = values::decode_series(&v)?;
+            labels_of.insert(id, Arc::new(SeriesLabels::new(&labels[..])));
+        }
+    }
+    for (hash, i) in ask {
+        let (Some(ids), Some(labels)) = (ids_of.get(&hash), sets.get(i)) else {
+            continue;
+        };
+        let id = ids
+            .iter()
+            .copied()
+            .find(|id| labels_of.get(id).is_some_and(|l| l.eq_pairs(*labels)));
+        match (id, found.get_mut(i)) {
+            (Some(id), Some(slot)) => *slot = Some(id),
+            (None, _) => head.note_shared_hash(hash, ids),
+            _ => {}
+        }
+    }
+    Ok(found)
 }
 
-async fn stored_id<L: LabelPairs + Sync + ?Sized>(
+/// Reads at most this many keys one `get` each; more by one scan.
+const GETS_UP_TO: usize = 16;
+
+/// The values of `wanted` (sorted keys), `None` where absent.
+async fn read_keys(
     inner: &Shared,
-    labels: Option<&L>,
-) -> Result<Option<u64>, StorageError> {
-    let Some(labels) = labels else {
-        return Ok(None);
+    wanted: &[[u8; 9]],
+) -> Result<Vec<Option<bytes::Bytes>>, StorageError> {
+    let backend = &inner.backend;
+    let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
+        return Ok(Vec::new());
     };
-    let recent = inner.head.recent();
-    let hash = labels_hash(labels);
-    if let Some(id) = recent.id(hash) {
-        if recent.labels(id).is_some_and(|l| l.eq_pairs(labels)) {
-            return Ok(Some(id));
+    if wanted.len() <= GETS_UP_TO {
+        return futures::stream::iter(wanted.iter().copied())
+            .map(|k| async move { backend.get(&k).await })
+            .buffered(LOOKUP_CONCURRENCY)
+            .try_collect()
+            .await;
+    }
+    let mut it = backend
+        .scan_as(lo.to_vec()..keys::prefix_end(hi), ScanKind::Short)
+        .await?;
+    let mut out = Vec::with_capacity(wanted.len());
+    // The entry after the last key looked for, never sought past: the
+    // iterator only moves forward.
+    let mut ahead: Option<slatedb::KeyValue> = None;
+    let mut ended = false;
+    for k in wanted {
+        let behind = ahead
+            .as_ref()
+            .is_none_or(|kv| kv.key.as_ref() < k.as_slice());
+        if behind && !ended {
+            it.seek(k).await?;
+            ahead = it.next().await?;
+            ended = ahead.is_none();
         }
+        out.push(match &ahead {
+            Some(kv) if kv.key.as_ref() == k.as_slice() => Some(kv.value.clone()),
+            _ => None,
+        });
     }
-    let Some(listed) = inner.backend.get(&keys::series_hash_key(hash)).await? else {
-        return Ok(None);
-    };
-    let mut ids = Vec::new();
-    values::decode_postings(&listed, &mut ids)?;
-    for &id in &ids {
-        if stored_labels(inner, id)
-            .await?
-            .is_some_and(|l| l.eq_pairs(labels))
-        {
-            return Ok(Some(id));
-        }
-    }
-    if !ids.is_empty() {
-        inner.head.note_shared_hash(hash, &ids);
-    }
-    Ok(None)
+    Ok(out)
 }
 
 /// Labels of series `id`, which the head does not hold: from its cache of

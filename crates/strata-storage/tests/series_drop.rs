@@ -245,3 +245,46 @@ async fn a_reader_drops_sealed_series_too() {
     reader.close().await.unwrap();
     writer.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_series_come_back_at_once_after_a_restart() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let t0 = start();
+    let clock = Arc::new(ManualClock::new(t0));
+    let writer = open(&store, &clock).await;
+    writer
+        .write(
+            (0..100).map(|i| series(i, minutes(t0, 3))).collect(),
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    let ids: Vec<u64> = (0..100).map(|i| id_of(&writer, i).unwrap()).collect();
+    seal_at(&writer, &clock, t0 + HOUR + 6 * MINUTE).await;
+    assert_eq!(writer.head().num_series(), 0);
+    writer.close().await.unwrap();
+
+    // A sender back after an outage: its 100 series (the cache of dropped
+    // series is gone with the restart: all read from the store in one
+    // request) and 30 new ones, interleaved.
+    let writer = open(&store, &clock).await;
+    let t = t0 + HOUR + 10 * MINUTE;
+    let out = writer
+        .write(
+            (0..130).rev().map(|i| series(i, minutes(t, 1))).collect(),
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.appended, 130);
+    let stats = writer.stats();
+    assert_eq!(stats.series_returned.load(Ordering::Relaxed), 100);
+    assert_eq!(stats.series_created.load(Ordering::Relaxed), 30);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(id_of(&writer, i as u32), Some(id), "series {i}");
+    }
+    let all = read_all(&writer).await;
+    assert_eq!(all.len(), 130);
+    assert_eq!(all.iter().filter(|(_, ts)| ts.len() == 4).count(), 100);
+    writer.close().await.unwrap();
+}

@@ -402,7 +402,7 @@ pub fn render(
     gauge(
         &mut out,
         "strata_head_recent_series_bytes",
-        "Bytes of the cache of series dropped from the head (labels by id, id by labels).",
+        "Bytes of the cache of series dropped from the head (labels by id, id by labels) and of the filter of label hashes the store's labels index holds.",
         s.head().recent_series_bytes() as f64,
     );
     gauge(

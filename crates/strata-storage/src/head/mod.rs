@@ -17,6 +17,7 @@
 mod append;
 mod chunk;
 mod extra;
+mod hash_filter;
 mod ids;
 mod labels;
 mod read;
@@ -35,6 +36,7 @@ pub use append::{AppendOutcome, AppendPolicy, Rejection};
 
 pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
 use extra::{ExtraRun, Extras, Taken};
+use hash_filter::HashFilter;
 use ids::IdList;
 pub use labels::SeriesLabels;
 pub use read::HeadRead;
@@ -476,6 +478,8 @@ pub struct Head {
     shared_hashes: Mutex<FxHashMap<u64, Vec<u64>>>,
     /// Series dropped from the head so far.
     dropped: AtomicU64,
+    /// The label hashes the store's `H` keys may hold.
+    stored_hashes: HashFilter,
     /// Whether the head holds every series the store knows: a fresh
     /// database until its first drop. A label set the head lacks is then
     /// new, and the store need not be asked.
@@ -498,6 +502,7 @@ impl Head {
             recent: RecentSeries::new(recent_bytes),
             shared_hashes: Mutex::new(FxHashMap::default()),
             dropped: AtomicU64::new(0),
+            stored_hashes: HashFilter::default(),
             knows_all: AtomicBool::new(next_id <= 1),
         }
     }
@@ -608,9 +613,20 @@ impl Head {
         &self.recent
     }
 
-    /// Bytes held by the cache of dropped series.
+    /// Bytes held by the cache of dropped series and the filter of label
+    /// hashes the store's labels index holds.
     pub fn recent_series_bytes(&self) -> usize {
-        self.recent.usage()
+        self.recent.usage() + self.stored_hashes.heap_bytes()
+    }
+
+    /// Notes that the store's `H` keys hold `hash` (written or found).
+    pub(crate) fn note_stored_hash(&self, hash: u64) {
+        self.stored_hashes.insert(hash);
+    }
+
+    /// False only if no `H` key with `hash` has been noted.
+    pub(crate) fn may_be_stored(&self, hash: u64) -> bool {
+        self.stored_hashes.may_contain(hash)
     }
 
     /// Whether the head holds every series the store knows (see
