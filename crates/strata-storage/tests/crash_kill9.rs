@@ -92,19 +92,25 @@ fn durability(stream: usize, seq: u64) -> Durability {
     }
 }
 
-/// The child: ingests until killed. Not a test of its own; it returns at
-/// once unless the parent set `STRATA_CRASH_CHILD_DIR`.
-#[test]
-fn child_ingest() {
-    let Ok(dir) = std::env::var(CHILD_ENV) else {
-        return;
-    };
-    let dir = Path::new(&dir).to_path_buf();
+/// A child's folder (from `env`, set by the parent; `None`: not a child)
+/// and its runtime.
+fn child_setup(env: &str) -> Option<(std::path::PathBuf, tokio::runtime::Runtime)> {
+    let dir = std::env::var(env).ok()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    Some((Path::new(&dir).to_path_buf(), rt))
+}
+
+/// The child: ingests until killed. Not a test of its own; it returns at
+/// once unless the parent set `STRATA_CRASH_CHILD_DIR`.
+#[test]
+fn child_ingest() {
+    let Some((dir, rt)) = child_setup(CHILD_ENV) else {
+        return;
+    };
     rt.block_on(async move {
         let loc = open_object_store(&store_url(&dir), &Default::default()).unwrap();
         let db = Arc::new(
@@ -386,15 +392,9 @@ fn pod_value(generation: i64, pod: u32, t: i64) -> f64 {
 /// pod of the current generation, at the real time; writes until killed.
 #[test]
 fn child_churn() {
-    let Ok(dir) = std::env::var(CHURN_ENV) else {
+    let Some((dir, rt)) = child_setup(CHURN_ENV) else {
         return;
     };
-    let dir = Path::new(&dir).to_path_buf();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     rt.block_on(async move {
         let loc = open_object_store(&store_url(&dir), &Default::default()).unwrap();
         let db = Writer::open(

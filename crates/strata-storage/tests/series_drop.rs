@@ -84,6 +84,27 @@ async fn open(store: &Arc<dyn ObjectStore>, clock: &Arc<ManualClock>) -> Writer 
         .unwrap()
 }
 
+/// A writer on a fresh store at `start()`, with `n` series written from
+/// there, `samples` minutes each.
+async fn writer_with(
+    n: u32,
+    samples: i64,
+    durability: Durability,
+) -> (Arc<dyn ObjectStore>, i64, Arc<ManualClock>, Writer) {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let t0 = start();
+    let clock = Arc::new(ManualClock::new(t0));
+    let writer = open(&store, &clock).await;
+    writer
+        .write(
+            (0..n).map(|i| series(i, minutes(t0, samples))).collect(),
+            durability,
+        )
+        .await
+        .unwrap();
+    (store, t0, clock, writer)
+}
+
 fn id_of(db: &Storage, i: u32) -> Option<u64> {
     db.head().get(&labels(i)).map(|s| s.id)
 }
@@ -95,17 +116,7 @@ async fn seal_at(writer: &Writer, clock: &ManualClock, t: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_returning_series_keeps_its_id_across_seals_and_restarts() {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let t0 = start();
-    let clock = Arc::new(ManualClock::new(t0));
-    let writer = open(&store, &clock).await;
-    writer
-        .write(
-            vec![series(0, minutes(t0, 30)), series(1, minutes(t0, 30))],
-            Durability::Applied,
-        )
-        .await
-        .unwrap();
+    let (store, t0, clock, writer) = writer_with(2, 30, Durability::Applied).await;
     let (id0, id1) = (id_of(&writer, 0).unwrap(), id_of(&writer, 1).unwrap());
     assert_eq!(writer.head().num_series(), 2);
 
@@ -185,17 +196,7 @@ async fn a_returning_series_keeps_its_id_across_seals_and_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_drops_sealed_series_too() {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let t0 = start();
-    let clock = Arc::new(ManualClock::new(t0));
-    let writer = open(&store, &clock).await;
-    writer
-        .write(
-            (0..50).map(|i| series(i, minutes(t0, 20))).collect(),
-            Durability::Durable,
-        )
-        .await
-        .unwrap();
+    let (store, t0, clock, writer) = writer_with(50, 20, Durability::Durable).await;
     let reader = Storage::open_reader(
         Arc::clone(&store),
         "db",
@@ -248,17 +249,7 @@ async fn a_reader_drops_sealed_series_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_series_come_back_at_once_after_a_restart() {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let t0 = start();
-    let clock = Arc::new(ManualClock::new(t0));
-    let writer = open(&store, &clock).await;
-    writer
-        .write(
-            (0..100).map(|i| series(i, minutes(t0, 3))).collect(),
-            Durability::Applied,
-        )
-        .await
-        .unwrap();
+    let (store, t0, clock, writer) = writer_with(100, 3, Durability::Applied).await;
     let ids: Vec<u64> = (0..100).map(|i| id_of(&writer, i).unwrap()).collect();
     seal_at(&writer, &clock, t0 + HOUR + 6 * MINUTE).await;
     assert_eq!(writer.head().num_series(), 0);
