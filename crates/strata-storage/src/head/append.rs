@@ -185,6 +185,7 @@ impl MemSeries {
                             self.active
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
+                        super::room_for_one(&mut st.chunks);
                         st.chunks.push((bucket, HeadChunk::default()));
                         match st.chunks.last_mut() {
                             Some((_, c)) => c,
@@ -270,6 +271,7 @@ impl MemSeries {
                         }
                         let mut c = HeadChunk::default();
                         c.append(t, v);
+                        super::room_for_one(&mut st.chunks);
                         st.chunks.insert(at, (bucket, c));
                         out.appended += 1;
                         accepted(t, v, bucket);
