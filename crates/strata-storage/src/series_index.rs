@@ -51,9 +51,6 @@ pub(crate) async fn stored_ids<L: LabelPairs + Sync + ?Sized>(
     sets: &[&L],
 ) -> Result<Vec<Option<u64>>, StorageError> {
     let mut found = vec![None; sets.len()];
-    if inner.head.knows_all() {
-        return Ok(found);
-    }
     let head = &inner.head;
     let recent = head.recent();
     // (hash, set) of the sets to look up in the store.

@@ -494,10 +494,6 @@ pub struct Head {
     dropped: AtomicU64,
     /// The label hashes the store's `H` keys may hold.
     stored_hashes: HashFilter,
-    /// Whether the head holds every series the store knows: a fresh
-    /// database until its first drop. A label set the head lacks is then
-    /// new, and the store need not be asked.
-    knows_all: AtomicBool,
 }
 
 impl Head {
@@ -517,7 +513,6 @@ impl Head {
             shared_hashes: Mutex::new(FxHashMap::default()),
             dropped: AtomicU64::new(0),
             stored_hashes: HashFilter::default(),
-            knows_all: AtomicBool::new(next_id <= 1),
         }
     }
 
@@ -641,12 +636,6 @@ impl Head {
     /// False only if no `H` key with `hash` has been noted.
     pub(crate) fn may_be_stored(&self, hash: u64) -> bool {
         self.stored_hashes.may_contain(hash)
-    }
-
-    /// Whether the head holds every series the store knows (see
-    /// `knows_all`).
-    pub(crate) fn knows_all(&self) -> bool {
-        self.knows_all.load(Ordering::Acquire)
     }
 
     /// Series dropped from the head so far (their buckets all sealed).
@@ -812,9 +801,6 @@ impl Head {
                 s.dropped.store(true, Ordering::Relaxed);
                 drop(st);
                 gone.push(s);
-            }
-            if !gone.is_empty() {
-                self.knows_all.store(false, Ordering::Release);
             }
             idx.remove(&gone);
         }
