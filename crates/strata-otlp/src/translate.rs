@@ -1,0 +1,590 @@
+//! OTLP metrics to Prometheus series, as Prometheus 3's OTLP receiver
+//! translates them:
+//!
+//! - gauges and non-monotonic sums become gauges, cumulative monotonic
+//!   sums counters (`_total`); explicit-bucket histograms classic
+//!   `_bucket{le}`/`_sum`/`_count` series; summaries `{quantile}`, `_sum`
+//!   and `_count`;
+//! - `job` is `service.namespace/service.name`, `instance` is
+//!   `service.instance.id`; the other resource attributes go to
+//!   `target_info`, and those named in `promote_resource_attributes` onto
+//!   every series;
+//! - a point flagged "no recorded value" is a stale marker.
+//!
+//! A metric this store cannot take is refused alone, with its points
+//! counted: delta temporality (Prometheus refuses it too unless told to
+//! convert), and exponential histograms (native histograms are not stored
+//! yet).
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use strata_remote_write::{
+    DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries, RejectedSeries, Version,
+};
+
+use crate::attributes::{get, value_string, LabelBuilder};
+use crate::names::{metric_name, unit_name, LabelNamer, MetricType, TranslationStrategy};
+use crate::proto::{
+    metric, number_data_point, ExportMetricsServiceRequest, HistogramDataPoint, KeyValue,
+    NumberDataPoint, SummaryDataPoint, FLAG_NO_RECORDED_VALUE, TEMPORALITY_CUMULATIVE,
+    TEMPORALITY_DELTA,
+};
+
+/// Prometheus' stale marker.
+const STALE_NAN: f64 = f64::from_bits(0x7ff0_0000_0000_0002);
+
+const SERVICE_NAME: &str = "service.name";
+const SERVICE_NAMESPACE: &str = "service.namespace";
+const SERVICE_INSTANCE_ID: &str = "service.instance.id";
+
+/// `target_info` gets a sample every half lookback (Prometheus' default
+/// lookback of 5 minutes) between a resource's first and last point.
+const TARGET_INFO_INTERVAL_MS: i64 = 150_000;
+
+/// The `otlp` settings, with Prometheus 3's names and defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub translation_strategy: TranslationStrategy,
+    /// Resource attributes copied onto every series of the resource.
+    pub promote_resource_attributes: Vec<String>,
+    /// Every resource attribute promoted but those in
+    /// `ignore_resource_attributes`.
+    pub promote_all_resource_attributes: bool,
+    pub ignore_resource_attributes: Vec<String>,
+    /// `service.*` kept in `target_info` too.
+    pub keep_identifying_resource_attributes: bool,
+    /// `otel_scope_name`, `otel_scope_version`, `otel_scope_schema_url` and
+    /// `otel_scope_<attribute>` on every series.
+    pub promote_scope_metadata: bool,
+    pub label_name_underscore_sanitization: bool,
+    pub label_name_preserve_multiple_underscores: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            translation_strategy: TranslationStrategy::default(),
+            promote_resource_attributes: Vec::new(),
+            promote_all_resource_attributes: false,
+            ignore_resource_attributes: Vec::new(),
+            keep_identifying_resource_attributes: false,
+            promote_scope_metadata: false,
+            label_name_underscore_sanitization: true,
+            label_name_preserve_multiple_underscores: true,
+        }
+    }
+}
+
+/// A translated request: the write to make, and what the request held.
+#[derive(Debug)]
+pub struct Translated {
+    /// Series to write (with the metadata of their metrics), and the
+    /// metrics refused, each with the number of its points.
+    pub write: DecodedWrite<RawSeries>,
+    /// Data points in the request.
+    pub data_points: usize,
+    /// Data points of refused metrics.
+    pub rejected_points: usize,
+    /// What was taken with a caveat (colliding label names, empty metrics).
+    pub warnings: Vec<String>,
+}
+
+/// Translates `req` under `settings`.
+pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Translated {
+    let mut t = Translator {
+        settings,
+        namer: LabelNamer {
+            utf8: !settings.translation_strategy.escapes(),
+            underscore_sanitization: settings.label_name_underscore_sanitization,
+            preserve_multiple_underscores: settings.label_name_preserve_multiple_underscores,
+        },
+        index: HashMap::new(),
+        out: DecodedWrite {
+            version: Version::V1,
+            series: Vec::new(),
+            rejected: Vec::new(),
+            histograms: 0,
+            exemplars: 0,
+            metadata: Vec::new(),
+        },
+        data_points: 0,
+        rejected_points: 0,
+        warnings: Vec::new(),
+        collisions: Vec::new(),
+    };
+    for rm in &req.resource_metrics {
+        t.resource(rm);
+    }
+    if !t.collisions.is_empty() {
+        t.warnings.push(format!(
+            "attributes collide as labels {:?} after name sanitization; values are joined with ';'",
+            t.collisions
+        ));
+    }
+    t.out.metadata.sort();
+    t.out.metadata.dedup();
+    Translated {
+        write: t.out,
+        data_points: t.data_points,
+        rejected_points: t.rejected_points,
+        warnings: t.warnings,
+    }
+}
+
+/// What a resource gives each of its series.
+struct ResourceLabels {
+    job: String,
+    instance: String,
+    promoted: LabelBuilder,
+}
+
+struct Translator<'a> {
+    settings: &'a Settings,
+    namer: LabelNamer,
+    /// Series already in `out`, by labels, so that a series' points merge.
+    index: HashMap<Vec<(String, String)>, usize>,
+    out: DecodedWrite<RawSeries>,
+    data_points: usize,
+    rejected_points: usize,
+    warnings: Vec<String>,
+    collisions: Vec<String>,
+}
+
+fn point_count(data: Option<&metric::Data>) -> usize {
+    match data {
+        None => 0,
+        Some(metric::Data::Gauge(g)) => g.data_points.len(),
+        Some(metric::Data::Sum(s)) => s.data_points.len(),
+        Some(metric::Data::Histogram(h)) => h.data_points.len(),
+        Some(metric::Data::ExponentialHistogram(h)) => h.data_points.len(),
+        Some(metric::Data::Summary(s)) => s.data_points.len(),
+    }
+}
+
+fn timestamps(data: Option<&metric::Data>) -> Vec<u64> {
+    match data {
+        None => Vec::new(),
+        Some(metric::Data::Gauge(g)) => g.data_points.iter().map(|p| p.time_unix_nano).collect(),
+        Some(metric::Data::Sum(s)) => s.data_points.iter().map(|p| p.time_unix_nano).collect(),
+        Some(metric::Data::Histogram(h)) => {
+            h.data_points.iter().map(|p| p.time_unix_nano).collect()
+        }
+        Some(metric::Data::ExponentialHistogram(h)) => {
+            h.data_points.iter().map(|p| p.time_unix_nano).collect()
+        }
+        Some(metric::Data::Summary(s)) => s.data_points.iter().map(|p| p.time_unix_nano).collect(),
+    }
+}
+
+fn millis(nanos: u64) -> i64 {
+    i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`, for `le` and `quantile`.
+fn float_label(f: f64) -> String {
+    if f.is_infinite() {
+        if f > 0.0 { "+Inf" } else { "-Inf" }.to_owned()
+    } else if f.is_nan() {
+        "NaN".to_owned()
+    } else {
+        format!("{f}")
+    }
+}
+
+impl Translator<'_> {
+    fn resource(&mut self, rm: &crate::proto::ResourceMetrics) {
+        let attrs: &[KeyValue] = rm.resource.as_ref().map_or(&[], |r| &r.attributes);
+        let total: usize = rm
+            .scope_metrics
+            .iter()
+            .flat_map(|sm| &sm.metrics)
+            .map(|m| point_count(m.data.as_ref()))
+            .sum();
+        self.data_points += total;
+        let resource = match self.resource_labels(attrs) {
+            Ok(r) => r,
+            Err(e) => {
+                self.refuse("resource", total, format!("resource attributes: {e}"));
+                return;
+            }
+        };
+        let (mut earliest, mut latest) = (u64::MAX, 0u64);
+        for sm in &rm.scope_metrics {
+            let scope = match self.scope_labels(sm) {
+                Ok(s) => s,
+                Err(e) => {
+                    let n = sm
+                        .metrics
+                        .iter()
+                        .map(|m| point_count(m.data.as_ref()))
+                        .sum();
+                    self.refuse("scope", n, format!("scope attributes: {e}"));
+                    continue;
+                }
+            };
+            for m in &sm.metrics {
+                for ts in timestamps(m.data.as_ref()) {
+                    earliest = earliest.min(ts);
+                    latest = latest.max(ts);
+                }
+                self.metric(m, &resource, scope.as_ref());
+            }
+        }
+        if earliest != u64::MAX {
+            self.target_info(attrs, &resource, millis(earliest), millis(latest));
+        }
+    }
+
+    fn resource_labels(&self, attrs: &[KeyValue]) -> Result<ResourceLabels, String> {
+        let mut job = String::new();
+        if let Some(name) = get(attrs, SERVICE_NAME) {
+            job = value_string(name.value.as_ref());
+            if let Some(ns) = get(attrs, SERVICE_NAMESPACE) {
+                job = format!("{}/{job}", value_string(ns.value.as_ref()));
+            }
+        }
+        let instance = get(attrs, SERVICE_INSTANCE_ID)
+            .map(|kv| value_string(kv.value.as_ref()))
+            .unwrap_or_default();
+        let s = self.settings;
+        let mut promoted = LabelBuilder::default();
+        for kv in attrs {
+            let listed = if s.promote_all_resource_attributes {
+                !s.ignore_resource_attributes.contains(&kv.key)
+            } else {
+                s.promote_resource_attributes.contains(&kv.key)
+            };
+            if listed {
+                promoted.set(self.namer.build(&kv.key)?, value_string(kv.value.as_ref()));
+            }
+        }
+        Ok(ResourceLabels {
+            job,
+            instance,
+            promoted,
+        })
+    }
+
+    fn scope_labels(
+        &self,
+        sm: &crate::proto::ScopeMetrics,
+    ) -> Result<Option<LabelBuilder>, String> {
+        let Some(scope) = sm.scope.as_ref().filter(|s| !s.name.is_empty()) else {
+            return Ok(None);
+        };
+        if !self.settings.promote_scope_metadata {
+            return Ok(None);
+        }
+        let mut b = LabelBuilder::default();
+        for kv in &scope.attributes {
+            let name = self.namer.build(&format!("otel_scope_{}", kv.key))?;
+            b.set(name, value_string(kv.value.as_ref()));
+        }
+        b.set("otel_scope_name", scope.name.clone());
+        b.set("otel_scope_version", scope.version.clone());
+        b.set("otel_scope_schema_url", sm.schema_url.clone());
+        Ok(Some(b))
+    }
+
+    fn refuse(&mut self, what: &str, points: usize, reason: String) {
+        self.rejected_points += points;
+        self.out.rejected.push(RejectedSeries {
+            labels: what.to_owned(),
+            samples: points,
+            reason,
+        });
+    }
+
+    fn metric(
+        &mut self,
+        m: &crate::proto::Metric,
+        resource: &ResourceLabels,
+        scope: Option<&LabelBuilder>,
+    ) {
+        let points = point_count(m.data.as_ref());
+        let shown = format!("metric {:?}", m.name);
+        let (kind, temporality) = match &m.data {
+            None => {
+                self.refuse(
+                    &shown,
+                    0,
+                    "no data: not a gauge, sum, histogram, exponential histogram or summary".into(),
+                );
+                return;
+            }
+            Some(metric::Data::Gauge(_)) => (MetricType::Gauge, None),
+            Some(metric::Data::Sum(s)) if s.is_monotonic => (
+                MetricType::MonotonicCounter,
+                Some(s.aggregation_temporality),
+            ),
+            Some(metric::Data::Sum(s)) => (
+                MetricType::NonMonotonicCounter,
+                Some(s.aggregation_temporality),
+            ),
+            Some(metric::Data::Histogram(h)) => {
+                (MetricType::Histogram, Some(h.aggregation_temporality))
+            }
+            Some(metric::Data::ExponentialHistogram(h)) => (
+                MetricType::ExponentialHistogram,
+                Some(h.aggregation_temporality),
+            ),
+            Some(metric::Data::Summary(_)) => (MetricType::Summary, None),
+        };
+        match temporality {
+            Some(TEMPORALITY_CUMULATIVE) | None => {}
+            Some(t) => {
+                let which = if t == TEMPORALITY_DELTA {
+                    "delta"
+                } else {
+                    "unspecified"
+                };
+                self.refuse(
+                    &shown,
+                    points,
+                    format!(
+                        "{which} aggregation temporality: only cumulative sums and histograms \
+                         are taken; configure the exporter's temporality preference as cumulative"
+                    ),
+                );
+                return;
+            }
+        }
+        if kind == MetricType::ExponentialHistogram {
+            self.refuse(
+                &shown,
+                points,
+                "exponential histograms become native histograms, which this server does not \
+                 store yet; use an explicit-bucket histogram aggregation"
+                    .into(),
+            );
+            return;
+        }
+        let name = match metric_name(&m.name, &m.unit, kind, self.settings.translation_strategy) {
+            Ok(n) => n,
+            Err(e) => {
+                self.refuse(&shown, points, e);
+                return;
+            }
+        };
+        if points == 0 {
+            self.warnings
+                .push(format!("empty data points: {} is dropped", m.name));
+            return;
+        }
+        self.out.metadata.push(MetricMetadata {
+            metric: name.clone(),
+            kind: match kind {
+                MetricType::MonotonicCounter => "counter",
+                MetricType::Gauge | MetricType::NonMonotonicCounter => "gauge",
+                MetricType::Histogram | MetricType::ExponentialHistogram => "histogram",
+                MetricType::Summary => "summary",
+            },
+            help: m.description.clone(),
+            unit: unit_name(&m.unit),
+        });
+        let ctx = Context {
+            resource,
+            scope,
+            name: &name,
+        };
+        let result = match &m.data {
+            Some(metric::Data::Gauge(g)) => self.numbers(&ctx, &g.data_points),
+            Some(metric::Data::Sum(s)) => self.numbers(&ctx, &s.data_points),
+            Some(metric::Data::Histogram(h)) => self.histograms(&ctx, &h.data_points),
+            Some(metric::Data::Summary(s)) => self.summaries(&ctx, &s.data_points),
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            self.refuse(&shown, points, e);
+        }
+    }
+
+    /// A data point's labels before its name: attributes, promoted
+    /// resource attributes, `job`, `instance`, scope labels.
+    fn base_labels(
+        &mut self,
+        ctx: &Context<'_>,
+        attrs: &[KeyValue],
+    ) -> Result<LabelBuilder, String> {
+        let mut b =
+            LabelBuilder::from_attributes(attrs, &["__name__"], &self.namer, &mut self.collisions)?;
+        for (n, v) in ctx.resource.promoted.iter() {
+            b.set_if_absent(n, v);
+        }
+        b.set("job", ctx.resource.job.clone());
+        b.set("instance", ctx.resource.instance.clone());
+        if let Some(scope) = ctx.scope {
+            for (n, v) in scope.iter() {
+                b.set(n, v);
+            }
+        }
+        Ok(b)
+    }
+
+    fn numbers(&mut self, ctx: &Context<'_>, points: &[NumberDataPoint]) -> Result<(), String> {
+        for p in points {
+            let mut b = self.base_labels(ctx, &p.attributes)?;
+            b.set("__name__", ctx.name);
+            #[allow(clippy::cast_precision_loss)]
+            let mut v = match p.value {
+                Some(number_data_point::Value::AsDouble(f)) => f,
+                Some(number_data_point::Value::AsInt(i)) => i as f64,
+                None => 0.0,
+            };
+            if p.flags & FLAG_NO_RECORDED_VALUE != 0 {
+                v = STALE_NAN;
+            }
+            self.push(&b, millis(p.time_unix_nano), v);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn histograms(
+        &mut self,
+        ctx: &Context<'_>,
+        points: &[HistogramDataPoint],
+    ) -> Result<(), String> {
+        for p in points {
+            let base = self.base_labels(ctx, &p.attributes)?;
+            let t = millis(p.time_unix_nano);
+            let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
+            let value = |v: f64| if stale { STALE_NAN } else { v };
+            if let Some(sum) = p.sum {
+                let mut b = base.clone();
+                b.set("__name__", format!("{}_sum", ctx.name));
+                self.push(&b, t, value(sum));
+            }
+            let mut b = base.clone();
+            b.set("__name__", format!("{}_count", ctx.name));
+            self.push(&b, t, value(p.count as f64));
+            let mut cumulative = 0u64;
+            for (bound, count) in p.explicit_bounds.iter().zip(&p.bucket_counts) {
+                cumulative = cumulative.wrapping_add(*count);
+                let mut b = base.clone();
+                b.set("le", float_label(*bound));
+                b.set("__name__", format!("{}_bucket", ctx.name));
+                self.push(&b, t, value(cumulative as f64));
+            }
+            let mut b = base;
+            b.set("le", "+Inf");
+            b.set("__name__", format!("{}_bucket", ctx.name));
+            self.push(&b, t, value(p.count as f64));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn summaries(&mut self, ctx: &Context<'_>, points: &[SummaryDataPoint]) -> Result<(), String> {
+        for p in points {
+            let base = self.base_labels(ctx, &p.attributes)?;
+            let t = millis(p.time_unix_nano);
+            let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
+            let value = |v: f64| if stale { STALE_NAN } else { v };
+            let mut b = base.clone();
+            b.set("__name__", format!("{}_sum", ctx.name));
+            self.push(&b, t, value(p.sum));
+            let mut b = base.clone();
+            b.set("__name__", format!("{}_count", ctx.name));
+            self.push(&b, t, value(p.count as f64));
+            for q in &p.quantile_values {
+                let mut b = base.clone();
+                b.set("quantile", float_label(q.quantile));
+                b.set("__name__", ctx.name);
+                self.push(&b, t, value(q.value));
+            }
+        }
+        Ok(())
+    }
+
+    /// `target_info` for a resource with attributes beyond its identity,
+    /// from its first to its last point.
+    fn target_info(
+        &mut self,
+        attrs: &[KeyValue],
+        resource: &ResourceLabels,
+        first: i64,
+        last: i64,
+    ) {
+        let identifying = [SERVICE_NAMESPACE, SERVICE_NAME, SERVICE_INSTANCE_ID];
+        let others = attrs
+            .iter()
+            .filter(|kv| !identifying.contains(&kv.key.as_str()))
+            .count();
+        if others == 0 {
+            return;
+        }
+        let ignore: &[&str] = if self.settings.keep_identifying_resource_attributes {
+            &["__name__"]
+        } else {
+            &[
+                "__name__",
+                SERVICE_NAMESPACE,
+                SERVICE_NAME,
+                SERVICE_INSTANCE_ID,
+            ]
+        };
+        let mut b =
+            match LabelBuilder::from_attributes(attrs, ignore, &self.namer, &mut self.collisions) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.warnings.push(format!("target_info not written: {e}"));
+                    return;
+                }
+            };
+        b.set("job", resource.job.clone());
+        b.set("instance", resource.instance.clone());
+        if b.get("job").is_none() && b.get("instance").is_none() {
+            return;
+        }
+        b.set("__name__", "target_info");
+        self.out.metadata.push(MetricMetadata {
+            metric: "target_info".into(),
+            kind: "gauge",
+            help: "Target metadata".into(),
+            unit: String::new(),
+        });
+        let mut t = first;
+        while t < last {
+            self.push(&b, t, 1.0);
+            t += TARGET_INFO_INTERVAL_MS;
+        }
+        self.push(&b, last, 1.0);
+    }
+
+    /// Adds a sample to its series.
+    fn push(&mut self, labels: &LabelBuilder, t: i64, v: f64) {
+        let key: Vec<(String, String)> = labels
+            .iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        let series = match self.index.get(&key) {
+            Some(&i) => self.out.series.get_mut(i),
+            None => {
+                let raw = RawLabels(
+                    key.iter()
+                        .filter_map(|(n, v)| {
+                            RawLabel::new(Bytes::from(n.clone()), Bytes::from(v.clone()))
+                        })
+                        .collect(),
+                );
+                self.index.insert(key, self.out.series.len());
+                self.out.series.push(RawSeries {
+                    labels: raw,
+                    samples: Vec::new(),
+                });
+                self.out.series.last_mut()
+            }
+        };
+        if let Some(s) = series {
+            s.samples.push((t, v));
+        }
+    }
+}
+
+struct Context<'a> {
+    resource: &'a ResourceLabels,
+    scope: Option<&'a LabelBuilder>,
+    name: &'a str,
+}

@@ -1,0 +1,394 @@
+//! Translation of whole requests, in both formats, as Prometheus 3 does it.
+
+use prost::Message as _;
+use strata_codec::LabelPairs;
+use strata_otlp::proto::*;
+use strata_otlp::{decode, translate, Format, Limits, OtlpError, Settings, TranslationStrategy};
+
+const LIMITS: Limits = Limits {
+    max_body_bytes: 1 << 20,
+    max_decoded_bytes: 4 << 20,
+};
+
+fn s(v: &str) -> Option<AnyValue> {
+    Some(AnyValue {
+        value: Some(any_value::Value::StringValue(v.into())),
+    })
+}
+
+fn kv(k: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: k.into(),
+        value: s(v),
+    }
+}
+
+const T: u64 = 1_700_000_000_123_456_789;
+
+fn number(attrs: Vec<KeyValue>, v: f64) -> NumberDataPoint {
+    NumberDataPoint {
+        attributes: attrs,
+        start_time_unix_nano: T - 60_000_000_000,
+        time_unix_nano: T,
+        value: Some(number_data_point::Value::AsDouble(v)),
+        flags: 0,
+    }
+}
+
+fn metric(name: &str, unit: &str, data: metric::Data) -> Metric {
+    Metric {
+        name: name.into(),
+        description: format!("{name} help"),
+        unit: unit.into(),
+        data: Some(data),
+    }
+}
+
+fn request(resource: Vec<KeyValue>, metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(Resource {
+                attributes: resource,
+            }),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "lib".into(),
+                    version: "1.2".into(),
+                    attributes: vec![],
+                }),
+                metrics,
+                schema_url: String::new(),
+            }],
+        }],
+    }
+}
+
+fn service() -> Vec<KeyValue> {
+    vec![
+        kv("service.name", "api"),
+        kv("service.namespace", "shop"),
+        kv("service.instance.id", "pod-1"),
+        kv("k8s.pod.name", "api-7d9"),
+        kv("deployment.environment", "prod"),
+    ]
+}
+
+/// Every series as `name{labels} -> samples`, sorted, for comparison.
+fn rendered(t: &strata_otlp::Translated) -> Vec<String> {
+    let mut out: Vec<String> = t
+        .write
+        .series
+        .iter()
+        .map(|s| {
+            let labels: Vec<String> = s.labels.pairs().map(|(n, v)| format!("{n}={v}")).collect();
+            format!("{} {:?}", labels.join(","), s.samples)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn counters_gauges_histograms_and_summaries_become_prometheus_series() {
+    let req = request(
+        service(),
+        vec![
+            metric(
+                "http.requests",
+                "1",
+                metric::Data::Sum(Sum {
+                    data_points: vec![number(vec![kv("http.method", "GET")], 7.0)],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                    is_monotonic: true,
+                }),
+            ),
+            metric(
+                "queue.depth",
+                "{items}",
+                metric::Data::Sum(Sum {
+                    data_points: vec![number(vec![], -2.0)],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                    is_monotonic: false,
+                }),
+            ),
+            metric(
+                "cpu.utilization",
+                "1",
+                metric::Data::Gauge(Gauge {
+                    data_points: vec![number(vec![], 0.25)],
+                }),
+            ),
+            metric(
+                "http.duration",
+                "ms",
+                metric::Data::Histogram(Histogram {
+                    data_points: vec![HistogramDataPoint {
+                        attributes: vec![],
+                        start_time_unix_nano: 0,
+                        time_unix_nano: T,
+                        count: 6,
+                        sum: Some(12.5),
+                        bucket_counts: vec![1, 2, 3],
+                        explicit_bounds: vec![0.5, 10.0],
+                        flags: 0,
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+            metric(
+                "rpc.latency",
+                "s",
+                metric::Data::Summary(Summary {
+                    data_points: vec![SummaryDataPoint {
+                        attributes: vec![],
+                        start_time_unix_nano: 0,
+                        time_unix_nano: T,
+                        count: 4,
+                        sum: 2.0,
+                        quantile_values: vec![ValueAtQuantile {
+                            quantile: 0.99,
+                            value: 0.9,
+                        }],
+                        flags: 0,
+                    }],
+                }),
+            ),
+        ],
+    );
+    let t = translate(&req, &Settings::default());
+    assert_eq!(t.data_points, 5);
+    assert_eq!(t.rejected_points, 0);
+    assert!(t.write.rejected.is_empty(), "{:?}", t.write.rejected);
+    let ms = 1_700_000_000_123_i64;
+    let id = "instance=pod-1,job=shop/api";
+    let want = vec![
+        format!("__name__=cpu_utilization_ratio,{id} [({ms}, 0.25)]"),
+        format!("__name__=http_duration_milliseconds_bucket,{id},le=+Inf [({ms}, 6.0)]"),
+        format!("__name__=http_duration_milliseconds_bucket,{id},le=0.5 [({ms}, 1.0)]"),
+        format!("__name__=http_duration_milliseconds_bucket,{id},le=10 [({ms}, 3.0)]"),
+        format!("__name__=http_duration_milliseconds_count,{id} [({ms}, 6.0)]"),
+        format!("__name__=http_duration_milliseconds_sum,{id} [({ms}, 12.5)]"),
+        format!("__name__=http_requests_total,http_method=GET,{id} [({ms}, 7.0)]"),
+        format!("__name__=queue_depth,{id} [({ms}, -2.0)]"),
+        format!("__name__=rpc_latency_seconds,{id},quantile=0.99 [({ms}, 0.9)]"),
+        format!("__name__=rpc_latency_seconds_count,{id} [({ms}, 4.0)]"),
+        format!("__name__=rpc_latency_seconds_sum,{id} [({ms}, 2.0)]"),
+        format!(
+            "__name__=target_info,deployment_environment=prod,{id},k8s_pod_name=api-7d9 [({ms}, 1.0)]"
+        ),
+    ];
+    assert_eq!(rendered(&t), want);
+    let kinds: Vec<(&str, &str, &str)> = t
+        .write
+        .metadata
+        .iter()
+        .map(|m| (m.metric.as_str(), m.kind, m.unit.as_str()))
+        .collect();
+    assert!(kinds.contains(&("http_requests_total", "counter", "")));
+    assert!(kinds.contains(&("http_duration_milliseconds", "histogram", "milliseconds")));
+    assert!(kinds.contains(&("queue_depth", "gauge", "")));
+    assert!(kinds.contains(&("rpc_latency_seconds", "summary", "seconds")));
+}
+
+#[test]
+fn delta_and_exponential_histograms_are_refused_per_metric() {
+    let req = request(
+        service(),
+        vec![
+            metric(
+                "jobs",
+                "",
+                metric::Data::Sum(Sum {
+                    data_points: vec![number(vec![], 1.0), number(vec![kv("a", "b")], 2.0)],
+                    aggregation_temporality: TEMPORALITY_DELTA,
+                    is_monotonic: true,
+                }),
+            ),
+            metric(
+                "latency",
+                "s",
+                metric::Data::ExponentialHistogram(ExponentialHistogram {
+                    data_points: vec![ExponentialHistogramDataPoint {
+                        attributes: vec![],
+                        time_unix_nano: T,
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+            metric(
+                "ok",
+                "",
+                metric::Data::Gauge(Gauge {
+                    data_points: vec![number(vec![], 1.0)],
+                }),
+            ),
+        ],
+    );
+    let t = translate(&req, &Settings::default());
+    assert_eq!((t.data_points, t.rejected_points), (4, 3));
+    let reasons: Vec<String> = t.write.rejected.iter().map(|r| r.to_string()).collect();
+    assert!(
+        reasons[0].contains("\"jobs\"") && reasons[0].contains("delta"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].contains("\"latency\"") && reasons[1].contains("exponential"),
+        "{reasons:?}"
+    );
+    let names: Vec<String> = rendered(&t);
+    assert!(
+        names.iter().any(|n| n.starts_with("__name__=ok,")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("jobs")), "{names:?}");
+}
+
+#[test]
+fn promoted_attributes_scope_metadata_and_stale_points() {
+    let mut stale = number(vec![], 5.0);
+    stale.flags = FLAG_NO_RECORDED_VALUE;
+    let req = request(
+        vec![
+            kv("service.name", "api"),
+            kv("deployment.environment", "prod"),
+        ],
+        vec![metric(
+            "g",
+            "",
+            metric::Data::Gauge(Gauge {
+                data_points: vec![stale],
+            }),
+        )],
+    );
+    let settings = Settings {
+        promote_resource_attributes: vec!["deployment.environment".into()],
+        promote_scope_metadata: true,
+        ..Settings::default()
+    };
+    let t = translate(&req, &settings);
+    let g = t
+        .write
+        .series
+        .iter()
+        .find(|s| s.labels.pairs().any(|(n, v)| n == "__name__" && v == "g"))
+        .expect("series g");
+    let labels: Vec<(&str, &str)> = g.labels.pairs().collect();
+    assert_eq!(
+        labels,
+        vec![
+            ("__name__", "g"),
+            ("deployment_environment", "prod"),
+            ("job", "api"),
+            ("otel_scope_name", "lib"),
+            ("otel_scope_version", "1.2"),
+        ]
+    );
+    assert_eq!(g.samples[0].1.to_bits(), 0x7ff0_0000_0000_0002);
+}
+
+#[test]
+fn utf8_strategy_keeps_names() {
+    let req = request(
+        service(),
+        vec![metric(
+            "http.server.duration",
+            "s",
+            metric::Data::Gauge(Gauge {
+                data_points: vec![number(vec![kv("http.method", "GET")], 1.0)],
+            }),
+        )],
+    );
+    let settings = Settings {
+        translation_strategy: TranslationStrategy::NoUtf8EscapingWithSuffixes,
+        ..Settings::default()
+    };
+    let t = translate(&req, &settings);
+    let all = rendered(&t);
+    assert!(
+        all.iter().any(|s| s
+            .starts_with("__name__=http.server.duration_seconds,http.method=GET,instance=pod-1")),
+        "{all:?}"
+    );
+}
+
+#[test]
+fn protobuf_gzip_and_json_bodies_decode_alike() {
+    let req = request(
+        service(),
+        vec![metric(
+            "c",
+            "",
+            metric::Data::Sum(Sum {
+                data_points: vec![NumberDataPoint {
+                    value: Some(number_data_point::Value::AsInt(42)),
+                    ..number(vec![kv("x", "y")], 0.0)
+                }],
+                aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                is_monotonic: true,
+            }),
+        )],
+    );
+    let pb = req.encode_to_vec();
+    assert_eq!(decode(&pb, Format::Protobuf, false, &LIMITS).unwrap(), req);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &pb).unwrap();
+    let gz = gz.finish().unwrap();
+    assert_eq!(decode(&gz, Format::Protobuf, true, &LIMITS).unwrap(), req);
+
+    // As an OTLP/JSON exporter writes it: 64-bit integers as strings.
+    let json = format!(
+        r#"{{"resourceMetrics":[{{"resource":{{"attributes":[
+            {{"key":"service.name","value":{{"stringValue":"api"}}}},
+            {{"key":"service.namespace","value":{{"stringValue":"shop"}}}},
+            {{"key":"service.instance.id","value":{{"stringValue":"pod-1"}}}},
+            {{"key":"k8s.pod.name","value":{{"stringValue":"api-7d9"}}}},
+            {{"key":"deployment.environment","value":{{"stringValue":"prod"}}}}]}},
+          "scopeMetrics":[{{"scope":{{"name":"lib","version":"1.2"}},"metrics":[
+            {{"name":"c","description":"c help","unit":"","sum":{{
+              "aggregationTemporality":2,"isMonotonic":true,
+              "dataPoints":[{{"attributes":[{{"key":"x","value":{{"stringValue":"y"}}}}],
+                "startTimeUnixNano":"{}","timeUnixNano":"{T}","asInt":"42",
+                "exemplars":[{{"traceId":"5b8efff798038103d269b633813fc60c","asDouble":1}}]}}]}}}}]}}]}}]}}"#,
+        T - 60_000_000_000
+    );
+    let from_json = decode(json.as_bytes(), Format::Json, false, &LIMITS).unwrap();
+    assert_eq!(from_json, req);
+}
+
+#[test]
+fn bad_bodies_are_refused_with_the_reason() {
+    let e = decode(b"\xff\xff\xff", Format::Protobuf, false, &LIMITS).unwrap_err();
+    assert!(
+        matches!(e, OtlpError::Protobuf(_)) && e.status() == 400,
+        "{e}"
+    );
+    let e = decode(b"{\"resourceMetrics\": 3}", Format::Json, false, &LIMITS).unwrap_err();
+    assert!(matches!(e, OtlpError::Json(_)) && e.status() == 400, "{e}");
+    let e = decode(b"not gzip", Format::Protobuf, true, &LIMITS).unwrap_err();
+    assert!(matches!(e, OtlpError::CorruptGzip(_)), "{e}");
+    let big = vec![0u8; (LIMITS.max_body_bytes) + 1];
+    assert_eq!(
+        decode(&big, Format::Protobuf, false, &LIMITS)
+            .unwrap_err()
+            .status(),
+        413
+    );
+    // A gzip bomb stops at the limit.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(&mut gz, &vec![0u8; LIMITS.max_decoded_bytes + 10]).unwrap();
+    let gz = gz.finish().unwrap();
+    let e = decode(&gz, Format::Protobuf, true, &LIMITS).unwrap_err();
+    assert!(matches!(e, OtlpError::DecodedTooLarge { .. }), "{e}");
+    assert!(matches!(
+        Format::negotiate(Some("text/plain"), None),
+        Err(OtlpError::UnsupportedContentType(_))
+    ));
+    assert!(matches!(
+        Format::negotiate(Some("application/json"), Some("br")),
+        Err(OtlpError::UnsupportedEncoding(_))
+    ));
+    assert_eq!(
+        Format::negotiate(Some("application/x-protobuf"), Some("gzip")).unwrap(),
+        (Format::Protobuf, true)
+    );
+}
