@@ -47,6 +47,6 @@ pub use error::WriteError;
 pub use negotiate::{negotiate, Encoding, Version, MEDIA_TYPE, PROTO_V1, PROTO_V2};
 pub use series::{
     metric_kind, metric_kind_number, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries,
-    RejectedSeries, SeriesSamples,
+    RejectedSeries, SeriesSamples, MAX_REJECTION_LINES,
 };
 pub use validate::{apply_limits, SeriesLimits};

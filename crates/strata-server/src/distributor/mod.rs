@@ -6,6 +6,7 @@
 
 mod forward;
 mod metrics;
+mod otlp;
 pub mod shard_map;
 mod split;
 
@@ -39,6 +40,8 @@ pub struct DistributorState {
     metrics: DistributorMetrics,
     server_metrics: ServerMetrics,
     auth: Arc<crate::auth::Authenticator>,
+    /// How OTLP metrics become series (checked at start-up).
+    otlp: strata_otlp::Settings,
 }
 
 impl DistributorState {
@@ -66,6 +69,7 @@ impl DistributorState {
             forward_timeout: config.shards.forward_timeout,
             server_metrics: ServerMetrics::default(),
             auth: crate::auth::Authenticator::new(&config.auth).map_err(anyhow::Error::msg)?,
+            otlp: config.otlp.settings().map_err(anyhow::Error::msg)?,
         })
     }
 
@@ -78,13 +82,15 @@ impl DistributorState {
     }
 }
 
-/// The distributor's HTTP API: remote write, health, readiness, metrics.
+/// The distributor's HTTP API: remote write, OTLP metrics, health, readiness, metrics.
 pub fn router(state: Arc<DistributorState>, max_body_bytes: usize) -> Router {
     Router::new()
         .route(
             "/api/v1/write",
             post(remote_write).get(crate::http::write::remote_write_get),
         )
+        .route(crate::http::otlp::PATHS[0], post(otlp::otlp_metrics))
+        .route(crate::http::otlp::PATHS[1], post(otlp::otlp_metrics))
         .layer(DefaultBodyLimit::max(max_body_bytes.saturating_add(1)))
         .route("/-/healthy", get(|| async { "Strata is Healthy.\n" }))
         .route("/-/ready", get(ready))

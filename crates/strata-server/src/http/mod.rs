@@ -3,6 +3,7 @@
 
 pub mod import;
 mod ops;
+pub mod otlp;
 mod status;
 pub mod write;
 
@@ -50,6 +51,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/write",
             post(write::remote_write).get(write::remote_write_get),
         )
+        .route(otlp::PATHS[0], post(otlp::otlp_metrics))
+        .route(otlp::PATHS[1], post(otlp::otlp_metrics))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(Arc::clone(&state));
     // Imports stream their body, however large.
@@ -75,7 +78,11 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 /// Which side of the API a path belongs to.
 fn access_of(path: &str) -> Access {
-    if path == "/api/v1/write" || path == import::PATH || path == ops::CLEAN_TOMBSTONES {
+    if path == "/api/v1/write"
+        || path == import::PATH
+        || path == ops::CLEAN_TOMBSTONES
+        || otlp::PATHS.contains(&path)
+    {
         Access::Write
     } else {
         Access::Read
@@ -85,7 +92,11 @@ fn access_of(path: &str) -> Access {
 /// An error in the form the endpoint's clients read: Prometheus' JSON
 /// envelope for the query API, plain text elsewhere.
 fn refuse(path: &str, status: StatusCode, error_type: &str, msg: &str) -> Response {
-    if path.starts_with("/api/v1/") && path != "/api/v1/write" && path != import::PATH {
+    let api = path.starts_with("/api/v1/")
+        && path != "/api/v1/write"
+        && path != import::PATH
+        && !otlp::PATHS.contains(&path);
+    if api {
         let body = serde_json::json!({"status": "error", "errorType": error_type, "error": msg});
         (
             status,

@@ -173,109 +173,31 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
     state.metrics.count_encoding(encoding);
-    let durability = match header(DURABILITY_HEADER).map(str::trim) {
-        None | Some("") => state.default_durability,
-        Some(v) if v.eq_ignore_ascii_case("applied") => Durability::Applied,
-        Some(v) if v.eq_ignore_ascii_case("durable") => Durability::Durable,
-        Some(v) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!("invalid X-Strata-Durability header {v:?}: use \"applied\" or \"durable\""),
-            )
-        }
+    let durability = match durability_of(state, headers) {
+        Ok(d) => d,
+        Err(r) => return r,
     };
     let storage = match writer_of(state) {
         Ok(w) => w,
         Err(no) => return no.into_response(),
     };
-    let mut decoded = match decode_raw(version, encoding, body, &state.decode_limits) {
+    let decoded = match decode_raw(version, encoding, body, &state.decode_limits) {
         Ok(d) => d,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
-    let limits = &state.config.limits;
-    let series_count = decoded.series.len() + decoded.rejected.len();
-    if series_count > limits.max_series_per_request {
-        return text(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "request has {series_count} series, more than limits.max_series_per_request ({}); send smaller batches",
-                limits.max_series_per_request
-            ),
-        );
-    }
-    let n = decoded.sample_count();
-    if n > limits.max_samples_per_request {
-        return text(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "request has {n} samples, more than limits.max_samples_per_request ({}); send smaller batches",
-                limits.max_samples_per_request
-            ),
-        );
-    }
-    state
-        .metrics
-        .samples_received
-        .fetch_add(n as u64, Ordering::Relaxed);
-    if let Err((wait, rate)) = state.tenants.take(tenant, n) {
-        state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
-        return retry_after(
-            StatusCode::TOO_MANY_REQUESTS,
-            wait,
-            format!(
-                "ingest rate limit of {rate} samples/s for tenant {:?} exceeded; retry later",
-                state.tenants.name(tenant)
-            ),
-        );
-    }
-    check_series(&mut decoded, limits, tenant, storage.now_ms());
-    if !decoded.metadata.is_empty() {
-        let entries = metadata_entries(std::mem::take(&mut decoded.metadata));
-        if let Err(e) = storage
-            .record_metadata(tenant.label_value(), &entries)
-            .await
-        {
-            return storage_error(&e);
-        }
-    }
-    let n = decoded.sample_count();
-    let rejection_msg = (!decoded.rejected.is_empty()).then(|| decoded.rejection_message());
-    let rejected_invalid: usize = decoded.rejected.iter().map(|r| r.samples).sum();
-    let series = ingest_series(decoded.series);
-    let write_limits = WriteLimits {
-        max_active_series: state.tenants.limits(tenant).max_active_series,
-    };
-    let outcome = match storage.write_with(series, durability, write_limits).await {
+    let outcome = match ingest(state, tenant, storage, decoded, durability).await {
         Ok(o) => o,
-        Err(e) => return storage_error(&e),
+        Err(r) => return r,
     };
-    let written = outcome.appended + outcome.duplicates;
-    let mut resp = if rejected_invalid == 0 && outcome.rejected == 0 {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        let mut msg = format!(
-            "{} of {} samples rejected ({} written)",
-            rejected_invalid + outcome.rejected,
-            rejected_invalid + n,
-            written
-        );
-        if let Some(m) = rejection_msg {
-            msg.push('\n');
-            msg.push_str(&m);
-        }
-        if let Some((series, why)) = &outcome.first_rejection {
-            msg.push_str(&format!(
-                "\nseries {series}: {why} ({} samples rejected in all)",
-                outcome.rejected
-            ));
-        }
-        text(StatusCode::BAD_REQUEST, msg)
+    let mut resp = match outcome.rejection_message() {
+        None => StatusCode::NO_CONTENT.into_response(),
+        Some(msg) => text(StatusCode::BAD_REQUEST, msg),
     };
     if version == Version::V2 {
         let h = resp.headers_mut();
         h.insert(
             "x-prometheus-remote-write-samples-written",
-            HeaderValue::from(written),
+            HeaderValue::from(outcome.written),
         );
         h.insert(
             "x-prometheus-remote-write-histograms-written",
@@ -287,6 +209,139 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
         );
     }
     resp
+}
+
+/// What became of a decoded write's samples.
+pub(crate) struct Ingested {
+    /// Samples stored, duplicates of stored ones included.
+    pub written: usize,
+    /// Samples refused, by the decoder or its limits and by storage.
+    pub rejected: usize,
+    /// Samples offered in all.
+    pub offered: usize,
+    /// The refusals, one per line, as a 400 body lists them.
+    pub reasons: Option<String>,
+}
+
+impl Ingested {
+    /// The body of the 400 a write with refusals is answered with.
+    pub fn rejection_message(&self) -> Option<String> {
+        (self.rejected > 0).then(|| {
+            let mut msg = format!(
+                "{} of {} samples rejected ({} written)",
+                self.rejected, self.offered, self.written
+            );
+            if let Some(r) = &self.reasons {
+                msg.push('\n');
+                msg.push_str(r);
+            }
+            msg
+        })
+    }
+}
+
+/// The write path every protocol shares once its body is decoded: the
+/// request limits, the tenant's rate limit, the one validation step,
+/// metadata, then storage. `Err` is the answer to give instead (413, 429,
+/// 503 and the like), in remote write's plain text.
+pub(crate) async fn ingest(
+    state: &AppState,
+    tenant: &Tenant,
+    storage: &Writer,
+    mut decoded: DecodedWrite<RawSeries>,
+    durability: Durability,
+) -> Result<Ingested, Response> {
+    let limits = &state.config.limits;
+    let series_count = decoded.series.len() + decoded.rejected.len();
+    if series_count > limits.max_series_per_request {
+        return Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request has {series_count} series, more than limits.max_series_per_request ({}); send smaller batches",
+                limits.max_series_per_request
+            ),
+        ));
+    }
+    let n = decoded.sample_count();
+    if n > limits.max_samples_per_request {
+        return Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request has {n} samples, more than limits.max_samples_per_request ({}); send smaller batches",
+                limits.max_samples_per_request
+            ),
+        ));
+    }
+    state
+        .metrics
+        .samples_received
+        .fetch_add(n as u64, Ordering::Relaxed);
+    if let Err((wait, rate)) = state.tenants.take(tenant, n) {
+        state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+        return Err(retry_after(
+            StatusCode::TOO_MANY_REQUESTS,
+            wait,
+            format!(
+                "ingest rate limit of {rate} samples/s for tenant {:?} exceeded; retry later",
+                state.tenants.name(tenant)
+            ),
+        ));
+    }
+    check_series(&mut decoded, limits, tenant, storage.now_ms());
+    if !decoded.metadata.is_empty() {
+        let entries = metadata_entries(std::mem::take(&mut decoded.metadata));
+        if let Err(e) = storage
+            .record_metadata(tenant.label_value(), &entries)
+            .await
+        {
+            return Err(storage_error(&e));
+        }
+    }
+    let n = decoded.sample_count();
+    let rejection_msg = (!decoded.rejected.is_empty()).then(|| decoded.rejection_message());
+    let rejected_invalid: usize = decoded.rejected.iter().map(|r| r.samples).sum();
+    let series = ingest_series(decoded.series);
+    let write_limits = WriteLimits {
+        max_active_series: state.tenants.limits(tenant).max_active_series,
+    };
+    let outcome = storage
+        .write_with(series, durability, write_limits)
+        .await
+        .map_err(|e| storage_error(&e))?;
+    let mut reasons = rejection_msg;
+    if let Some((series, why)) = &outcome.first_rejection {
+        let line = format!(
+            "series {series}: {why} ({} samples rejected in all)",
+            outcome.rejected
+        );
+        reasons = Some(match reasons {
+            Some(r) => format!("{r}\n{line}"),
+            None => line,
+        });
+    }
+    Ok(Ingested {
+        written: outcome.appended + outcome.duplicates,
+        rejected: rejected_invalid + outcome.rejected,
+        offered: rejected_invalid + n,
+        reasons,
+    })
+}
+
+/// The durability a request asks for in [`DURABILITY_HEADER`], else the
+/// server's default; a 400 for a value that is neither.
+pub(crate) fn durability_of(state: &AppState, headers: &HeaderMap) -> Result<Durability, Response> {
+    let value = headers
+        .get(DURABILITY_HEADER)
+        .map(|v| v.to_str().unwrap_or("?").trim());
+    match value {
+        None | Some("") => Ok(state.default_durability),
+        Some(v) if v.eq_ignore_ascii_case("applied") => Ok(Durability::Applied),
+        Some(v) if v.eq_ignore_ascii_case("durable") => Ok(Durability::Durable),
+        Some(v) => Err(text(
+            StatusCode::BAD_REQUEST,
+            format!("invalid X-Strata-Durability header {v:?}: use \"applied\" or \"durable\""),
+        )),
+    }
 }
 
 /// A request's metric metadata as storage keeps it.
