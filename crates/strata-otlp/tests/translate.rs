@@ -1,4 +1,6 @@
 //! Translation of whole requests, in both formats, as Prometheus 3 does it.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use prost::Message as _;
 use strata_codec::LabelPairs;

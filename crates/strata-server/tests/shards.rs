@@ -96,6 +96,44 @@ fn post(port: u16, version: Version, body: &[u8]) -> common::HttpResponse {
     .unwrap_or_else(|e| panic!("remote write to :{port}: {e}"))
 }
 
+/// An OTLP request with a gauge `otlp_shard_test` of `SERIES` series.
+fn otlp_body(t: i64) -> Vec<u8> {
+    use prost::Message as _;
+    use strata_otlp::proto::*;
+    let points = (0..SERIES)
+        .map(|i| NumberDataPoint {
+            attributes: vec![KeyValue {
+                key: "i".into(),
+                value: Some(AnyValue {
+                    value: Some(any_value::Value::StringValue(format!("{i:02}"))),
+                }),
+            }],
+            start_time_unix_nano: 0,
+            time_unix_nano: u64::try_from(t).unwrap() * 1_000_000,
+            value: Some(number_data_point::Value::AsDouble(i as f64)),
+            flags: 0,
+        })
+        .collect();
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: None,
+            scope_metrics: vec![ScopeMetrics {
+                scope: None,
+                metrics: vec![Metric {
+                    name: "otlp.shard.test".into(),
+                    description: String::new(),
+                    unit: String::new(),
+                    data: Some(metric::Data::Gauge(Gauge {
+                        data_points: points,
+                    })),
+                }],
+                schema_url: String::new(),
+            }],
+        }],
+    }
+    .encode_to_vec()
+}
+
 /// The `i` label of every `shard_test` series a server lists.
 fn listed(port: u16) -> Vec<String> {
     let path = format!(
@@ -199,6 +237,20 @@ fn two_shards_distributor_and_reader() {
         }
     }
 
+    // OTLP through the distributor: translated there, each series sent to
+    // the shard its labels choose.
+    let otlp = otlp_body(t0);
+    let resp = http_request(
+        distributor.port,
+        "POST",
+        "/v1/metrics",
+        &[("Content-Type", "application/x-protobuf")],
+        &otlp,
+    )
+    .unwrap();
+    assert_eq!(resp.status, 200, "OTLP write: {}", resp.text());
+    assert_eq!(resp.body, Vec::<u8>::new(), "no partial success");
+
     // The reader opens both shards and sees every series once.
     let reader = StrataProcess::start(
         &dir,
@@ -219,6 +271,8 @@ fn two_shards_distributor_and_reader() {
         },
     );
     assert_eq!(listed(reader.port).len(), SERIES);
+    let otlp_series = query_matrix(reader.port, "otlp_shard_test[5m]", at);
+    assert_eq!(otlp_series.len(), SERIES, "OTLP series over both shards");
     // So does shard 0's `all` process, which opens shard 1 read-only once
     // it exists.
     let all_port = ports[0];

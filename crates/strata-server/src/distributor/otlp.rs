@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,7 +19,7 @@ use super::{forward, split, DistributorState};
 pub async fn otlp_metrics(
     State(state): State<Arc<DistributorState>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
     let resp = handle(&state, &headers, &body).await;
@@ -33,7 +34,11 @@ fn error(format: Format, code: StatusCode, msg: &str) -> Response {
     (code, [(header::CONTENT_TYPE, format.content_type())], body).into_response()
 }
 
-async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> Response {
+async fn handle(
+    state: &DistributorState,
+    headers: &HeaderMap,
+    body: &Result<Bytes, BytesRejection>,
+) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let (format, gzip) = match Format::negotiate(header("content-type"), header("content-encoding"))
     {
@@ -49,6 +54,13 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
     let limits = strata_otlp::Limits {
         max_body_bytes: state.decode_limits.max_body_bytes,
         max_decoded_bytes: state.decode_limits.max_decoded_bytes,
+    };
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let msg = crate::http::otlp::body_refused(e, &limits);
+            return error(format, e.status(), &msg);
+        }
     };
     let request = match strata_otlp::decode(body, format, gzip, &limits) {
         Ok(r) => r,

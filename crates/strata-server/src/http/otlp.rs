@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -29,7 +30,7 @@ pub async fn otlp_metrics(
     State(state): State<Arc<AppState>>,
     tenant: Option<Extension<Tenant>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -59,7 +60,7 @@ async fn handle(
     state: &AppState,
     tenant: &Tenant,
     headers: &HeaderMap,
-    body: &[u8],
+    body: &Result<Bytes, BytesRejection>,
     format: Format,
     gzip: bool,
 ) -> Response {
@@ -73,7 +74,7 @@ async fn handle(
     }
     let durability = match durability_of(state, headers) {
         Ok(d) => d,
-        Err(r) => return restate(format, r).await,
+        Err(msg) => return answer_error(format, StatusCode::BAD_REQUEST, &msg, None),
     };
     let storage = match writer_of(state) {
         Ok(w) => w,
@@ -82,6 +83,10 @@ async fn handle(
     let limits = strata_otlp::Limits {
         max_body_bytes: state.config.limits.max_body_bytes,
         max_decoded_bytes: state.config.limits.max_decoded_bytes,
+    };
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return answer_error(format, e.status(), &body_refused(e, &limits), None),
     };
     let request = match strata_otlp::decode(body, format, gzip, &limits) {
         Ok(r) => r,
@@ -121,6 +126,18 @@ async fn handle(
         body,
     )
         .into_response()
+}
+
+/// Why a body could not be read: over the size limit, or cut short.
+pub(crate) fn body_refused(e: &BytesRejection, limits: &strata_otlp::Limits) -> String {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "request body exceeds the limit of {} bytes (limits.max_body_bytes)",
+            limits.max_body_bytes
+        )
+    } else {
+        e.body_text()
+    }
 }
 
 /// A `google.rpc.Status` answer.

@@ -175,7 +175,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
     state.metrics.count_encoding(encoding);
     let durability = match durability_of(state, headers) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(msg) => return text(StatusCode::BAD_REQUEST, msg),
     };
     let storage = match writer_of(state) {
         Ok(w) => w,
@@ -328,8 +328,8 @@ pub(crate) async fn ingest(
 }
 
 /// The durability a request asks for in [`DURABILITY_HEADER`], else the
-/// server's default; a 400 for a value that is neither.
-pub(crate) fn durability_of(state: &AppState, headers: &HeaderMap) -> Result<Durability, Response> {
+/// server's default; for a value that is neither, the 400's message.
+pub(crate) fn durability_of(state: &AppState, headers: &HeaderMap) -> Result<Durability, String> {
     let value = headers
         .get(DURABILITY_HEADER)
         .map(|v| v.to_str().unwrap_or("?").trim());
@@ -337,9 +337,8 @@ pub(crate) fn durability_of(state: &AppState, headers: &HeaderMap) -> Result<Dur
         None | Some("") => Ok(state.default_durability),
         Some(v) if v.eq_ignore_ascii_case("applied") => Ok(Durability::Applied),
         Some(v) if v.eq_ignore_ascii_case("durable") => Ok(Durability::Durable),
-        Some(v) => Err(text(
-            StatusCode::BAD_REQUEST,
-            format!("invalid X-Strata-Durability header {v:?}: use \"applied\" or \"durable\""),
+        Some(v) => Err(format!(
+            "invalid X-Strata-Durability header {v:?}: use \"applied\" or \"durable\""
         )),
     }
 }
