@@ -30,6 +30,7 @@
 
 pub mod node;
 pub mod schedule;
+mod otlp;
 mod send;
 pub mod stats;
 
@@ -75,6 +76,17 @@ pub struct LoadConfig {
     pub progress_interval: Duration,
     /// Extra request headers (e.g. `X-Strata-Durability: durable`).
     pub headers: Vec<(String, String)>,
+    pub protocol: Protocol,
+}
+
+/// What the requests carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// Remote write 1.0, snappy.
+    #[default]
+    RemoteWrite,
+    /// OTLP/HTTP metrics, protobuf, gzip (as a Collector sends).
+    Otlp,
 }
 
 impl Default for LoadConfig {
@@ -94,6 +106,7 @@ impl Default for LoadConfig {
             drain_timeout: Duration::from_secs(35),
             progress_interval: Duration::from_secs(5),
             headers: Vec::new(),
+            protocol: Protocol::RemoteWrite,
         }
     }
 }
@@ -110,13 +123,20 @@ impl LoadConfig {
     fn header_map(&self) -> anyhow::Result<reqwest::header::HeaderMap> {
         use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
         let mut h = HeaderMap::new();
-        let defaults = [
-            ("content-type", "application/x-protobuf"),
-            ("content-encoding", "snappy"),
-            ("x-prometheus-remote-write-version", "0.1.0"),
-            ("user-agent", "strata-loadgen/0.1"),
-        ];
-        for (k, v) in defaults {
+        let defaults: &[(&'static str, &'static str)] = match self.protocol {
+            Protocol::RemoteWrite => &[
+                ("content-type", "application/x-protobuf"),
+                ("content-encoding", "snappy"),
+                ("x-prometheus-remote-write-version", "0.1.0"),
+                ("user-agent", "strata-loadgen/0.1"),
+            ],
+            Protocol::Otlp => &[
+                ("content-type", "application/x-protobuf"),
+                ("content-encoding", "gzip"),
+                ("user-agent", "strata-loadgen/0.1"),
+            ],
+        };
+        for &(k, v) in defaults {
             h.insert(HeaderName::from_static(k), HeaderValue::from_static(v));
         }
         for (k, v) in &self.headers {
@@ -165,6 +185,7 @@ pub async fn run(
         client,
         url: config.url.clone(),
         headers: config.header_map()?,
+        protocol: config.protocol,
         template: Arc::new(template.clone()),
         give_up_after: config.give_up_after,
         shared: shared.clone(),

@@ -60,6 +60,10 @@ struct Args {
     /// Write the summary JSON here instead of stdout.
     #[arg(long)]
     output: Option<std::path::PathBuf>,
+    /// What the requests carry: `remote-write` (1.0, snappy) or `otlp`
+    /// (OTLP/HTTP protobuf, gzip; point --url at /v1/metrics).
+    #[arg(long, default_value = "remote-write")]
+    protocol: String,
     /// Tokio worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -92,6 +96,11 @@ fn main() -> anyhow::Result<()> {
         drain_timeout: args.drain_timeout,
         progress_interval: args.progress_interval,
         headers,
+        protocol: match args.protocol.as_str() {
+            "remote-write" => strata_loadgen::Protocol::RemoteWrite,
+            "otlp" => strata_loadgen::Protocol::Otlp,
+            other => anyhow::bail!("--protocol {other:?}: use remote-write or otlp"),
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))

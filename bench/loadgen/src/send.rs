@@ -23,6 +23,7 @@ pub struct SenderContext {
     pub client: reqwest::Client,
     pub url: String,
     pub headers: reqwest::header::HeaderMap,
+    pub protocol: crate::Protocol,
     pub template: Arc<TargetTemplate>,
     /// How long after its scheduled time a batch is still retried.
     pub give_up_after: Duration,
@@ -54,6 +55,10 @@ impl Sender {
     }
 
     fn encode(&mut self, points: &[Point]) {
+        if self.ctx.protocol == crate::Protocol::Otlp {
+            crate::otlp::encode(&self.ctx.template, points, &mut self.body);
+            return;
+        }
         let template = &self.ctx.template;
         let ts = &mut self.request.timeseries;
         ts.truncate(points.len());
