@@ -29,8 +29,8 @@
 #![allow(clippy::indexing_slicing)]
 
 pub mod node;
-pub mod schedule;
 mod otlp;
+pub mod schedule;
 mod send;
 pub mod stats;
 

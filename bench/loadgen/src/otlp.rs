@@ -42,12 +42,18 @@ pub fn encode(template: &TargetTemplate, points: &[Point], body: &mut Vec<u8>) {
                 .map_or("node", |l| l.value.as_str());
             resources.push(ResourceMetrics {
                 resource: Some(Resource {
-                    attributes: vec![string("service.name", job), string("service.instance.id", &instance)],
+                    attributes: vec![
+                        string("service.name", job),
+                        string("service.instance.id", &instance),
+                    ],
                 }),
                 scope_metrics: vec![ScopeMetrics::default()],
             });
         }
-        let Some(scope) = resources.last_mut().and_then(|r| r.scope_metrics.last_mut()) else {
+        let Some(scope) = resources
+            .last_mut()
+            .and_then(|r| r.scope_metrics.last_mut())
+        else {
             continue;
         };
         let name = t

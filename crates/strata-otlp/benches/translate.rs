@@ -13,6 +13,10 @@ use strata_otlp::{decode, translate, Format, Limits, Settings};
 use strata_remote_write::proto::v1;
 use strata_remote_write::{decode_raw, encode_v1, DecodeLimits, Encoding, Version};
 
+/// The server's allocator, so that allocation costs what it costs there.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TARGETS: usize = 2;
 const FAMILIES: usize = 20;
 const PER_FAMILY: usize = 50;
@@ -37,7 +41,10 @@ fn series() -> Vec<(String, Vec<(String, String)>)> {
                 vec![
                     ("cpu".into(), (i / 8).to_string()),
                     ("device".into(), format!("dev{}", i % 8)),
-                    ("mode".into(), ["user", "system", "idle", "iowait"][i % 4].into()),
+                    (
+                        "mode".into(),
+                        ["user", "system", "idle", "iowait"][i % 4].into(),
+                    ),
                 ],
             ));
         }
@@ -153,7 +160,10 @@ fn bench(c: &mut Criterion) {
         max_body_bytes: 64 << 20,
         max_decoded_bytes: 256 << 20,
     };
-    let check = translate(&decode(&otlp, Format::Protobuf, true, &limits).expect("decode"), &settings);
+    let check = translate(
+        &decode(&otlp, Format::Protobuf, true, &limits).expect("decode"),
+        &settings,
+    );
     assert_eq!(check.write.series.len() as u64, samples);
 
     let mut g = c.benchmark_group("ingest_protocol");
@@ -164,9 +174,13 @@ fn bench(c: &mut Criterion) {
             translate(&req, &settings)
         })
     });
+    g.bench_function("otlp_gzip_decode_only", |b| {
+        b.iter(|| decode(&otlp, Format::Protobuf, true, &limits).expect("decode"))
+    });
     g.bench_function("remote_write_snappy_decode", |b| {
         b.iter(|| {
-            decode_raw(Version::V1, Encoding::Snappy, &rw, &DecodeLimits::default()).expect("decode")
+            decode_raw(Version::V1, Encoding::Snappy, &rw, &DecodeLimits::default())
+                .expect("decode")
         })
     });
     g.finish();

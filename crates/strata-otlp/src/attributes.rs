@@ -1,9 +1,11 @@
 //! Attribute values as label values, and the label set a data point gets
 //! from its attributes, its resource and its scope.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use base64::Engine as _;
+use bytes::Bytes;
+use strata_remote_write::{RawLabel, RawLabels};
 
 use crate::names::LabelNamer;
 use crate::proto::{any_value, AnyValue, KeyValue};
@@ -86,34 +88,86 @@ pub fn get<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a KeyValue> {
     attrs.iter().find(|kv| kv.key == key)
 }
 
-/// A label set under construction, sorted by name; setting an empty value
-/// removes the label, as Prometheus' label builder does.
-#[derive(Clone, Debug, Default)]
-pub struct LabelBuilder(BTreeMap<String, String>);
+/// Label names of attribute keys, each built once per request (a request
+/// repeats the same few keys on every point).
+pub struct NameCache {
+    namer: LabelNamer,
+    built: HashMap<String, Bytes>,
+}
 
-impl LabelBuilder {
-    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
-        let (name, value) = (name.into(), value.into());
-        if value.is_empty() {
-            self.0.remove(&name);
-        } else {
-            self.0.insert(name, value);
+impl NameCache {
+    pub fn new(namer: LabelNamer) -> Self {
+        Self {
+            namer,
+            built: HashMap::new(),
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+    /// The label name of attribute `key`, or why it has none.
+    pub fn build(&mut self, key: &str) -> Result<Bytes, String> {
+        if let Some(b) = self.built.get(key) {
+            return Ok(b.clone());
+        }
+        let b = Bytes::from(self.namer.build(key)?);
+        self.built.insert(key.to_owned(), b.clone());
+        Ok(b)
+    }
+}
+
+/// A label set under construction, sorted by name; setting an empty value
+/// removes the label, as Prometheus' label builder does. Names and values
+/// are shared buffers, so the labels a resource or a histogram's points
+/// have in common are copied by reference.
+#[derive(Clone, Debug, Default)]
+pub struct LabelBuilder(Vec<(Bytes, Bytes)>);
+
+impl LabelBuilder {
+    fn find(&self, name: &[u8]) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_ref().cmp(name))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    pub fn set(&mut self, name: impl Into<Bytes>, value: impl Into<Bytes>) {
+        let (name, value) = (name.into(), value.into());
+        match self.find(&name) {
+            Ok(i) if value.is_empty() => {
+                self.0.remove(i);
+            }
+            Ok(i) => {
+                if let Some(slot) = self.0.get_mut(i) {
+                    slot.1 = value;
+                }
+            }
+            Err(_) if value.is_empty() => {}
+            Err(i) => self.0.insert(i, (name, value)),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Bytes> {
+        let i = self.find(name.as_bytes()).ok()?;
+        self.0.get(i).map(|(_, v)| v)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Bytes)> {
+        self.0.iter().map(|(n, v)| (n, v))
     }
 
     /// Sets `name` only if the set lacks it.
-    pub fn set_if_absent(&mut self, name: &str, value: &str) {
-        if self.get(name).is_none() {
-            self.set(name, value);
+    pub fn set_if_absent(&mut self, name: &Bytes, value: &Bytes) {
+        if let Err(i) = self.find(name) {
+            if !value.is_empty() {
+                self.0.insert(i, (name.clone(), value.clone()));
+            }
         }
+    }
+
+    /// The labels as a decoded series carries them.
+    pub fn into_raw(self) -> RawLabels {
+        RawLabels(
+            self.0
+                .into_iter()
+                .filter_map(|(n, v)| RawLabel::new(n, v))
+                .collect(),
+        )
     }
 
     /// A data point's attributes (minus `ignore`) under their label names;
@@ -122,32 +176,36 @@ impl LabelBuilder {
     pub fn from_attributes(
         attrs: &[KeyValue],
         ignore: &[&str],
-        namer: &LabelNamer,
+        names: &mut NameCache,
         collisions: &mut Vec<String>,
     ) -> Result<Self, String> {
-        let mut sorted: Vec<(&str, String)> = attrs
+        let mut sorted: Vec<&KeyValue> = attrs
             .iter()
             .filter(|kv| !ignore.contains(&kv.key.as_str()))
-            .map(|kv| (kv.key.as_str(), value_string(kv.value.as_ref())))
             .collect();
-        sorted.sort_by(|a, b| a.0.cmp(b.0));
-        let mut out = Self::default();
-        for (key, value) in sorted {
+        sorted.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut out = Self(Vec::with_capacity(sorted.len() + 4));
+        for kv in sorted {
+            let value = value_string(kv.value.as_ref());
             if value.is_empty() {
                 continue;
             }
-            let name = namer.build(key)?;
-            match out.0.get_mut(&name) {
-                Some(existing) => {
-                    existing.push(';');
-                    existing.push_str(&value);
-                    if !collisions.contains(&name) {
-                        collisions.push(name);
+            let name = names.build(&kv.key)?;
+            match out.find(&name) {
+                Ok(i) => {
+                    if let Some(slot) = out.0.get_mut(i) {
+                        let mut joined = Vec::with_capacity(slot.1.len() + 1 + value.len());
+                        joined.extend_from_slice(&slot.1);
+                        joined.push(b';');
+                        joined.extend_from_slice(value.as_bytes());
+                        slot.1 = Bytes::from(joined);
+                    }
+                    let shown = String::from_utf8_lossy(&name).into_owned();
+                    if !collisions.contains(&shown) {
+                        collisions.push(shown);
                     }
                 }
-                None => {
-                    out.0.insert(name, value);
-                }
+                Err(i) => out.0.insert(i, (name, Bytes::from(value))),
             }
         }
         Ok(out)
@@ -205,8 +263,10 @@ mod tests {
             kv("empty", StringValue(String::new())),
         ];
         let mut collisions = Vec::new();
-        let b = LabelBuilder::from_attributes(&attrs, &[], &namer, &mut collisions).unwrap();
-        assert_eq!(b.iter().collect::<Vec<_>>(), vec![("a_b", "2;1")]);
+        let mut names = NameCache::new(namer);
+        let b = LabelBuilder::from_attributes(&attrs, &[], &mut names, &mut collisions).unwrap();
+        let got: Vec<(&[u8], &[u8])> = b.iter().map(|(n, v)| (&n[..], &v[..])).collect();
+        assert_eq!(got, vec![(&b"a_b"[..], &b"2;1"[..])]);
         assert_eq!(collisions, vec!["a_b".to_owned()]);
     }
 }

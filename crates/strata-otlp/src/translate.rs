@@ -16,14 +16,10 @@
 //! convert), and exponential histograms (native histograms are not stored
 //! yet).
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
-use strata_remote_write::{
-    DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries, RejectedSeries, Version,
-};
+use strata_remote_write::{DecodedWrite, MetricMetadata, RawSeries, RejectedSeries, Version};
 
-use crate::attributes::{get, value_string, LabelBuilder};
+use crate::attributes::{get, value_string, LabelBuilder, NameCache};
 use crate::names::{metric_name, unit_name, LabelNamer, MetricType, TranslationStrategy};
 use crate::proto::{
     metric, number_data_point, ExportMetricsServiceRequest, HistogramDataPoint, KeyValue,
@@ -94,12 +90,11 @@ pub struct Translated {
 pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Translated {
     let mut t = Translator {
         settings,
-        namer: LabelNamer {
+        names: NameCache::new(LabelNamer {
             utf8: !settings.translation_strategy.escapes(),
             underscore_sanitization: settings.label_name_underscore_sanitization,
             preserve_multiple_underscores: settings.label_name_preserve_multiple_underscores,
-        },
-        index: HashMap::new(),
+        }),
         out: DecodedWrite {
             version: Version::V1,
             series: Vec::new(),
@@ -134,16 +129,20 @@ pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Tran
 
 /// What a resource gives each of its series.
 struct ResourceLabels {
-    job: String,
-    instance: String,
+    job: Bytes,
+    instance: Bytes,
     promoted: LabelBuilder,
 }
 
+const NAME: Bytes = Bytes::from_static(b"__name__");
+const JOB: Bytes = Bytes::from_static(b"job");
+const INSTANCE: Bytes = Bytes::from_static(b"instance");
+const LE: Bytes = Bytes::from_static(b"le");
+const QUANTILE: Bytes = Bytes::from_static(b"quantile");
+
 struct Translator<'a> {
     settings: &'a Settings,
-    namer: LabelNamer,
-    /// Series already in `out`, by labels, so that a series' points merge.
-    index: HashMap<Vec<(String, String)>, usize>,
+    names: NameCache,
     out: DecodedWrite<RawSeries>,
     data_points: usize,
     rejected_points: usize,
@@ -162,18 +161,20 @@ fn point_count(data: Option<&metric::Data>) -> usize {
     }
 }
 
-fn timestamps(data: Option<&metric::Data>) -> Vec<u64> {
+/// The earliest and latest point of a metric, folded into `range`.
+fn widen(range: &mut (u64, u64), data: Option<&metric::Data>) {
+    let mut add = |t: u64| *range = (range.0.min(t), range.1.max(t));
     match data {
-        None => Vec::new(),
-        Some(metric::Data::Gauge(g)) => g.data_points.iter().map(|p| p.time_unix_nano).collect(),
-        Some(metric::Data::Sum(s)) => s.data_points.iter().map(|p| p.time_unix_nano).collect(),
+        None => {}
+        Some(metric::Data::Gauge(g)) => g.data_points.iter().for_each(|p| add(p.time_unix_nano)),
+        Some(metric::Data::Sum(s)) => s.data_points.iter().for_each(|p| add(p.time_unix_nano)),
         Some(metric::Data::Histogram(h)) => {
-            h.data_points.iter().map(|p| p.time_unix_nano).collect()
+            h.data_points.iter().for_each(|p| add(p.time_unix_nano));
         }
         Some(metric::Data::ExponentialHistogram(h)) => {
-            h.data_points.iter().map(|p| p.time_unix_nano).collect()
+            h.data_points.iter().for_each(|p| add(p.time_unix_nano));
         }
-        Some(metric::Data::Summary(s)) => s.data_points.iter().map(|p| p.time_unix_nano).collect(),
+        Some(metric::Data::Summary(s)) => s.data_points.iter().for_each(|p| add(p.time_unix_nano)),
     }
 }
 
@@ -209,7 +210,7 @@ impl Translator<'_> {
                 return;
             }
         };
-        let (mut earliest, mut latest) = (u64::MAX, 0u64);
+        let mut range = (u64::MAX, 0u64);
         for sm in &rm.scope_metrics {
             let scope = match self.scope_labels(sm) {
                 Ok(s) => s,
@@ -224,19 +225,16 @@ impl Translator<'_> {
                 }
             };
             for m in &sm.metrics {
-                for ts in timestamps(m.data.as_ref()) {
-                    earliest = earliest.min(ts);
-                    latest = latest.max(ts);
-                }
+                widen(&mut range, m.data.as_ref());
                 self.metric(m, &resource, scope.as_ref());
             }
         }
-        if earliest != u64::MAX {
-            self.target_info(attrs, &resource, millis(earliest), millis(latest));
+        if range.0 != u64::MAX {
+            self.target_info(attrs, &resource, millis(range.0), millis(range.1));
         }
     }
 
-    fn resource_labels(&self, attrs: &[KeyValue]) -> Result<ResourceLabels, String> {
+    fn resource_labels(&mut self, attrs: &[KeyValue]) -> Result<ResourceLabels, String> {
         let mut job = String::new();
         if let Some(name) = get(attrs, SERVICE_NAME) {
             job = value_string(name.value.as_ref());
@@ -256,18 +254,18 @@ impl Translator<'_> {
                 s.promote_resource_attributes.contains(&kv.key)
             };
             if listed {
-                promoted.set(self.namer.build(&kv.key)?, value_string(kv.value.as_ref()));
+                promoted.set(self.names.build(&kv.key)?, value_string(kv.value.as_ref()));
             }
         }
         Ok(ResourceLabels {
-            job,
-            instance,
+            job: Bytes::from(job),
+            instance: Bytes::from(instance),
             promoted,
         })
     }
 
     fn scope_labels(
-        &self,
+        &mut self,
         sm: &crate::proto::ScopeMetrics,
     ) -> Result<Option<LabelBuilder>, String> {
         let Some(scope) = sm.scope.as_ref().filter(|s| !s.name.is_empty()) else {
@@ -278,12 +276,18 @@ impl Translator<'_> {
         }
         let mut b = LabelBuilder::default();
         for kv in &scope.attributes {
-            let name = self.namer.build(&format!("otel_scope_{}", kv.key))?;
+            let name = self.names.build(&format!("otel_scope_{}", kv.key))?;
             b.set(name, value_string(kv.value.as_ref()));
         }
-        b.set("otel_scope_name", scope.name.clone());
-        b.set("otel_scope_version", scope.version.clone());
-        b.set("otel_scope_schema_url", sm.schema_url.clone());
+        b.set(Bytes::from_static(b"otel_scope_name"), scope.name.clone());
+        b.set(
+            Bytes::from_static(b"otel_scope_version"),
+            scope.version.clone(),
+        );
+        b.set(
+            Bytes::from_static(b"otel_scope_schema_url"),
+            sm.schema_url.clone(),
+        );
         Ok(Some(b))
     }
 
@@ -386,7 +390,10 @@ impl Translator<'_> {
         let ctx = Context {
             resource,
             scope,
-            name: &name,
+            name: Bytes::from(name.clone()),
+            sum: Bytes::from(format!("{name}_sum")),
+            count: Bytes::from(format!("{name}_count")),
+            bucket: Bytes::from(format!("{name}_bucket")),
         };
         let result = match &m.data {
             Some(metric::Data::Gauge(g)) => self.numbers(&ctx, &g.data_points),
@@ -407,16 +414,20 @@ impl Translator<'_> {
         ctx: &Context<'_>,
         attrs: &[KeyValue],
     ) -> Result<LabelBuilder, String> {
-        let mut b =
-            LabelBuilder::from_attributes(attrs, &["__name__"], &self.namer, &mut self.collisions)?;
+        let mut b = LabelBuilder::from_attributes(
+            attrs,
+            &["__name__"],
+            &mut self.names,
+            &mut self.collisions,
+        )?;
         for (n, v) in ctx.resource.promoted.iter() {
             b.set_if_absent(n, v);
         }
-        b.set("job", ctx.resource.job.clone());
-        b.set("instance", ctx.resource.instance.clone());
+        b.set(JOB, ctx.resource.job.clone());
+        b.set(INSTANCE, ctx.resource.instance.clone());
         if let Some(scope) = ctx.scope {
             for (n, v) in scope.iter() {
-                b.set(n, v);
+                b.set(n.clone(), v.clone());
             }
         }
         Ok(b)
@@ -425,7 +436,7 @@ impl Translator<'_> {
     fn numbers(&mut self, ctx: &Context<'_>, points: &[NumberDataPoint]) -> Result<(), String> {
         for p in points {
             let mut b = self.base_labels(ctx, &p.attributes)?;
-            b.set("__name__", ctx.name);
+            b.set(NAME, ctx.name.clone());
             #[allow(clippy::cast_precision_loss)]
             let mut v = match p.value {
                 Some(number_data_point::Value::AsDouble(f)) => f,
@@ -435,7 +446,7 @@ impl Translator<'_> {
             if p.flags & FLAG_NO_RECORDED_VALUE != 0 {
                 v = STALE_NAN;
             }
-            self.push(&b, millis(p.time_unix_nano), v);
+            self.push(b, millis(p.time_unix_nano), v);
         }
         Ok(())
     }
@@ -453,24 +464,24 @@ impl Translator<'_> {
             let value = |v: f64| if stale { STALE_NAN } else { v };
             if let Some(sum) = p.sum {
                 let mut b = base.clone();
-                b.set("__name__", format!("{}_sum", ctx.name));
-                self.push(&b, t, value(sum));
+                b.set(NAME, ctx.sum.clone());
+                self.push(b, t, value(sum));
             }
             let mut b = base.clone();
-            b.set("__name__", format!("{}_count", ctx.name));
-            self.push(&b, t, value(p.count as f64));
+            b.set(NAME, ctx.count.clone());
+            self.push(b, t, value(p.count as f64));
             let mut cumulative = 0u64;
             for (bound, count) in p.explicit_bounds.iter().zip(&p.bucket_counts) {
                 cumulative = cumulative.wrapping_add(*count);
                 let mut b = base.clone();
-                b.set("le", float_label(*bound));
-                b.set("__name__", format!("{}_bucket", ctx.name));
-                self.push(&b, t, value(cumulative as f64));
+                b.set(LE, float_label(*bound));
+                b.set(NAME, ctx.bucket.clone());
+                self.push(b, t, value(cumulative as f64));
             }
             let mut b = base;
-            b.set("le", "+Inf");
-            b.set("__name__", format!("{}_bucket", ctx.name));
-            self.push(&b, t, value(p.count as f64));
+            b.set(LE, Bytes::from_static(b"+Inf"));
+            b.set(NAME, ctx.bucket.clone());
+            self.push(b, t, value(p.count as f64));
         }
         Ok(())
     }
@@ -483,16 +494,16 @@ impl Translator<'_> {
             let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
             let value = |v: f64| if stale { STALE_NAN } else { v };
             let mut b = base.clone();
-            b.set("__name__", format!("{}_sum", ctx.name));
-            self.push(&b, t, value(p.sum));
+            b.set(NAME, ctx.sum.clone());
+            self.push(b, t, value(p.sum));
             let mut b = base.clone();
-            b.set("__name__", format!("{}_count", ctx.name));
-            self.push(&b, t, value(p.count as f64));
+            b.set(NAME, ctx.count.clone());
+            self.push(b, t, value(p.count as f64));
             for q in &p.quantile_values {
                 let mut b = base.clone();
-                b.set("quantile", float_label(q.quantile));
-                b.set("__name__", ctx.name);
-                self.push(&b, t, value(q.value));
+                b.set(QUANTILE, float_label(q.quantile));
+                b.set(NAME, ctx.name.clone());
+                self.push(b, t, value(q.value));
             }
         }
         Ok(())
@@ -525,66 +536,59 @@ impl Translator<'_> {
                 SERVICE_INSTANCE_ID,
             ]
         };
-        let mut b =
-            match LabelBuilder::from_attributes(attrs, ignore, &self.namer, &mut self.collisions) {
-                Ok(b) => b,
-                Err(e) => {
-                    self.warnings.push(format!("target_info not written: {e}"));
-                    return;
-                }
-            };
-        b.set("job", resource.job.clone());
-        b.set("instance", resource.instance.clone());
+        let mut b = match LabelBuilder::from_attributes(
+            attrs,
+            ignore,
+            &mut self.names,
+            &mut self.collisions,
+        ) {
+            Ok(b) => b,
+            Err(e) => {
+                self.warnings.push(format!("target_info not written: {e}"));
+                return;
+            }
+        };
+        b.set(JOB, resource.job.clone());
+        b.set(INSTANCE, resource.instance.clone());
         if b.get("job").is_none() && b.get("instance").is_none() {
             return;
         }
-        b.set("__name__", "target_info");
+        b.set(NAME, Bytes::from_static(b"target_info"));
         self.out.metadata.push(MetricMetadata {
             metric: "target_info".into(),
             kind: "gauge",
             help: "Target metadata".into(),
             unit: String::new(),
         });
+        let mut samples = Vec::new();
         let mut t = first;
         while t < last {
-            self.push(&b, t, 1.0);
+            samples.push((t, 1.0));
             t += TARGET_INFO_INTERVAL_MS;
         }
-        self.push(&b, last, 1.0);
+        samples.push((last, 1.0));
+        self.out.series.push(RawSeries {
+            labels: b.into_raw(),
+            samples,
+        });
     }
 
-    /// Adds a sample to its series.
-    fn push(&mut self, labels: &LabelBuilder, t: i64, v: f64) {
-        let key: Vec<(String, String)> = labels
-            .iter()
-            .map(|(n, v)| (n.to_owned(), v.to_owned()))
-            .collect();
-        let series = match self.index.get(&key) {
-            Some(&i) => self.out.series.get_mut(i),
-            None => {
-                let raw = RawLabels(
-                    key.iter()
-                        .filter_map(|(n, v)| {
-                            RawLabel::new(Bytes::from(n.clone()), Bytes::from(v.clone()))
-                        })
-                        .collect(),
-                );
-                self.index.insert(key, self.out.series.len());
-                self.out.series.push(RawSeries {
-                    labels: raw,
-                    samples: Vec::new(),
-                });
-                self.out.series.last_mut()
-            }
-        };
-        if let Some(s) = series {
-            s.samples.push((t, v));
-        }
+    /// Adds a series of one sample. A series a request names twice is
+    /// written twice, as a remote-write request may do.
+    fn push(&mut self, labels: LabelBuilder, t: i64, v: f64) {
+        self.out.series.push(RawSeries {
+            labels: labels.into_raw(),
+            samples: vec![(t, v)],
+        });
     }
 }
 
 struct Context<'a> {
     resource: &'a ResourceLabels,
     scope: Option<&'a LabelBuilder>,
-    name: &'a str,
+    /// The metric's name, and its series' for histograms and summaries.
+    name: Bytes,
+    sum: Bytes,
+    count: Bytes,
+    bucket: Bytes,
 }
