@@ -3,6 +3,7 @@
 //! decoded, each from its compressed body as a sender sends it (OTLP
 //! gzipped, remote write snappy). 2,000 samples a request: two targets of
 //! 1,000 series in 20 metric families, as a Collector batches a scrape.
+#![allow(clippy::indexing_slicing)]
 
 use std::io::Write as _;
 
