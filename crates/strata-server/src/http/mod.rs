@@ -1,9 +1,11 @@
 //! The HTTP API: remote write, import, operations endpoints, the
-//! Prometheus query API (from `strata-promql`) and its status endpoints.
+//! Prometheus query API (from `strata-promql`) and its status endpoints,
+//! and the web UI over them.
 
 pub mod import;
 mod ops;
 mod status;
+mod ui;
 pub mod write;
 
 use std::sync::Arc;
@@ -70,6 +72,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/-/healthy", get(ops::healthy))
         .route("/-/ready", get(ops::ready))
         .with_state(state)
+        .merge(ui::router())
         .merge(guarded)
 }
 
