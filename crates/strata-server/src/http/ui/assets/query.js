@@ -148,8 +148,8 @@ export function queryPage(root) {
       graph = renderGraph(output, answer.data, req, (start, end) => {
         // A drag-selection zooms in: the new range is queried again, at
         // the finer resolution it allows.
-        state.end = end;
-        state.range = Math.max(end - start, 1);
+        state.end = Math.round(end);
+        state.range = Math.max(Math.round(end - start), 1);
         state.step = null;
         showState();
         execute();
