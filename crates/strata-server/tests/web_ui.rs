@@ -14,6 +14,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use common::inproc::{body, ts};
 use common::webdriver::Browser;
 use common::{http_request, now_ms, query_string, StrataProcess};
@@ -55,18 +56,22 @@ impl Api {
     }
 
     fn write(&self, series: Vec<strata_remote_write::proto::v1::TimeSeries>) {
-        let r = http_request(
-            self.port,
-            "POST",
-            "/api/v1/write",
-            &[
-                ("Content-Type", "application/x-protobuf"),
-                ("Content-Encoding", "snappy"),
-                ("X-Prometheus-Remote-Write-Version", "0.1.0"),
-            ],
-            &body(series),
-        )
-        .unwrap();
+        self.write_as(series, &[]);
+    }
+
+    /// Remote-writes `series` with more `headers` (a tenant).
+    fn write_as(
+        &self,
+        series: Vec<strata_remote_write::proto::v1::TimeSeries>,
+        headers: &[(&str, &str)],
+    ) {
+        let mut all = vec![
+            ("Content-Type", "application/x-protobuf"),
+            ("Content-Encoding", "snappy"),
+            ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+        ];
+        all.extend_from_slice(headers);
+        let r = http_request(self.port, "POST", "/api/v1/write", &all, &body(series)).unwrap();
         assert_eq!(r.status, 204, "{}", r.text());
     }
 }
@@ -499,4 +504,85 @@ fn status_page(b: &Browser, api: &Api, base: &str) {
         "return document.querySelector('#config')?.textContent",
     );
     assert_eq!(yaml, api.data("/api/v1/status/config", &[])["yaml"]);
+}
+
+/// With read credentials set, the pages take them as the API does (a
+/// Basic challenge, which a browser answers for the whole site); with
+/// tenants required, the pages need none and the tenant field picks whose
+/// series the API calls read.
+#[test]
+fn pages_take_the_read_credentials_and_the_tenant_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    let users = format!("[\"reader:{hash}\"]");
+    let srv = StrataProcess::start(
+        &dir.path().join("data"),
+        &[
+            ("STRATA_AUTH_READ_BASIC_AUTH", &users),
+            ("STRATA_TENANTS_REQUIRED", "true"),
+        ],
+    );
+    let api = Api { port: srv.port };
+    let t = now_ms() - 30_000;
+    api.write_as(
+        vec![ts(
+            &[("__name__", "ui_tenant_metric"), ("room", "a")],
+            &[(t, 42.0)],
+        )],
+        &[("X-Scope-OrgID", "team-a")],
+    );
+
+    let login = base64::engine::general_purpose::STANDARD.encode("reader:s3cret");
+    for path in ["/", "/graph", "/ui/main.js"] {
+        let r = http_request(srv.port, "GET", path, &[], &[]).unwrap();
+        assert_eq!(r.status, 401, "{path}");
+        let challenge = r.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.contains("Basic realm="), "{path}: {challenge}");
+        let r = http_request(
+            srv.port,
+            "GET",
+            path,
+            &[("Authorization", &format!("Basic {login}"))],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{path} with credentials and no tenant");
+    }
+    assert_eq!(
+        http_request(srv.port, "GET", "/-/healthy", &[], &[])
+            .unwrap()
+            .status,
+        200
+    );
+
+    let shots = screenshot_dir();
+    let b = Browser::start(1200, 800, &shots.join("failure-auth.png"));
+    // The header a browser sends once its user has answered the
+    // challenge (headless Chromium shows no prompt to answer).
+    b.cdp("Network.enable", json!({}));
+    b.cdp(
+        "Network.setExtraHTTPHeaders",
+        json!({"headers": {"Authorization": format!("Basic {login}")}}),
+    );
+    let base = format!("http://127.0.0.1:{}", srv.port);
+    b.goto(&format!("{base}/graph?expr=ui_tenant_metric&tab=table"));
+    // No tenant yet: the API's refusal, shown as it is.
+    let shown = b.wait_for(
+        "the missing tenant is shown",
+        "return document.querySelector('#error')?.textContent",
+    );
+    assert!(shown.as_str().unwrap().contains("tenant"), "{shown}");
+    let errors = console_errors(&b, |m| m.contains("/api/v1/query") && m.contains("401"));
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+
+    // The tenant field reloads the page, whose query now reads team-a.
+    b.type_text("#tenant", "team-a\u{E007}");
+    let rows = b.wait_for(
+        "team-a's series",
+        "const r = [...document.querySelectorAll('#result-table tr')].slice(1); \
+         return r.length && r.map(tr => [tr.cells[0].textContent, tr.cells[1].textContent])",
+    );
+    assert_eq!(rows, json!([["ui_tenant_metric{room=\"a\"}", "42"]]));
+    let errors = console_errors(&b, |_| false);
+    assert!(errors.is_empty(), "console errors: {errors:?}");
 }

@@ -97,6 +97,15 @@ impl Browser {
         self.raw(method, &format!("/session/{}{path}", self.session), &body)
     }
 
+    /// Runs a Chrome DevTools Protocol command through chromedriver.
+    pub fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.call(
+            "POST",
+            "/goog/cdp/execute",
+            json!({"cmd": cmd, "params": params}),
+        )
+    }
+
     pub fn goto(&self, url: &str) {
         self.call("POST", "/url", json!({ "url": url }));
     }

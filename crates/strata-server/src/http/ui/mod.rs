@@ -1,8 +1,9 @@
 //! The built-in web UI: a query page (table and graph), a cardinality
 //! explorer and a status page. Plain HTML, CSS and JavaScript modules,
 //! embedded in the binary so that nothing is fetched from elsewhere; the
-//! pages read the same HTTP API as any client, with the browser's
-//! credentials.
+//! pages read the same HTTP API as any client. They take the read
+//! credentials (see `guard`), so a browser asks for them at the first
+//! page and sends them with every API call after.
 
 use std::sync::LazyLock;
 
@@ -66,9 +67,12 @@ static ETAGS: LazyLock<Vec<String>> = LazyLock::new(|| {
         .collect()
 });
 
-/// The pages and their assets. They hold no data, so they are served
-/// without credentials, as `/-/healthy` is; the API calls the pages make
-/// carry the browser's credentials and pass the usual checks.
+/// Whether `path` is one of the UI's pages or files.
+pub fn serves(path: &str) -> bool {
+    PAGES.contains(&path) || path.starts_with("/ui/")
+}
+
+/// The pages and their files.
 pub fn router() -> Router {
     let mut r = Router::new().route("/ui/{*path}", get(asset));
     for page in PAGES {
