@@ -187,7 +187,7 @@ fn query_cardinality_and_status_pages_in_a_browser() {
     let base = format!("http://127.0.0.1:{}", srv.port);
 
     query_page(&b, &api, &base);
-    b.screenshot(&shots.join("query-graph.png"));
+    b.screenshot(&shots.join("query-zoomed.png"));
     let errors = console_errors(&b, |_| false);
     assert!(
         errors.is_empty(),
@@ -316,6 +316,8 @@ fn query_page(b: &Browser, api: &Api, base: &str) {
         stats.as_str().unwrap().contains("Resolution: 14s"),
         "{stats}"
     );
+
+    b.screenshot(&screenshot_dir().join("query-graph.png"));
 
     // Dragging over a quarter of the plot zooms in to about 15 minutes.
     b.drag(".u-over", (-150, 0), (150, 0));
