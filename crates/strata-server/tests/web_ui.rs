@@ -340,6 +340,21 @@ fn query_page(b: &Browser, api: &Api, base: &str) {
         "return document.querySelector('#stats').textContent.includes('Result series: 6') \
          && document.querySelectorAll('#legend .entry').length === 6",
     );
+
+    // A Prometheus link (as Grafana writes them) opens its query.
+    b.goto(&format!(
+        "{base}/graph?g0.expr=ui_temperature_celsius&g0.tab=1&g0.range_input=1h"
+    ));
+    let shown = b.wait_for("the linked query's table", rows);
+    assert_eq!(shown.as_array().unwrap().len(), 2, "{shown}");
+    b.goto(&format!(
+        "{base}/graph?g0.expr=ui_temperature_celsius&g0.tab=0&g0.range_input=2h"
+    ));
+    b.wait_for(
+        "the linked query's graph",
+        "return document.querySelectorAll('#legend .entry').length === 2 \
+         && document.querySelector('#range').value === '2h'",
+    );
 }
 
 /// The server's error is shown as it is.

@@ -28,15 +28,32 @@ export function autoStep(rangeSecs) {
   return Math.max(Math.floor(rangeSecs / 250), 1);
 }
 
-export function queryPage(root) {
-  const params = new URLSearchParams(location.search);
-  const state = {
-    expr: params.get('expr') || '',
-    tab: params.get('tab') === 'graph' ? 'graph' : 'table',
-    range: parseDuration(params.get('range') || '1h') || 3600,
-    end: params.get('end') ? Number(params.get('end')) : null,
-    step: params.get('step') ? parseDuration(params.get('step')) : null,
+/**
+ * The page's state from its URL: its own parameters, or the first panel
+ * of a Prometheus link (`g0.expr`, `g0.tab` = 0 or `graph` for the
+ * graph, `g0.range_input`, `g0.end_input`, `g0.step_input`), as Grafana
+ * and Alertmanager write them.
+ */
+function stateFromUrl(params) {
+  const g = (k) => params.get(`g0.${k}`);
+  const tab = params.get('tab') ?? (g('tab') === '0' || g('tab') === 'graph' ? 'graph' : 'table');
+  // Prometheus writes `end_input` as `YYYY-MM-DD HH:mm:ss` in UTC.
+  const endInput = g('end_input');
+  const prometheusEnd = endInput && Date.parse(/[zZ]$|[+-]\d\d:?\d\d$/.test(endInput)
+    ? endInput : `${endInput.replace(' ', 'T')}Z`) / 1000;
+  const end = params.get('end') ?? prometheusEnd ?? null;
+  const step = params.get('step') ?? g('step_input');
+  return {
+    expr: params.get('expr') ?? g('expr') ?? '',
+    tab: tab === 'graph' ? 'graph' : 'table',
+    range: parseDuration(params.get('range') ?? g('range_input') ?? '1h') || 3600,
+    end: end && Number.isFinite(Number(end)) ? Number(end) : null,
+    step: step ? parseDuration(step) || null : null,
   };
+}
+
+export function queryPage(root) {
+  const state = stateFromUrl(new URLSearchParams(location.search));
 
   const expr = el('textarea', { id: 'expr', rows: 1, spellcheck: 'false', placeholder: 'Expression (press Shift+Enter for newlines)' });
   expr.value = state.expr;
