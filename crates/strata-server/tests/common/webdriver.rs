@@ -180,6 +180,20 @@ impl Browser {
         }
     }
 
+    /// Moves the mouse over `css`, `at` pixels from the element's centre.
+    pub fn hover(&self, css: &str, at: (i64, i64)) {
+        let id = self.find(css);
+        self.call(
+            "POST",
+            "/actions",
+            json!({"actions": [{
+                "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+                "actions": [{"type": "pointerMove", "duration": 100, "origin": { ELEMENT: id },
+                             "x": at.0, "y": at.1}],
+            }]}),
+        );
+    }
+
     /// Drags the mouse over `css` from `from` to `to`, offsets in pixels
     /// from the element's centre.
     pub fn drag(&self, css: &str, from: (i64, i64), to: (i64, i64)) {

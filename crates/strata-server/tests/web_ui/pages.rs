@@ -134,6 +134,23 @@ pub fn query_page(b: &Browser, api: &Api, base: &str) {
 
     b.screenshot(&screenshot_dir().join("query-graph.png"));
 
+    // Near the right end the six lines are a few pixels apart: the
+    // tooltip names the nearest.
+    let width = b
+        .eval("return document.querySelector('.u-over').clientWidth")
+        .as_f64()
+        .unwrap();
+    b.hover(".u-over", ((width * 0.45) as i64, 0));
+    let tip = b.wait_for(
+        "the tooltip",
+        "const t = document.querySelector('.tooltip'); \
+         return t && !t.hidden && [...t.children].map(c => c.textContent)",
+    );
+    let tip: Vec<String> = serde_json::from_value(tip).unwrap();
+    assert_eq!(tip.len(), 3, "{tip:?}");
+    assert!(series.contains(&tip[1]), "{tip:?} names no series");
+    assert!(tip[2].starts_with("value: "), "{tip:?}");
+
     // Dragging over a quarter of the plot zooms in to about 15 minutes.
     b.drag(".u-over", (-150, 0), (150, 0));
     let zoomed = b.wait_for(
@@ -141,10 +158,6 @@ pub fn query_page(b: &Browser, api: &Api, base: &str) {
         "const r = new URLSearchParams(location.search).get('range'); return r !== '1h' && r",
     );
     let secs = duration_secs(zoomed.as_str().unwrap());
-    let width = b
-        .eval("return document.querySelector('.u-over').clientWidth")
-        .as_f64()
-        .unwrap();
     let want = 3600.0 * 300.0 / width;
     assert!(
         (secs as f64 - want).abs() < 60.0,
