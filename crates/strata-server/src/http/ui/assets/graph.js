@@ -85,8 +85,8 @@ export function renderGraph(root, data, req, onZoom) {
       setCursor: [(u) => showTooltip(u, tooltip, names, columns)],
     },
   };
-  // eslint-disable-next-line no-undef
-  const plot = new uPlot(opts, columns, chart);
+  // uPlot is the vendored script's global.
+  const plot = new window.uPlot(opts, columns, chart);
   const legend = new Legend(root, names, colors, (shown) => {
     plot.batch(() => shown.forEach((s, i) => {
       if (plot.series[i + 1].show !== s) plot.setSeries(i + 1, { show: s }, false);
