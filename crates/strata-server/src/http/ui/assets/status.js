@@ -39,7 +39,7 @@ async function strata() {
     el('td', { class: 'num', text: formatCount(d.objectStoreRequests) }),
     el('td', { class: 'num', text: formatCount(d.objectStoreErrors) }),
     el('td', { class: 'num', text: `${formatBytes(d.objectStoreReadBytes)} / ${formatBytes(d.objectStoreWrittenBytes)}` }),
-    el('td', { class: 'num', text: d.readOnly ? seconds(d.logFollowedSecondsAgo) : '–' })));
+    el('td', { class: 'num', text: d.readOnly ? `${seconds(d.logFollowedSecondsAgo)} ago` : '–' })));
   return el('div', {},
     facts('strata-facts', [
       ['Role', data.role],
@@ -52,7 +52,7 @@ async function strata() {
     ]),
     el('table', { id: 'databases' },
       el('tr', {}, ['#', 'Kind', 'Fenced', 'Head series', 'Store requests', 'Store errors', 'Read / written',
-        'Log read (s ago)'].map((h, i) => el('th', { class: i > 2 ? 'num' : '', text: h }))),
+        'Writer log read'].map((h, i) => el('th', { class: i > 2 ? 'num' : '', text: h }))),
       rows));
 }
 
