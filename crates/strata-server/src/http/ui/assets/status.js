@@ -39,7 +39,7 @@ async function strata() {
     el('td', { class: 'num', text: formatCount(d.objectStoreRequests) }),
     el('td', { class: 'num', text: formatCount(d.objectStoreErrors) }),
     el('td', { class: 'num', text: `${formatBytes(d.objectStoreReadBytes)} / ${formatBytes(d.objectStoreWrittenBytes)}` }),
-    el('td', { class: 'num', text: d.readOnly ? `${seconds(d.logFollowedSecondsAgo)} ago` : '–' })));
+    el('td', { class: 'num', text: d.readOnly && d.logFollowedSecondsAgo !== null ? `${seconds(d.logFollowedSecondsAgo)} ago` : '–' })));
   return el('div', {},
     facts('strata-facts', [
       ['Role', data.role],
