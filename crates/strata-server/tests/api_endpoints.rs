@@ -303,3 +303,52 @@ fn clean_tombstones_is_the_writers() {
     reader.stop();
     writer.stop();
 }
+
+/// `/api/v1/status/strata`: the role, the databases read, and on a reader
+/// how long ago it last read the writer's log to its end.
+#[test]
+fn strata_status_names_the_role_and_a_readers_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("data");
+    let writer = StrataProcess::start(&folder, &[("STRATA_SERVER_ROLE", "writer")]);
+    let reader = StrataProcess::start(&folder, &[("STRATA_SERVER_ROLE", "reader")]);
+    let status = |port: u16| {
+        let resp = request(port, "GET", "/api/v1/status/strata", &[], b"");
+        data(&resp, "status/strata")
+    };
+    remote_write(
+        writer.port,
+        &[WriteSeries {
+            labels: vec![("__name__".into(), "status_probe".into())],
+            samples: vec![(now_ms() - 1_000, 1.0)],
+        }],
+    );
+
+    let w = status(writer.port);
+    assert_eq!(w["role"], "writer", "{w}");
+    assert_eq!(w["ready"], true);
+    assert_eq!(w["shards"]["count"], 1);
+    assert_eq!(w["shards"]["open"], 1);
+    assert_eq!(w["objectStore"]["healthy"], true);
+    let db = &w["databases"][0];
+    assert_eq!(db["readOnly"], false);
+    assert_eq!(db["headSeries"], 1);
+    assert!(db["objectStoreRequests"].as_u64().unwrap() > 0, "{w}");
+    assert_eq!(db["logFollowedSecondsAgo"], serde_json::Value::Null);
+
+    // The reader follows the writer's log: the series arrives, and the
+    // last complete read is recent.
+    common::wait_until(
+        std::time::Duration::from_secs(20),
+        "the reader holds the series",
+        || status(reader.port)["databases"][0]["headSeries"] == 1,
+    );
+    let r = status(reader.port);
+    assert_eq!(r["role"], "reader", "{r}");
+    let db = &r["databases"][0];
+    assert_eq!(db["readOnly"], true);
+    let ago = db["logFollowedSecondsAgo"].as_f64().unwrap();
+    assert!((0.0..5.0).contains(&ago), "{r}");
+    reader.stop();
+    writer.stop();
+}

@@ -97,6 +97,7 @@ impl Opening {
             spill_lock: tokio::sync::Mutex::new(()),
             late: Arc::new(late::LateState::new(now)),
             metadata: metadata::MetadataCache::default(),
+            followed_ms: std::sync::atomic::AtomicI64::new(0),
             compacted: parking_lot::RwLock::new(compacted),
             reclaim: crate::reclaim::Reclaim::new(&self.path, Arc::clone(&self.store)),
             _freezer_stop: freezer_stop,

@@ -40,6 +40,10 @@ pub(crate) struct Shared {
     pub(crate) reclaim: crate::reclaim::Reclaim,
     /// Metric metadata a writer has stored.
     pub(crate) metadata: metadata::MetadataCache,
+    /// On a reader node: when (ms since the epoch, by `clock`) the last
+    /// poll that read the writer's log to its end began; 0 before the
+    /// first.
+    pub(crate) followed_ms: std::sync::atomic::AtomicI64,
     /// Dropped with this state, which ends the freezer's wait at once.
     pub(crate) _freezer_stop: std::sync::mpsc::Sender<()>,
 }

@@ -92,6 +92,17 @@ impl Storage {
         self.shared.is_fenced()
     }
 
+    /// On a reader node: when (ms since the epoch) it last read the
+    /// writer's log to its end, so how far it may lag behind the writer;
+    /// `None` on a writer and before the first read.
+    pub fn followed_at_ms(&self) -> Option<i64> {
+        let ms = self
+            .shared
+            .followed_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (self.is_reader() && ms > 0).then_some(ms)
+    }
+
     /// Requests and errors against the object store so far.
     pub fn object_store_stats(&self) -> ObjectStoreStats {
         self.shared.object_store.snapshot()

@@ -26,6 +26,8 @@ pub(crate) async fn follow(
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
+        // What the poll reads was in the log when it began.
+        let began_ms = inner.clock.now_ms();
         let result = async {
             // Seal first: samples of a sealed bucket are then skipped, and
             // its chunks are read from the store.
@@ -44,6 +46,7 @@ pub(crate) async fn follow(
         match result {
             Ok(n) => {
                 add(&inner.stats.samples_appended, n);
+                inner.followed_ms.store(began_ms, Ordering::Relaxed);
                 if failing {
                     tracing::info!("following the writer's log again");
                     failing = false;

@@ -1,10 +1,12 @@
 //! The HTTP API: remote write, import, operations endpoints, the
-//! Prometheus query API (from `strata-promql`) and its status endpoints.
+//! Prometheus query API (from `strata-promql`) and its status endpoints,
+//! and the web UI over them.
 
 pub mod import;
 mod ops;
 pub mod otlp;
 mod status;
+mod ui;
 pub mod write;
 
 use std::sync::Arc;
@@ -68,6 +70,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(import)
         .merge(strata_promql::router_with(resolve, limits))
         .merge(status::router(Arc::clone(&state)))
+        .merge(ui::router())
         .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
     Router::new()
         .route("/-/healthy", get(ops::healthy))
@@ -110,7 +113,10 @@ fn refuse(path: &str, status: StatusCode, error_type: &str, msg: &str) -> Respon
 }
 
 /// Checks credentials, then resolves the tenant into the request's
-/// extensions. Health and readiness probes do not pass through here.
+/// extensions. Health and readiness probes do not pass through here. The
+/// web UI's pages and files take the read credentials, as Prometheus'
+/// and VictoriaMetrics' do, so that a browser asks for them once for the
+/// whole site; they need no tenant, which their API calls carry.
 async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     let access = access_of(&path);
@@ -131,7 +137,7 @@ async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next)
         );
         return r;
     }
-    if path == "/metrics" {
+    if path == "/metrics" || ui::serves(&path) {
         return next.run(req).await;
     }
     match state.tenants.from_headers(req.headers()) {

@@ -24,6 +24,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/config", get(config))
         .route("/api/v1/status/flags", get(flags))
         .route("/api/v1/status/runtimeinfo", get(runtimeinfo))
+        .route("/api/v1/status/strata", get(strata))
         .route("/api/v1/targets", get(targets))
         .route("/api/v1/rules", get(rules))
         .route("/api/v1/alerts", get(alerts))
@@ -72,6 +73,56 @@ async fn runtimeinfo(State(state): State<Arc<AppState>>) -> Response {
         "storageRetention": prometheus_duration(state.config.storage.retention),
         "GOMAXPROCS": runtime.num_workers(),
         "goroutineCount": runtime.num_alive_tasks(),
+    }))
+}
+
+/// Strata's own state, for the status page and for operators: the role,
+/// the shards, each database this process reads (a reader's lag behind its
+/// writer's log among them) and the object store's health. Every value is
+/// what the process knows now; nothing is estimated.
+async fn strata(State(state): State<Arc<AppState>>) -> Response {
+    let now = state.clock.now_ms();
+    let open = state.shards.read().clone();
+    let expected = state
+        .shards_expected
+        .load(std::sync::atomic::Ordering::Acquire);
+    let databases: Vec<serde_json::Value> = open
+        .iter()
+        .map(|s| {
+            let os = s.object_store_stats();
+            let failing = s.object_store_failing_for();
+            json!({
+                "readOnly": s.is_reader(),
+                "fenced": s.is_fenced(),
+                "headSeries": s.head().num_series(),
+                "objectStoreRequests": os.requests,
+                "objectStoreErrors": os.errors,
+                "objectStoreReadBytes": os.bytes_read,
+                "objectStoreWrittenBytes": os.bytes_written,
+                "objectStoreFailingSeconds": failing.map(|(d, _)| d.as_secs_f64()),
+                "logFollowedSecondsAgo": s
+                    .followed_at_ms()
+                    .map(|t| now.saturating_sub(t).max(0) as f64 / 1000.0),
+            })
+        })
+        .collect();
+    let failing = state.store_failing_for();
+    let role = serde_json::to_value(state.config.server.role).unwrap_or_default();
+    answer(json!({
+        "role": role,
+        "ready": state.storage().is_some_and(|s| !s.is_fenced()),
+        "shards": {
+            "count": state.config.shards.count,
+            "id": state.config.shard_id(),
+            "open": open.len(),
+            "expected": expected,
+        },
+        "objectStore": {
+            "healthy": failing.is_none(),
+            "failingForSeconds": failing.as_ref().map(|(d, _)| d.as_secs_f64()),
+            "lastError": failing.map(|(_, e)| e),
+        },
+        "databases": databases,
     }))
 }
 

@@ -12,6 +12,7 @@ mod processes;
 pub mod promql_compare;
 mod query;
 pub mod s3;
+pub mod webdriver;
 
 use std::net::TcpListener;
 use std::path::Path;
