@@ -234,18 +234,29 @@ impl Engine {
         time_ms: i64,
         timeout: Option<Duration>,
     ) -> Result<QueryValue, QueryError> {
+        Ok(self.instant_query_stats(query, time_ms, timeout).await?.0)
+    }
+
+    /// [`Engine::instant_query`], with what it cost.
+    pub async fn instant_query_stats(
+        &self,
+        query: &str,
+        time_ms: i64,
+        timeout: Option<Duration>,
+    ) -> Result<(QueryValue, QueryStats), QueryError> {
         let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
         if expr.value_type() == ValueType::String {
-            return Ok(QueryValue::String {
+            let v = QueryValue::String {
                 t: time_ms,
                 v: string_value(&expr),
-            });
+            };
+            return Ok((v, QueryStats::default()));
         }
         let deadline = self.deadline(timeout);
         let value_type = expr.value_type();
         let string = string_value(&expr);
-        let result = self.exec(expr, time_ms, time_ms, 1, deadline).await?;
-        Ok(match value_type {
+        let (result, stats) = self.exec(expr, time_ms, time_ms, 1, deadline).await?;
+        let value = match value_type {
             ValueType::Vector => QueryValue::Vector(
                 result
                     .into_iter()
@@ -271,7 +282,8 @@ impl Engine {
                 t: time_ms,
                 v: string,
             },
-        })
+        };
+        Ok((value, stats))
     }
 
     /// A range query from `start_ms` to `end_ms` every `step_ms`.
@@ -283,6 +295,19 @@ impl Engine {
         step_ms: i64,
         timeout: Option<Duration>,
     ) -> Result<QueryValue, QueryError> {
+        let answer = self.range_query_stats(query, start_ms, end_ms, step_ms, timeout);
+        Ok(answer.await?.0)
+    }
+
+    /// [`Engine::range_query`], with what it cost.
+    pub async fn range_query_stats(
+        &self,
+        query: &str,
+        start_ms: i64,
+        end_ms: i64,
+        step_ms: i64,
+        timeout: Option<Duration>,
+    ) -> Result<(QueryValue, QueryStats), QueryError> {
         if step_ms <= 0 {
             return Err(QueryError::BadData(
                 "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
@@ -313,9 +338,9 @@ impl Engine {
             }
         }
         let deadline = self.deadline(timeout);
-        let mut result = self.exec(expr, start_ms, end_ms, step_ms, deadline).await?;
+        let (mut result, stats) = self.exec(expr, start_ms, end_ms, step_ms, deadline).await?;
         result.sort_by(|a, b| a.labels.cmp(&b.labels));
-        Ok(QueryValue::Matrix(result))
+        Ok((QueryValue::Matrix(result), stats))
     }
 
     fn deadline(&self, timeout: Option<Duration>) -> Instant {
@@ -330,10 +355,12 @@ impl Engine {
         end: i64,
         interval: i64,
         deadline: Instant,
-    ) -> Result<crate::value::Matrix, QueryError> {
+    ) -> Result<(crate::value::Matrix, QueryStats), QueryError> {
+        let began = Instant::now();
         check_supported(&expr)?;
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
+        let queued = began.elapsed();
         let steps = QuerySteps {
             start,
             end,
@@ -342,9 +369,11 @@ impl Engine {
             deadline: Some(deadline),
             max_samples: self.limits.max_samples,
         };
+        let loading = Instant::now();
         let data = tokio::time::timeout_at(deadline.into(), self.load(loads, steps))
             .await
             .map_err(|_| QueryError::timeout())??;
+        let load_time = loading.elapsed();
         let loaded: usize = data
             .values()
             .flat_map(|v| v.series.iter())
@@ -359,6 +388,7 @@ impl Engine {
         // Evaluation is CPU-bound: keep it off the async workers. The
         // selector data is keyed by node address, which the boxed AST keeps
         // stable across the move.
+        let evaluating = Instant::now();
         let task = tokio::task::spawn_blocking(move || {
             let mut ev = Evaluator {
                 start,
@@ -375,8 +405,17 @@ impl Engine {
             };
             ev.eval_matrix(&expr)
         });
-        task.await
-            .map_err(|e| QueryError::Internal(format!("query evaluation failed: {e}")))?
+        let matrix = task
+            .await
+            .map_err(|e| QueryError::Internal(format!("query evaluation failed: {e}")))??;
+        let stats = QueryStats {
+            loaded_samples: loaded,
+            queue_time: queued,
+            load_time,
+            eval_time: evaluating.elapsed(),
+            total_time: began.elapsed(),
+        };
+        Ok((matrix, stats))
     }
 
     /// Reads every selector's series, all selectors at once; those the plan
@@ -428,6 +467,21 @@ fn string_value(expr: &Expr) -> String {
         Expr::StringLiteral(s) => s.val.clone(),
         _ => String::new(),
     }
+}
+
+/// What a query cost: the `stats` a query answers with when asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// Samples the selectors loaded (a selector the plan reduces to its
+    /// steps while reading counts its reduced points).
+    pub loaded_samples: usize,
+    /// Waiting for a turn under `query.max_concurrent`.
+    pub queue_time: Duration,
+    /// Reading the selectors' series.
+    pub load_time: Duration,
+    /// Evaluating the expression over what was read.
+    pub eval_time: Duration,
+    pub total_time: Duration,
 }
 
 /// Prometheus' message for a range query with too many steps.

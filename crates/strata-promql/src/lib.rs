@@ -36,7 +36,7 @@ pub mod source;
 pub mod value;
 
 pub use cardinality::{CardinalityCounter, TsdbStatus};
-pub use engine::{Engine, QueryLimits};
+pub use engine::{Engine, QueryLimits, QueryStats};
 pub use error::QueryError;
 pub use functions::format_go_float;
 pub use gate::QueryGate;

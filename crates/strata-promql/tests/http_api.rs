@@ -171,6 +171,47 @@ async fn instant_range_selector_returns_a_matrix() {
     );
 }
 
+/// `stats=all` adds Prometheus' `stats` object to `data`: timings, and the
+/// samples the selectors loaded; without it the answer is unchanged.
+#[tokio::test]
+async fn stats_when_asked() {
+    for (uri, loaded) in [
+        (
+            "/api/v1/query?query=c_total[30s]&time=1700000030&stats=all",
+            2,
+        ),
+        ("/api/v1/query?query=up&time=1700000000.123&stats=all", 2),
+        (
+            "/api/v1/query_range?query=c_total&start=1700000000&end=1700000135&step=15&stats=all",
+            10,
+        ),
+    ] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let stats = &v["data"]["stats"];
+        assert_eq!(
+            stats["samples"]["totalQueryableSamples"], loaded,
+            "{uri}: {body}"
+        );
+        for t in [
+            "evalTotalTime",
+            "queryPreparationTime",
+            "innerEvalTime",
+            "execQueueTime",
+            "execTotalTime",
+        ] {
+            assert!(
+                stats["timings"][t].as_f64().is_some_and(|s| s >= 0.0),
+                "{t}: {body}"
+            );
+        }
+        assert!(v["data"]["result"].is_array(), "{body}");
+        let (_, plain) = get(&uri.replace("&stats=all", "")).await;
+        assert!(!plain.contains("stats"), "{plain}");
+    }
+}
+
 #[tokio::test]
 async fn go_json_escaping_and_staleness() {
     let (_, body) = get("/api/v1/query?query=odd&time=1699999999.5").await;

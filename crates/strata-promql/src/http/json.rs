@@ -251,6 +251,8 @@ pub struct MatrixChunks {
     matrix: std::vec::IntoIter<MatrixSeries>,
     started: bool,
     done: bool,
+    /// The `stats` object to end `data` with, if asked for.
+    stats: Option<String>,
 }
 
 impl MatrixChunks {
@@ -259,7 +261,14 @@ impl MatrixChunks {
             matrix: m.into_iter(),
             started: false,
             done: false,
+            stats: None,
         }
+    }
+
+    /// Ends `data` with `"stats": stats` (an encoded JSON object).
+    pub fn with_stats(mut self, stats: Option<String>) -> Self {
+        self.stats = stats;
+        self
     }
 }
 
@@ -278,7 +287,12 @@ impl Iterator for MatrixChunks {
         }
         while out.len() < CHUNK_BYTES {
             let Some(s) = self.matrix.next() else {
-                out.push_str("]}}");
+                out.push(']');
+                if let Some(stats) = &self.stats {
+                    out.push_str(",\"stats\":");
+                    out.push_str(stats);
+                }
+                out.push_str("}}");
                 self.done = true;
                 break;
             };
@@ -332,6 +346,25 @@ pub fn write_query_data(out: &mut String, v: &QueryValue) {
         QueryValue::Matrix(m) => write_matrix(out, m),
     }
     out.push('}');
+}
+
+/// `stats` as Prometheus writes it (times in seconds). Strata counts the
+/// samples its selectors loaded; it does not count per step, nor the peak.
+pub fn write_stats(out: &mut String, s: &crate::engine::QueryStats) {
+    use std::fmt::Write as _;
+    let secs = |d: std::time::Duration| d.as_secs_f64();
+    let _ = write!(
+        out,
+        "{{\"timings\":{{\"evalTotalTime\":{},\"resultSortTime\":0,\"queryPreparationTime\":{},\
+         \"innerEvalTime\":{},\"execQueueTime\":{},\"execTotalTime\":{}}},\
+         \"samples\":{{\"totalQueryableSamples\":{}}}}}",
+        secs(s.load_time + s.eval_time),
+        secs(s.load_time),
+        secs(s.eval_time),
+        secs(s.queue_time),
+        secs(s.total_time),
+        s.loaded_samples
+    );
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use strata_codec::{Label, Matcher};
 use self::params::{
     parse_duration, parse_time, parse_time_param, LongUrlQuery, Params, MAX_TIME_MS, MIN_TIME_MS,
 };
-use crate::engine::{parse_query, too_many_points_message};
+use crate::engine::{parse_query, too_many_points_message, QueryStats};
 use crate::error::QueryError;
 use strata_codec::clock::Clock as _;
 
@@ -120,10 +120,19 @@ fn error(e: &QueryError) -> Response {
 
 /// A query's answer: a matrix streamed as it is written, any other value
 /// written whole.
-fn respond_value(r: Result<QueryValue, QueryError>) -> Response {
+fn respond_value(r: Result<(QueryValue, Option<QueryStats>), QueryError>) -> Response {
+    let stats = |s: Option<QueryStats>| {
+        s.map(|s| {
+            let mut out = String::new();
+            json::write_stats(&mut out, &s);
+            out
+        })
+    };
     match r {
-        Ok(QueryValue::Matrix(m)) => {
-            let chunks = json::MatrixChunks::new(m).map(Ok::<_, std::convert::Infallible>);
+        Ok((QueryValue::Matrix(m), s)) => {
+            let chunks = json::MatrixChunks::new(m)
+                .with_stats(stats(s))
+                .map(Ok::<_, std::convert::Infallible>);
             (
                 StatusCode::OK,
                 [(header::CONTENT_TYPE, "application/json")],
@@ -131,13 +140,25 @@ fn respond_value(r: Result<QueryValue, QueryError>) -> Response {
             )
                 .into_response()
         }
-        Ok(v) => {
+        Ok((v, s)) => {
             let mut out = String::new();
             json::write_query_data(&mut out, &v);
+            if let Some(s) = stats(s) {
+                out.pop();
+                out.push_str(",\"stats\":");
+                out.push_str(&s);
+                out.push('}');
+            }
             respond(Ok(out))
         }
         Err(e) => respond(Err(e)),
     }
+}
+
+/// Whether the request asks for `stats` (Prometheus' `stats=all`, or any
+/// other non-empty value).
+fn wants_stats(p: &Params) -> bool {
+    !p.get("stats").is_empty()
 }
 
 fn respond(r: Result<String, QueryError>) -> Response {
@@ -198,7 +219,10 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            engine.instant_query(p.get("query"), t, timeout).await
+            let (v, stats) = engine
+                .instant_query_stats(p.get("query"), t, timeout)
+                .await?;
+            Ok((v, wants_stats(&p).then_some(stats)))
         }
         .await,
     )
@@ -253,9 +277,9 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            engine
-                .range_query(p.get("query"), start, end, step_ms, timeout)
-                .await
+            let answer = engine.range_query_stats(p.get("query"), start, end, step_ms, timeout);
+            let (v, stats) = answer.await?;
+            Ok((v, wants_stats(&p).then_some(stats)))
         }
         .await,
     )

@@ -82,6 +82,24 @@ pub fn query_page(b: &Browser, api: &Api, base: &str) {
         stats.as_str().unwrap().contains("Result series: 3"),
         "{stats}"
     );
+    // The samples the server loaded, from the API's own `stats`.
+    let counted = api.data(
+        "/api/v1/query",
+        &[
+            ("query", "ui_requests_total{job=\"api\"}"),
+            ("stats", "all"),
+        ],
+    )["stats"]["samples"]["totalQueryableSamples"]
+        .as_u64()
+        .expect("stats in the answer");
+    assert!(counted >= 3, "{counted}");
+    assert!(
+        stats
+            .as_str()
+            .unwrap()
+            .contains(&format!("Samples loaded: {counted}")),
+        "{stats}"
+    );
 
     // All six series as a graph.
     b.clear("#expr");

@@ -131,12 +131,12 @@ export function queryPage(root) {
     let req;
     try {
       if (state.tab === 'table') {
-        req = { query: state.expr, time: fromLocalInput(evalTime.value) ?? undefined };
+        req = { query: state.expr, time: fromLocalInput(evalTime.value) ?? undefined, stats: 'all' };
         answer = await api('/api/v1/query', req, { post: true, signal: ctl.signal });
       } else {
         const end = state.end ?? Date.now() / 1000;
         const step = state.step || autoStep(state.range);
-        req = { query: state.expr, start: end - state.range, end, step };
+        req = { query: state.expr, start: end - state.range, end, step, stats: 'all' };
         answer = await api('/api/v1/query_range', req, { post: true, signal: ctl.signal });
       }
     } catch (e) {
@@ -153,10 +153,11 @@ export function queryPage(root) {
     const count = Array.isArray(result) && (resultType === 'vector' || resultType === 'matrix') ? result.length : 1;
     const parts = [`Load time: ${Math.round(took)} ms`, `Result series: ${formatCount(count)}`];
     if (state.tab === 'graph') parts.push(`Resolution: ${formatDuration(req.step)}`);
-    // Samples read would come from the API's `stats`, which this server
-    // does not report; nothing is shown rather than a guess.
+    // The server's own count of the samples its selectors loaded, and
+    // its time (the load time above includes the network and parsing).
     if (answer.data.stats && answer.data.stats.samples) {
-      parts.push(`Total samples: ${formatCount(answer.data.stats.samples.totalQueryableSamples)}`);
+      parts.push(`Samples loaded: ${formatCount(answer.data.stats.samples.totalQueryableSamples)}`);
+      parts.push(`Server time: ${Math.round(answer.data.stats.timings.execTotalTime * 1000)} ms`);
     }
     stats.textContent = parts.join(' · ');
     if (state.tab === 'table') {
