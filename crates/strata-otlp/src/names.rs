@@ -63,7 +63,7 @@ impl fmt::Display for TranslationStrategy {
 }
 
 /// The kind of metric a name is built for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MetricType {
     Gauge,
     MonotonicCounter,

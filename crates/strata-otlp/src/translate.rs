@@ -16,6 +16,8 @@
 //! convert), and exponential histograms (native histograms are not stored
 //! yet).
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
 use strata_remote_write::{DecodedWrite, MetricMetadata, RawSeries, RejectedSeries, Version};
 
@@ -90,6 +92,7 @@ pub struct Translated {
 pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Translated {
     let mut t = Translator {
         settings,
+        metrics: HashMap::new(),
         names: NameCache::new(LabelNamer {
             utf8: !settings.translation_strategy.escapes(),
             underscore_sanitization: settings.label_name_underscore_sanitization,
@@ -117,8 +120,6 @@ pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Tran
             t.collisions
         ));
     }
-    t.out.metadata.sort();
-    t.out.metadata.dedup();
     Translated {
         write: t.out,
         data_points: t.data_points,
@@ -143,6 +144,9 @@ const QUANTILE: Bytes = Bytes::from_static(b"quantile");
 struct Translator<'a> {
     settings: &'a Settings,
     names: NameCache,
+    /// The series names of each metric the request names, built once: a
+    /// request repeats a metric in every resource that reports it.
+    metrics: HashMap<(&'a str, &'a str, MetricType), MetricNames>,
     out: DecodedWrite<RawSeries>,
     data_points: usize,
     rejected_points: usize,
@@ -193,8 +197,34 @@ fn float_label(f: f64) -> String {
     }
 }
 
-impl Translator<'_> {
-    fn resource(&mut self, rm: &crate::proto::ResourceMetrics) {
+/// A metric's series names: its own and, for histograms and summaries,
+/// those of their parts.
+#[derive(Clone)]
+struct MetricNames {
+    name: Bytes,
+    sum: Bytes,
+    count: Bytes,
+    bucket: Bytes,
+}
+
+impl MetricNames {
+    fn new(name: String, kind: MetricType) -> Self {
+        let part = |suffix: &str| match kind {
+            MetricType::Histogram | MetricType::Summary => Bytes::from(format!("{name}{suffix}")),
+            _ => Bytes::new(),
+        };
+        let (sum, count, bucket) = (part("_sum"), part("_count"), part("_bucket"));
+        Self {
+            name: Bytes::from(name),
+            sum,
+            count,
+            bucket,
+        }
+    }
+}
+
+impl<'a> Translator<'a> {
+    fn resource(&mut self, rm: &'a crate::proto::ResourceMetrics) {
         let attrs: &[KeyValue] = rm.resource.as_ref().map_or(&[], |r| &r.attributes);
         let total: usize = rm
             .scope_metrics
@@ -302,16 +332,16 @@ impl Translator<'_> {
 
     fn metric(
         &mut self,
-        m: &crate::proto::Metric,
+        m: &'a crate::proto::Metric,
         resource: &ResourceLabels,
         scope: Option<&LabelBuilder>,
     ) {
         let points = point_count(m.data.as_ref());
-        let shown = format!("metric {:?}", m.name);
+        let shown = || format!("metric {:?}", m.name);
         let (kind, temporality) = match &m.data {
             None => {
                 self.refuse(
-                    &shown,
+                    &shown(),
                     0,
                     "no data: not a gauge, sum, histogram, exponential histogram or summary".into(),
                 );
@@ -344,7 +374,7 @@ impl Translator<'_> {
                     "unspecified"
                 };
                 self.refuse(
-                    &shown,
+                    &shown(),
                     points,
                     format!(
                         "{which} aggregation temporality: only cumulative sums and histograms \
@@ -356,7 +386,7 @@ impl Translator<'_> {
         }
         if kind == MetricType::ExponentialHistogram {
             self.refuse(
-                &shown,
+                &shown(),
                 points,
                 "exponential histograms become native histograms, which this server does not \
                  store yet; use an explicit-bucket histogram aggregation"
@@ -364,36 +394,46 @@ impl Translator<'_> {
             );
             return;
         }
-        let name = match metric_name(&m.name, &m.unit, kind, self.settings.translation_strategy) {
-            Ok(n) => n,
-            Err(e) => {
-                self.refuse(&shown, points, e);
-                return;
-            }
-        };
         if points == 0 {
             self.warnings
                 .push(format!("empty data points: {} is dropped", m.name));
             return;
         }
-        self.out.metadata.push(MetricMetadata {
-            metric: name.clone(),
-            kind: match kind {
-                MetricType::MonotonicCounter => "counter",
-                MetricType::Gauge | MetricType::NonMonotonicCounter => "gauge",
-                MetricType::Histogram | MetricType::ExponentialHistogram => "histogram",
-                MetricType::Summary => "summary",
-            },
-            help: m.description.clone(),
-            unit: unit_name(&m.unit),
-        });
+        let key = (m.name.as_str(), m.unit.as_str(), kind);
+        let names = match self.metrics.get(&key) {
+            Some(n) => n.clone(),
+            None => {
+                let strategy = self.settings.translation_strategy;
+                let name = match metric_name(&m.name, &m.unit, kind, strategy) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.refuse(&shown(), points, e);
+                        return;
+                    }
+                };
+                self.out.metadata.push(MetricMetadata {
+                    metric: name.clone(),
+                    kind: match kind {
+                        MetricType::MonotonicCounter => "counter",
+                        MetricType::Gauge | MetricType::NonMonotonicCounter => "gauge",
+                        MetricType::Histogram | MetricType::ExponentialHistogram => "histogram",
+                        MetricType::Summary => "summary",
+                    },
+                    help: m.description.clone(),
+                    unit: unit_name(&m.unit),
+                });
+                let names = MetricNames::new(name, kind);
+                self.metrics.insert(key, names.clone());
+                names
+            }
+        };
         let ctx = Context {
             resource,
             scope,
-            name: Bytes::from(name.clone()),
-            sum: Bytes::from(format!("{name}_sum")),
-            count: Bytes::from(format!("{name}_count")),
-            bucket: Bytes::from(format!("{name}_bucket")),
+            name: names.name,
+            sum: names.sum,
+            count: names.count,
+            bucket: names.bucket,
         };
         let result = match &m.data {
             Some(metric::Data::Gauge(g)) => self.numbers(&ctx, &g.data_points),
@@ -403,7 +443,7 @@ impl Translator<'_> {
             _ => Ok(()),
         };
         if let Err(e) = result {
-            self.refuse(&shown, points, e);
+            self.refuse(&shown(), points, e);
         }
     }
 
