@@ -73,9 +73,9 @@ impl OtlpConfig {
         }
         Ok(strata_otlp::Settings {
             translation_strategy: strategy,
-            promote_resource_attributes: trimmed(&self.promote_resource_attributes),
+            promote_resource_attributes: self.promote_resource_attributes.clone(),
             promote_all_resource_attributes: self.promote_all_resource_attributes,
-            ignore_resource_attributes: trimmed(&self.ignore_resource_attributes),
+            ignore_resource_attributes: self.ignore_resource_attributes.clone(),
             keep_identifying_resource_attributes: self.keep_identifying_resource_attributes,
             promote_scope_metadata: self.promote_scope_metadata,
             label_name_underscore_sanitization: self.label_name_underscore_sanitization,
@@ -84,7 +84,8 @@ impl OtlpConfig {
     }
 }
 
-/// A list in a file, or a comma-separated string in the environment.
+/// A list in a file, or a comma-separated string in the environment; each
+/// entry trimmed, empty ones left out.
 fn name_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -92,17 +93,15 @@ fn name_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::E
         List(Vec<String>),
         Text(String),
     }
-    Ok(match Raw::deserialize(d)? {
+    let list = match Raw::deserialize(d)? {
         Raw::List(l) => l,
         Raw::Text(t) => t.split(',').map(str::to_owned).collect(),
-    })
-}
-
-fn trimmed(list: &[String]) -> Vec<String> {
-    list.iter()
+    };
+    Ok(list
+        .into_iter()
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
-        .collect()
+        .collect())
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
@@ -310,19 +309,9 @@ impl std::str::FromStr for ShardId {
 }
 
 fn url_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        List(Vec<String>),
-        Text(String),
-    }
-    let list = match Raw::deserialize(d)? {
-        Raw::List(l) => l,
-        Raw::Text(t) => t.split(',').map(str::to_owned).collect(),
-    };
-    Ok(list
+    Ok(name_list(d)?
         .into_iter()
-        .map(|u| u.trim().trim_end_matches('/').to_owned())
+        .map(|u| u.trim_end_matches('/').to_owned())
         .filter(|u| !u.is_empty())
         .collect())
 }
