@@ -187,7 +187,7 @@ impl Writer {
 /// there. Under ingest the flushed blocks are mostly log records, which
 /// only a recovery reads, and series keys (`S`, `H`), which only a series
 /// dropped from the head or coming back needs: at 1 M new series they
-/// filled 201 MiB of the default 256 with blocks nothing read.
+/// filled 201 MB of the default 256 MiB with blocks nothing read.
 fn flush_cache_policy() -> slatedb::BlockCachePolicy {
     use slatedb::CacheTarget;
     const H: &[u8] = &[keys::SERIES_HASH];
