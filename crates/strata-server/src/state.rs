@@ -30,6 +30,8 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub metrics: ServerMetrics,
     pub config: Config,
+    /// How OTLP metrics become series (`config.otlp`, checked).
+    pub otlp: strata_otlp::Settings,
     /// The start-up check's view of the object store, before the storage
     /// is open.
     pub startup_store: StoreHealth,
@@ -58,6 +60,7 @@ impl AppState {
             tenants: Tenants::new(&config.tenants, limits),
             auth: Authenticator::new(&config.auth)?,
             metrics: ServerMetrics::default(),
+            otlp: config.otlp.settings()?,
             config,
             startup_store: StoreHealth::default(),
             clock: Arc::new(strata_codec::clock::SystemClock),

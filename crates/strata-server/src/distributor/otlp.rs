@@ -9,12 +9,14 @@ use std::time::Instant;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use strata_otlp::Format;
 use strata_remote_write::Version;
 
 use super::{forward, split, DistributorState};
+use crate::http::otlp::{answer_error, answer_ok, decode_body, refusal_lines};
+use crate::http::write::status_of;
 
 pub async fn otlp_metrics(
     State(state): State<Arc<DistributorState>>,
@@ -29,11 +31,6 @@ pub async fn otlp_metrics(
     resp
 }
 
-fn error(format: Format, code: StatusCode, msg: &str) -> Response {
-    let body = strata_otlp::error_body(format, code.as_u16(), msg);
-    (code, [(header::CONTENT_TYPE, format.content_type())], body).into_response()
-}
-
 async fn handle(
     state: &DistributorState,
     headers: &HeaderMap,
@@ -44,30 +41,20 @@ async fn handle(
     {
         Ok(f) => f,
         Err(e) => {
-            let code = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST);
-            return error(Format::Protobuf, code, &e.to_string());
+            return answer_error(
+                Format::Protobuf,
+                status_of(e.status()),
+                &e.to_string(),
+                None,
+            )
         }
     };
     if let Err(e) = state.auth.check(crate::auth::Access::Write, headers) {
-        return error(format, StatusCode::UNAUTHORIZED, &e.to_string());
+        return answer_error(format, StatusCode::UNAUTHORIZED, &e.to_string(), None);
     }
-    let limits = strata_otlp::Limits {
-        max_body_bytes: state.decode_limits.max_body_bytes,
-        max_decoded_bytes: state.decode_limits.max_decoded_bytes,
-    };
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => {
-            let msg = crate::http::otlp::body_refused(e, &limits);
-            return error(format, e.status(), &msg);
-        }
-    };
-    let request = match strata_otlp::decode(body, format, gzip, &limits) {
+    let request = match decode_body(body, format, gzip, &state.decode_limits) {
         Ok(r) => r,
-        Err(e) => {
-            let code = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST);
-            return error(format, code, &e.to_string());
-        }
+        Err((code, msg)) => return answer_error(format, code, &msg, None),
     };
     let mut translated = strata_otlp::translate(&request, &state.otlp);
     drop(request);
@@ -85,11 +72,7 @@ async fn handle(
     );
     let answers = forward::send_all(state, Version::V1, headers, parts).await;
     let failed = forward::failures(&answers);
-    let mut lines: Vec<String> = refused
-        .iter()
-        .take(strata_remote_write::MAX_REJECTION_LINES)
-        .map(|r| format!("{}: {} ({} data points)", r.labels, r.reason, r.samples))
-        .collect();
+    let mut lines = refusal_lines(&refused);
     if let Some(worst) = failed.first() {
         // Remote write's 400 for refused samples is a partial success here;
         // any other failure is the answer.
@@ -106,11 +89,8 @@ async fn handle(
                     )
                 })
                 .collect();
-            let mut r = error(format, worst.status, &msg.join("\n"));
-            if let Some(ra) = &worst.retry_after {
-                r.headers_mut().insert(header::RETRY_AFTER, ra.clone());
-            }
-            return r;
+            let retry_after = worst.retry_after.clone();
+            return answer_error(format, worst.status, &msg.join("\n"), retry_after);
         }
         lines.extend(failed.iter().map(|a| a.message.clone()));
     }
@@ -120,15 +100,9 @@ async fn handle(
         .iter()
         .filter_map(|a| a.message.split_whitespace().next()?.parse::<usize>().ok())
         .sum();
-    let body = strata_otlp::success_body(
+    answer_ok(
         format,
         translated.rejected_points + refused_by_writers,
-        &lines.join("\n"),
-    );
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, format.content_type())],
-        body,
+        &lines,
     )
-        .into_response()
 }

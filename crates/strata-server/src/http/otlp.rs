@@ -19,7 +19,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use strata_otlp::Format;
 
-use super::write::{durability_of, ingest, writer_of};
+use strata_remote_write::{DecodeLimits, RejectedSeries, MAX_REJECTION_LINES};
+
+use super::write::{durability_of, ingest, status_of, writer_of};
 use crate::state::AppState;
 use crate::tenants::Tenant;
 
@@ -35,7 +37,12 @@ pub async fn otlp_metrics(
     let started = Instant::now();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let resp = match Format::negotiate(header("content-type"), header("content-encoding")) {
-        Err(e) => answer_error(Format::Protobuf, status(e.status()), &e.to_string(), None),
+        Err(e) => answer_error(
+            Format::Protobuf,
+            status_of(e.status()),
+            &e.to_string(),
+            None,
+        ),
         Ok((format, gzip)) => match tenant {
             Some(Extension(tenant)) => handle(&state, &tenant, &headers, &body, format, gzip).await,
             None => answer_error(
@@ -50,10 +57,6 @@ pub async fn otlp_metrics(
         .metrics
         .observe("otlp", resp.status().as_u16(), started.elapsed());
     resp
-}
-
-fn status(code: u16) -> StatusCode {
-    StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST)
 }
 
 async fn handle(
@@ -80,21 +83,11 @@ async fn handle(
         Ok(w) => w,
         Err(no) => return restate(format, no.into_response()).await,
     };
-    let limits = strata_otlp::Limits {
-        max_body_bytes: state.config.limits.max_body_bytes,
-        max_decoded_bytes: state.config.limits.max_decoded_bytes,
-    };
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return answer_error(format, e.status(), &body_refused(e, &limits), None),
-    };
-    let request = match strata_otlp::decode(body, format, gzip, &limits) {
+    let request = match decode_body(body, format, gzip, &state.decode_limits) {
         Ok(r) => r,
-        Err(e) => return answer_error(format, status(e.status()), &e.to_string(), None),
+        Err((code, msg)) => return answer_error(format, code, &msg, None),
     };
-    // Checked at start-up, so this is the configured translation.
-    let settings = state.config.otlp.settings().unwrap_or_default();
-    let mut translated = strata_otlp::translate(&request, &settings);
+    let mut translated = strata_otlp::translate(&request, &state.otlp);
     drop(request);
     for w in &translated.warnings {
         tracing::debug!(warning = %w, "OTLP translation");
@@ -104,21 +97,63 @@ async fn handle(
         Ok(i) => i,
         Err(r) => return restate(format, r).await,
     };
-    let rejected = translated.rejected_points + ingested.rejected;
+    let mut lines = refusal_lines(&refused);
+    lines.extend(ingested.rejection_message());
+    answer_ok(
+        format,
+        translated.rejected_points + ingested.rejected,
+        &lines,
+    )
+}
+
+/// The request a body holds, or the status and message refusing it: over
+/// the size limits, cut short, or not a request in `format`.
+pub(crate) fn decode_body(
+    body: &Result<Bytes, BytesRejection>,
+    format: Format,
+    gzip: bool,
+    limits: &DecodeLimits,
+) -> Result<strata_otlp::proto::ExportMetricsServiceRequest, (StatusCode, String)> {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            let msg = format!(
+                "request body exceeds the limit of {} bytes (limits.max_body_bytes)",
+                limits.max_body_bytes
+            );
+            return Err((e.status(), msg));
+        }
+        Err(e) => return Err((e.status(), e.body_text())),
+    };
+    let limits = strata_otlp::Limits {
+        max_body_bytes: limits.max_body_bytes,
+        max_decoded_bytes: limits.max_decoded_bytes,
+    };
+    strata_otlp::decode(body, format, gzip, &limits)
+        .map_err(|e| (status_of(e.status()), e.to_string()))
+}
+
+/// The metrics translation refused, a line each (the first ten, then a
+/// count), as a partial success lists them.
+pub(crate) fn refusal_lines(refused: &[RejectedSeries]) -> Vec<String> {
     let mut lines: Vec<String> = refused
         .iter()
-        .take(strata_remote_write::MAX_REJECTION_LINES)
+        .take(MAX_REJECTION_LINES)
         .map(|r| format!("{}: {} ({} data points)", r.labels, r.reason, r.samples))
         .collect();
-    if refused.len() > strata_remote_write::MAX_REJECTION_LINES {
-        lines.push(format!(
-            "and {} more metrics refused",
-            refused.len() - strata_remote_write::MAX_REJECTION_LINES
-        ));
+    if let Some(more) = refused
+        .len()
+        .checked_sub(MAX_REJECTION_LINES)
+        .filter(|&n| n > 0)
+    {
+        lines.push(format!("and {more} more metrics refused"));
     }
-    if let Some(r) = ingested.rejection_message() {
-        lines.push(r);
-    }
+    lines
+}
+
+/// A 200 with `ExportMetricsServiceResponse`: a partial success when
+/// `rejected` points were not taken, for the reasons in `lines`.
+pub(crate) fn answer_ok(format: Format, rejected: usize, lines: &[String]) -> Response {
     let body = strata_otlp::success_body(format, rejected, &lines.join("\n"));
     (
         StatusCode::OK,
@@ -128,20 +163,8 @@ async fn handle(
         .into_response()
 }
 
-/// Why a body could not be read: over the size limit, or cut short.
-pub(crate) fn body_refused(e: &BytesRejection, limits: &strata_otlp::Limits) -> String {
-    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        format!(
-            "request body exceeds the limit of {} bytes (limits.max_body_bytes)",
-            limits.max_body_bytes
-        )
-    } else {
-        e.body_text()
-    }
-}
-
 /// A `google.rpc.Status` answer.
-fn answer_error(
+pub(crate) fn answer_error(
     format: Format,
     code: StatusCode,
     message: &str,
