@@ -733,4 +733,32 @@ mod tests {
         let sparse: Vec<i64> = (0..500).map(|i| if i % 17 == 0 { 3 } else { 0 }).collect();
         assert!(round_trip(&sparse) < 100);
     }
+
+    proptest::proptest! {
+        /// Long streams whose blocks change width, so that dense blocks of
+        /// every width, sparse and zero blocks follow one another, far from
+        /// the stream's end and near it.
+        #[test]
+        fn mixed_blocks_round_trip(
+            runs in proptest::collection::vec((0u32..64, 1usize..200, 0u8..4), 1..30),
+        ) {
+            let mut xs = Vec::new();
+            let mut seed = 0x2545_f491_4f6c_dd1du64;
+            for (bits, len, shape) in runs {
+                for i in 0..len {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let noise = if bits == 0 { 0 } else { (seed >> (64 - bits)) as i64 };
+                    xs.push(match shape {
+                        0 => noise,
+                        1 => i as i64 * 1000 + noise % 3,
+                        2 => if i % 9 == 0 { noise } else { 0 },
+                        _ => -noise,
+                    });
+                }
+            }
+            round_trip(&xs);
+        }
+    }
 }

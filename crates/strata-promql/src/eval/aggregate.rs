@@ -586,7 +586,13 @@ impl FoldRange {
     fn fold(&self, points: &[Point], row: &mut [Group], add: impl Fn(&mut Group, f64)) {
         let (op, first, interval) = (self.op, self.first, self.interval);
         let mut next = 0;
-        let from = points.partition_point(|p| p.t < first);
+        // A series mostly starts at or after the first step; its points
+        // are cold here, and a search would miss the cache at every probe.
+        let from = if points.first().is_none_or(|p| p.t >= first) {
+            0
+        } else {
+            points.partition_point(|p| p.t < first)
+        };
         for p in points.get(from..).unwrap_or(&[]) {
             // A point is almost always at the next step: checking that first
             // spares two integer divisions per point.

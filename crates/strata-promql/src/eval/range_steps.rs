@@ -119,8 +119,6 @@ pub(crate) fn eval_series_all(
 #[derive(Default)]
 pub(crate) struct SeriesScratch {
     windows: rate::CounterWindows,
-    steps: Vec<i64>,
-    values: Vec<f64>,
 }
 
 /// Where a range function's points go, one at a time and in step order.
@@ -211,7 +209,7 @@ pub(crate) fn eval_series_with<P: PointSink>(
 }
 
 /// `rate` (`is_rate`) or `increase` over one series: the windows are found
-/// first, then all extrapolated in one pass.
+/// a batch at a time, then the batch is extrapolated in one pass.
 fn eval_increase<P: PointSink>(
     grid: &StepGrid<'_>,
     is_rate: bool,
@@ -220,13 +218,15 @@ fn eval_increase<P: PointSink>(
 ) -> Result<P> {
     let mut window = WindowCursor::default();
     let mut resets = CounterResets::new(s.v);
-    let SeriesScratch {
-        windows,
-        steps,
-        values,
-    } = scratch;
+    let windows = &mut scratch.windows;
     windows.clear();
-    steps.clear();
+    let mut points = P::default();
+    // The steps whose windows can meet the samples: all a point could have.
+    if let (Some(&first), Some(&last)) = (s.t.first(), s.t.last()) {
+        let span = last.saturating_sub(first).saturating_add(grid.range);
+        let meeting = usize::try_from(span / grid.interval.max(1)).unwrap_or(usize::MAX);
+        points.reserve_points(meeting.saturating_add(2).min(grid.steps));
+    }
     let mut widest = 0;
     for i in 0..grid.steps {
         let (ts, range_start, range_end) = grid.step(i);
@@ -236,17 +236,14 @@ fn eval_increase<P: PointSink>(
         if n < 2 {
             continue;
         }
+        if windows.is_full() {
+            windows.drain(grid.range, is_rate, |t, v| points.push_point(t, v));
+        }
         let raw = resets.raw_increase(s.v, lo, hi);
-        windows.push_span(s, lo, hi, raw, range_start, range_end);
-        steps.push(ts);
+        windows.push_span(ts, s, lo, hi, raw, range_start, range_end);
     }
     grid.check_window(widest)?;
-    windows.extrapolate(grid.range, is_rate, values);
-    let mut points = P::default();
-    points.reserve_points(steps.len());
-    for (&t, &v) in steps.iter().zip(values.iter()) {
-        points.push_point(t, v);
-    }
+    windows.drain(grid.range, is_rate, |t, v| points.push_point(t, v));
     Ok(points)
 }
 

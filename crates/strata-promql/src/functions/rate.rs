@@ -83,40 +83,67 @@ pub(crate) fn extrapolate(
     Some(result * factor)
 }
 
-/// The windows of one series' `rate` or `increase` steps, kept side by side
-/// so that [`Self::extrapolate`] is one branch-free loop the compiler
-/// vectorizes: per window it divides six times, which dominates a rate
-/// over many short windows when done one window at a time.
-#[derive(Default)]
+/// Windows a batch holds: 64 windows of seven columns stay in L1.
+pub(crate) const WINDOW_BATCH: usize = 64;
+
+/// A batch of one series' `rate` or `increase` windows, kept side by side
+/// in fixed arrays so that [`Self::extrapolate`] is one branch-free loop
+/// the compiler vectorizes: per window it divides six times, which
+/// dominates a rate over many short windows when done one window at a
+/// time. Fixed arrays written by index also spare a growing vector's
+/// length and capacity updates per column per window.
 pub(crate) struct CounterWindows {
     /// Milliseconds from the window's start to its first sample.
-    to_start: Vec<f64>,
+    to_start: [f64; WINDOW_BATCH],
     /// Milliseconds from the window's last sample to its end.
-    to_end: Vec<f64>,
+    to_end: [f64; WINDOW_BATCH],
     /// Milliseconds from the first sample to the last.
-    sampled: Vec<f64>,
+    sampled: [f64; WINDOW_BATCH],
     /// Samples in the window minus one.
-    gaps: Vec<f64>,
-    first_v: Vec<f64>,
+    gaps: [f64; WINDOW_BATCH],
+    first_v: [f64; WINDOW_BATCH],
     /// The raw increase, as [`extrapolate`] takes it.
-    raw: Vec<f64>,
+    raw: [f64; WINDOW_BATCH],
+    /// The step each window is for.
+    steps: [i64; WINDOW_BATCH],
+    /// Windows held, at most [`WINDOW_BATCH`].
+    len: usize,
+}
+
+impl Default for CounterWindows {
+    fn default() -> Self {
+        Self {
+            to_start: [0.0; WINDOW_BATCH],
+            to_end: [0.0; WINDOW_BATCH],
+            sampled: [0.0; WINDOW_BATCH],
+            gaps: [0.0; WINDOW_BATCH],
+            first_v: [0.0; WINDOW_BATCH],
+            raw: [0.0; WINDOW_BATCH],
+            steps: [0; WINDOW_BATCH],
+            len: 0,
+        }
+    }
 }
 
 impl CounterWindows {
     pub fn clear(&mut self) {
-        self.to_start.clear();
-        self.to_end.clear();
-        self.sampled.clear();
-        self.gaps.clear();
-        self.first_v.clear();
-        self.raw.clear();
+        self.len = 0;
     }
 
-    /// Adds the window `s[lo..hi]` (at least two samples) of
-    /// `(range_start, range_end]` with raw increase `raw`.
+    /// Whether the batch is full: [`Self::drain`] it before the next push.
     #[inline(always)]
+    pub fn is_full(&self) -> bool {
+        self.len >= WINDOW_BATCH
+    }
+
+    /// Adds step `ts`'s window `s[lo..hi]` (at least two samples) of
+    /// `(range_start, range_end]` with raw increase `raw`. The batch must
+    /// not be full.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub fn push_span(
         &mut self,
+        ts: i64,
         s: Samples<'_>,
         lo: usize,
         hi: usize,
@@ -130,33 +157,56 @@ impl CounterWindows {
         else {
             return;
         };
-        // The same integer differences and conversions as `extrapolate`.
-        self.to_start.push((first_t - range_start) as f64);
-        self.to_end.push((range_end - last_t) as f64);
-        self.sampled.push((last_t - first_t) as f64);
-        self.gaps.push((last - lo) as f64);
-        self.first_v.push(first_v);
-        self.raw.push(raw);
+        // The index is masked into the arrays, so no bounds are checked.
+        let k = self.len % WINDOW_BATCH;
+        #[allow(clippy::indexing_slicing)]
+        {
+            // The same integer differences and conversions as `extrapolate`.
+            self.to_start[k] = (first_t - range_start) as f64;
+            self.to_end[k] = (range_end - last_t) as f64;
+            self.sampled[k] = (last_t - first_t) as f64;
+            self.gaps[k] = (last - lo) as f64;
+            self.first_v[k] = first_v;
+            self.raw[k] = raw;
+            self.steps[k] = ts;
+        }
+        self.len = k + 1;
     }
 
-    /// [`extrapolate`] of every window pushed (as a counter), in order,
-    /// into `out`, each bit for bit what it returns.
-    pub fn extrapolate(&self, range_ms: i64, is_rate: bool, out: &mut Vec<f64>) {
-        out.clear();
-        out.resize(self.raw.len(), 0.0);
+    /// [`extrapolate`] of every window held (as a counter), in order, each
+    /// bit for bit what it returns, handed to `out` with its step; the
+    /// batch is then empty.
+    pub fn drain(&mut self, range_ms: i64, is_rate: bool, mut out: impl FnMut(i64, f64)) {
+        let n = self.len.min(WINDOW_BATCH);
+        let mut values = [0.0; WINDOW_BATCH];
         // A rate divides by the range; an increase leaves the factor as is.
         let range_s = is_rate.then(|| range_ms as f64 / 1000.0);
-        #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx") {
-            #[allow(unsafe_code)]
-            // SAFETY: the CPU has just been seen to support AVX.
-            unsafe {
-                extrapolate_avx(self, range_s, out)
-            };
-            return;
+        extrapolate_batch(self, range_s, n, &mut values);
+        for (&t, &v) in self.steps.iter().zip(&values).take(n) {
+            out(t, v);
         }
-        extrapolate_into(self, range_s, out);
+        self.len = 0;
     }
+}
+
+/// The first `n` windows of a batch extrapolated into `out`.
+#[inline(always)]
+fn extrapolate_batch(
+    w: &CounterWindows,
+    range_s: Option<f64>,
+    n: usize,
+    out: &mut [f64; WINDOW_BATCH],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx") {
+        #[allow(unsafe_code)]
+        // SAFETY: the CPU has just been seen to support AVX.
+        unsafe {
+            extrapolate_avx(w, range_s, n, out)
+        };
+        return;
+    }
+    extrapolate_into(w, range_s, n, out);
 }
 
 /// [`extrapolate_into`] compiled for AVX: twice as many divisions at once
@@ -166,32 +216,31 @@ impl CounterWindows {
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx")]
-unsafe fn extrapolate_avx(w: &CounterWindows, range_s: Option<f64>, out: &mut [f64]) {
-    extrapolate_into(w, range_s, out);
+unsafe fn extrapolate_avx(
+    w: &CounterWindows,
+    range_s: Option<f64>,
+    n: usize,
+    out: &mut [f64; WINDOW_BATCH],
+) {
+    extrapolate_into(w, range_s, n, out);
 }
 
 #[inline(always)]
-fn extrapolate_into(w: &CounterWindows, range_s: Option<f64>, out: &mut [f64]) {
-    let n = out.len();
-    let (Some(to_start), Some(to_end), Some(sampled), Some(gaps), Some(first_v), Some(raw)) = (
-        w.to_start.get(..n),
-        w.to_end.get(..n),
-        w.sampled.get(..n),
-        w.gaps.get(..n),
-        w.first_v.get(..n),
-        w.raw.get(..n),
-    ) else {
-        return;
-    };
-    // An index loop over slices of one known length: the form LLVM
+fn extrapolate_into(
+    w: &CounterWindows,
+    range_s: Option<f64>,
+    n: usize,
+    out: &mut [f64; WINDOW_BATCH],
+) {
+    // An index loop over arrays of one fixed length: the form LLVM
     // vectorizes without bounds checks.
     #[allow(clippy::needless_range_loop, clippy::indexing_slicing)]
-    for i in 0..n {
-        let (first_v, raw) = (first_v[i], raw[i]);
-        let duration_to_start = to_start[i] / 1000.0;
-        let duration_to_end = to_end[i] / 1000.0;
-        let sampled_interval = sampled[i] / 1000.0;
-        let average_between = sampled_interval / gaps[i];
+    for i in 0..n.min(WINDOW_BATCH) {
+        let (first_v, raw) = (w.first_v[i], w.raw[i]);
+        let duration_to_start = w.to_start[i] / 1000.0;
+        let duration_to_end = w.to_end[i] / 1000.0;
+        let sampled_interval = w.sampled[i] / 1000.0;
+        let average_between = sampled_interval / w.gaps[i];
         let threshold = average_between * 1.1;
         let half = average_between / 2.0;
         let duration_to_start = select(duration_to_start >= threshold, half, duration_to_start);
