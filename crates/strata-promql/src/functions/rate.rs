@@ -87,7 +87,7 @@ pub(crate) fn extrapolate(
 pub(crate) const WINDOW_BATCH: usize = 64;
 
 /// A batch of one series' `rate` or `increase` windows, kept side by side
-/// in fixed arrays so that [`Self::extrapolate`] is one branch-free loop
+/// in fixed arrays so that [`Self::drain`] is one branch-free loop
 /// the compiler vectorizes: per window it divides six times, which
 /// dominates a rate over many short windows when done one window at a
 /// time. Fixed arrays written by index also spare a growing vector's
@@ -232,8 +232,8 @@ fn extrapolate_into(
     n: usize,
     out: &mut [f64; WINDOW_BATCH],
 ) {
-    // An index loop over arrays of one fixed length: the form LLVM
-    // vectorizes without bounds checks.
+    // An index loop over fixed-length arrays, bounded by their length: the
+    // form LLVM vectorizes without bounds checks.
     #[allow(clippy::needless_range_loop, clippy::indexing_slicing)]
     for i in 0..n.min(WINDOW_BATCH) {
         let (first_v, raw) = (w.first_v[i], w.raw[i]);
