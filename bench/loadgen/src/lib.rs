@@ -30,6 +30,7 @@
 
 pub mod node;
 mod otlp;
+pub mod pages;
 pub mod schedule;
 mod send;
 pub mod stats;

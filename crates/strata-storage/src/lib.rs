@@ -39,6 +39,8 @@ mod spill;
 pub mod stats;
 mod storage;
 mod stored;
+#[doc(hidden)]
+pub mod table_compression;
 mod tailer;
 pub mod values;
 mod writer;

@@ -136,10 +136,13 @@ impl Writer {
                 slatedb::CompactorBuilder::new(opening.path.clone(), Arc::clone(&opening.store))
                     .with_options(options)
                     .with_sst_block_size(TABLE_BLOCK_SIZE)
+                    .with_block_transformer(table_blocks(&opening.settings))
                     .with_runtime(runtime),
             );
         }
-        builder = builder.with_sst_block_size(TABLE_BLOCK_SIZE);
+        builder = builder
+            .with_sst_block_size(TABLE_BLOCK_SIZE)
+            .with_block_transformer(table_blocks(&opening.settings));
         let (db_cache, memory_cache) = MemoryCache::new(opening.settings.memory_cache_bytes);
         let db = builder
             .with_settings(slate)
@@ -179,6 +182,13 @@ impl Writer {
         let storage = Arc::new(Storage::new(shared, None));
         Ok(Writer::new(storage, tx, task, collect_on_close))
     }
+}
+
+/// How every database of the store encodes and decodes table blocks.
+fn table_blocks(settings: &StorageSettings) -> Arc<dyn slatedb::BlockTransformer> {
+    Arc::new(crate::table_compression::TableBlocks::new(
+        settings.compression,
+    ))
 }
 
 /// What a writer's memtable flush puts in the block cache: the data blocks
@@ -268,6 +278,7 @@ impl Storage {
         let db = slatedb::DbReader::builder(opening.path.clone(), store)
             .with_options(options)
             .with_reader_mode(slatedb::DbReaderMode::FollowLatest)
+            .with_block_transformer(table_blocks(&opening.settings))
             .with_db_cache(db_cache, 0)
             .with_metrics_recorder(opening.recorder())
             .build()

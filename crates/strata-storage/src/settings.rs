@@ -16,12 +16,12 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// SlateDB's own codec for new tables. Zstd is none of SlateDB's: the
+    /// block transformer compresses (`table_compression`).
     pub(crate) fn codec(self) -> Option<slatedb::config::CompressionCodec> {
-        use slatedb::config::CompressionCodec;
         match self {
-            Compression::None => None,
-            Compression::Lz4 => Some(CompressionCodec::Lz4),
-            Compression::Zstd => Some(CompressionCodec::Zstd),
+            Compression::None | Compression::Zstd => None,
+            Compression::Lz4 => Some(slatedb::config::CompressionCodec::Lz4),
         }
     }
 }
