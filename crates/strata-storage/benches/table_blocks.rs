@@ -8,8 +8,8 @@
 //! shrinks).
 //!
 //! `cargo bench -p strata-storage --bench table_blocks`
-// Bench code may unwrap: a panic is a failed run.
-#![allow(clippy::unwrap_used)]
+// Bench code may unwrap and index: a panic is a failed run.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -90,7 +90,9 @@ pub struct StorageSettings {
     /// sample in memory until the seal.
     pub spill_min_samples: u32,
     /// Compression of SlateDB's tables (WAL included): log records and
-    /// series labels shrink several times; sealed chunks are compact already.
+    /// series labels shrink several times; sealed chunks are compact
+    /// already, and with zstd a block is kept compressed only if that
+    /// takes an eighth off it (`table_compression`).
     pub compression: Compression,
     /// Most write requests merged into one log record.
     pub max_group_commit: usize,

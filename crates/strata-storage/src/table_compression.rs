@@ -43,13 +43,14 @@ const LEVEL: i32 = 3;
 
 /// The transformer every database of a store is opened with (writer,
 /// compactor, reader): it compresses new blocks when the settings ask for
-/// zstd, and decodes the blocks it compressed whatever they ask.
-pub(crate) struct TableBlocks {
+/// zstd, and decodes the blocks it compressed whatever they ask. A SlateDB
+/// handle opened on a Strata store without it cannot read its tables.
+pub struct TableBlocks {
     compress: bool,
 }
 
 impl TableBlocks {
-    pub(crate) fn new(compression: Compression) -> Self {
+    pub fn new(compression: Compression) -> Self {
         TableBlocks {
             compress: compression == Compression::Zstd,
         }
@@ -67,8 +68,10 @@ fn corrupt(what: &str) -> slatedb::Error {
 /// `data` as one zstd frame after [`MARKER`] if that takes an eighth off
 /// it, else as it is after [`RAW_MARKER`].
 pub fn compress(data: &[u8]) -> Result<Vec<u8>, slatedb::Error> {
-    let mut out = vec![0u8; MARKER.len() + zstd_safe::compress_bound(data.len())];
-    let written = zstd_safe::compress(&mut out[MARKER.len()..], data, LEVEL)
+    let mut out = MARKER.to_vec();
+    out.resize(MARKER.len() + zstd_safe::compress_bound(data.len()), 0);
+    let (_, frame) = out.split_at_mut(MARKER.len());
+    let written = zstd_safe::compress(frame, data, LEVEL)
         .map_err(|code| corrupt(zstd_safe::get_error_name(code)))?;
     if written >= data.len() - data.len() / 8 {
         out.clear();
@@ -76,7 +79,6 @@ pub fn compress(data: &[u8]) -> Result<Vec<u8>, slatedb::Error> {
         out.extend_from_slice(data);
         return Ok(out);
     }
-    out[..MARKER.len()].copy_from_slice(&MARKER);
     out.truncate(MARKER.len() + written);
     Ok(out)
 }

@@ -84,6 +84,9 @@ async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
 /// The sequence numbers of the log records in the database at `db`.
 async fn log_seqs(store: &Arc<dyn ObjectStore>) -> Vec<u64> {
     let reader = slatedb::DbReader::builder("db", Arc::clone(store))
+        .with_block_transformer(Arc::new(
+            strata_storage::table_compression::TableBlocks::new(Default::default()),
+        ))
         .build()
         .await
         .unwrap();
