@@ -17,23 +17,14 @@ use strata_storage::table_compression::{compress, decompress};
 
 const BLOCK: usize = 64 << 10;
 
-/// splitmix64, seeded: the same bytes on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+#[path = "../tests/support/splitmix.rs"]
+mod splitmix;
+use splitmix::SplitMix;
 
 /// Sealed chunks of a day of random-walk gauges a minute apart, one after
 /// the other up to a block.
 fn chunks_block() -> Vec<u8> {
-    let mut rng = Rng(7);
+    let mut rng = SplitMix(7);
     let mut out = Vec::with_capacity(BLOCK + (16 << 10));
     let mut chunk = Vec::new();
     while out.len() < BLOCK {
@@ -42,7 +33,7 @@ fn chunks_block() -> Vec<u8> {
         let vs: Vec<f64> = ts
             .iter()
             .map(|_| {
-                v += (rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                v += rng.unit() - 0.5;
                 v
             })
             .collect();
@@ -56,7 +47,7 @@ fn chunks_block() -> Vec<u8> {
 
 /// Label sets as a log record's new series spell them, up to a block.
 fn labels_block() -> Vec<u8> {
-    let mut rng = Rng(11);
+    let mut rng = SplitMix(11);
     let mut out = Vec::with_capacity(BLOCK + 256);
     while out.len() < BLOCK {
         let n = rng.next();
