@@ -21,7 +21,6 @@ use crate::error::StorageError;
 use crate::head::{AppendPolicy, MemSeries, Rejection};
 use crate::keys;
 use crate::sealer::{self, SealJob};
-use crate::series_index;
 use crate::shared::Shared;
 use crate::stats::add;
 use strata_codec::render::render_labels;
@@ -219,7 +218,6 @@ impl Coordinator {
         self.record.new_series.clear();
         self.record.samples.clear();
         let mut batch = WriteBatch::new();
-        let mut newly_logged = Vec::new();
         let mut outcomes = Vec::with_capacity(group.len());
         let mut touched: Vec<i64> = Vec::new();
         for q in group.iter() {
@@ -254,8 +252,6 @@ impl Coordinator {
                         id: s.id,
                         labels: s.labels.to_labels(),
                     });
-                    series_index::put(&self.inner, &mut batch, &s, now);
-                    newly_logged.push(Arc::clone(&s));
                 }
                 out.appended += r.appended;
                 out.duplicates += r.duplicates;
@@ -318,7 +314,6 @@ impl Coordinator {
                 }
             }
         };
-        drop(newly_logged);
         for (q, out) in group.drain(..).zip(outcomes) {
             let r = match &result {
                 Ok(h) => Ok((out, h.clone())),

@@ -146,10 +146,17 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
     for part in series.chunks(SERIES_PER_BATCH * 4) {
         let mut batch = WriteBatch::new();
         let mut taken = Vec::new();
+        let mut indexed = Vec::new();
         let mut buckets = Vec::new();
         for s in part {
             if !s.has_late(sealed) {
                 continue;
+            }
+            // A series whose first data in the store is late (history
+            // imported into sealed buckets) gets its labels there now.
+            if crate::series_index::due(inner, s, now) {
+                crate::series_index::put(inner, &mut batch, s, now);
+                indexed.push(Arc::clone(s));
             }
             for (bucket, ts, vs) in s.take_late(sealed) {
                 let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
@@ -184,6 +191,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
             add(&inner.stats.late_errors, 1);
             return Err(inner.note_fenced(e.into()));
         }
+        crate::series_index::written(&indexed, now);
         let freed: usize = taken.iter().map(|s| s.late_written()).sum();
         inner.head.extra_freed(freed);
         let mut at = inner.late.written.lock();

@@ -11,7 +11,7 @@ use strata_codec::LogRecord;
 
 use crate::backend::{Backend, ScanKind};
 use crate::error::StorageError;
-use crate::head::{AppendPolicy, Head, MemSeries, NONE_SEALED};
+use crate::head::{AppendPolicy, Head, MemSeries, NONE_SEALED, NOT_WRITTEN};
 use crate::keys;
 use crate::settings::StorageSettings;
 use crate::values;
@@ -213,7 +213,7 @@ impl LogFollower {
             };
             // New series first, so every partition finds them.
             for ns in std::mem::take(&mut record.new_series) {
-                head.insert_recovered(ns.id, ns.labels, 0);
+                head.insert_recovered(ns.id, ns.labels, NOT_WRITTEN);
             }
             pending.push((seq, record));
             if pending.len() >= RECORDS_PER_APPLY {

@@ -1,5 +1,6 @@
 //! The sealer: turns one bucket of the head into sealed chunks (`C`) and
-//! postings (`I`), refreshes series-index keys (`S`, `H`) about to expire,
+//! postings (`I`), writes the series-index keys (`S`, `H`) of series new to
+//! the store and refreshes those about to expire,
 //! records the checkpoint (`M`) recovery starts from, and deletes the log
 //! records the checkpoint no longer needs.
 //!
@@ -54,6 +55,9 @@ pub(crate) struct SealJob {
 struct Encoded {
     batch: WriteBatch,
     series_done: usize,
+    /// Series whose `S` and `H` keys the batch writes, at `now`.
+    indexed: Vec<Arc<MemSeries>>,
+    now: i64,
 }
 
 /// Sizes of what a seal wrote.
@@ -111,6 +115,7 @@ pub(crate) async fn seal(
             failed = Some(e);
             break;
         }
+        crate::series_index::written(&encoded.indexed, encoded.now);
         done += encoded.series_done;
     }
     // Dropping the receiver stops an encoder that is still running.
@@ -193,10 +198,8 @@ fn encode_bucket(
     series: &[Arc<MemSeries>],
     tx: &mpsc::Sender<Encoded>,
 ) -> Result<Written, StorageError> {
-    let settings = &inner.settings;
     let expire = inner.span_ttl(bucket);
     let now = inner.clock.now_ms();
-    let refresh_before = now.saturating_sub(settings.retention_ms() / 2);
 
     let mut written = Written::default();
     let mut batch = WriteBatch::new();
@@ -205,13 +208,17 @@ fn encode_bucket(
     let mut postings: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
     let mut all = Vec::new();
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
-    let send = |batch: &mut WriteBatch, series_done: &mut usize| {
-        let encoded = Encoded {
-            batch: std::mem::take(batch),
-            series_done: std::mem::take(series_done),
+    let mut indexed = Vec::new();
+    let send =
+        |batch: &mut WriteBatch, series_done: &mut usize, indexed: &mut Vec<Arc<MemSeries>>| {
+            let encoded = Encoded {
+                batch: std::mem::take(batch),
+                series_done: std::mem::take(series_done),
+                indexed: std::mem::take(indexed),
+                now,
+            };
+            tx.blocking_send(encoded).is_ok()
         };
-        tx.blocking_send(encoded).is_ok()
-    };
     for s in series {
         series_done += 1;
         // One sealed chunk per series and bucket, from the head chunk's
@@ -222,6 +229,13 @@ fn encode_bucket(
         let Some(taken) = s.seal_samples(bucket, &mut ts, &mut vs)? else {
             continue;
         };
+        // The series' labels reach the store with its first data there
+        // (and are refreshed before they expire): once the bucket is
+        // sealed, the head may drop the series and its log records go.
+        if crate::series_index::due(inner, s, now) {
+            written.index_bytes += crate::series_index::put(inner, &mut batch, s, now);
+            indexed.push(Arc::clone(s));
+        }
         let spilled = taken.spilled;
         if let (Some(&first), Some(&last)) = (taken.late.0.first(), taken.late.0.last()) {
             // Out-of-order samples beside spilled segments, which they may
@@ -252,12 +266,9 @@ fn encode_bucket(
         for (name, value) in s.labels.pairs() {
             postings.entry((name, value)).or_default().push(s.id);
         }
-        if s.series_key_written_ms.load(Ordering::Relaxed) < refresh_before {
-            written.index_bytes += crate::series_index::put(inner, &mut batch, s, now);
-        }
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
-            if !send(&mut batch, &mut series_done) {
+            if !send(&mut batch, &mut series_done, &mut indexed) {
                 return Ok(written);
             }
             in_batch = 0;
@@ -273,12 +284,12 @@ fn encode_bucket(
         batch.put_with_options(keys::postings_key(bucket, name, value), v, &expire);
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
-            if !send(&mut batch, &mut series_done) {
+            if !send(&mut batch, &mut series_done, &mut indexed) {
                 return Ok(written);
             }
             in_batch = 0;
         }
     }
-    send(&mut batch, &mut series_done);
+    send(&mut batch, &mut series_done, &mut indexed);
     Ok(written)
 }

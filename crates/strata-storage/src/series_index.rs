@@ -1,6 +1,10 @@
 //! The store's series indexes, as the head uses them: `S` (id → labels)
-//! and `H` (label hash → ids), written together when a series is first
-//! logged and refreshed together by the sealer before they expire.
+//! and `H` (label hash → ids), written together with the first of a
+//! series' data that reaches the store (its bucket's seal, or the late
+//! pass for samples of a sealed bucket) and refreshed together by the
+//! sealer before they expire. Until then the log records carry the labels
+//! (recovery and readers learn them there), and the head holds the series:
+//! it drops a series only once its buckets are sealed.
 //!
 //! The head drops a series once its buckets are all sealed. When its
 //! labels come back in a write, the head does not know them; before a new
@@ -25,8 +29,17 @@ use crate::{keys, values};
 /// Store reads one write request runs at a time, when it reads few.
 const LOOKUP_CONCURRENCY: usize = 64;
 
+/// Whether series `s` needs its `S` and `H` keys written with its data:
+/// never written (a series is logged with its labels, and its keys wait
+/// for the first write of its data to the store: a seal, a late pass), or
+/// written over half a retention ago (refreshed before they expire).
+pub(crate) fn due(inner: &Shared, s: &MemSeries, now: i64) -> bool {
+    let refresh_before = now.saturating_sub(inner.settings.retention_ms() / 2);
+    s.series_key_written_ms.load(Ordering::Relaxed) < refresh_before
+}
+
 /// Puts series `s`'s `S` and `H` keys into `batch`, written at `now`;
-/// returns their bytes.
+/// returns their bytes. Once the batch is durable, [`written`] says so.
 pub(crate) fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i64) -> usize {
     let ttl = inner.series_ttl();
     let hash = labels_hash(&s.labels);
@@ -36,8 +49,17 @@ pub(crate) fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i6
     batch.put_with_options(keys::series_key(s.id), labels, &ttl);
     batch.put_with_options(keys::series_hash_key(hash), ids, &ttl);
     inner.head.note_stored_hash(hash);
-    s.series_key_written_ms.store(now, Ordering::Relaxed);
     bytes
+}
+
+/// Notes that the `S` and `H` keys of `series`, put at `now`, are durable:
+/// from then on the head may drop them, and the sealer refreshes them only
+/// when they are about to expire. Not before: a write that failed is made
+/// again, keys included.
+pub(crate) fn written(series: &[Arc<MemSeries>], now: i64) {
+    for s in series {
+        s.series_key_written_ms.fetch_max(now, Ordering::Relaxed);
+    }
 }
 
 /// For each label set the head does not hold, the id the store knows it

@@ -62,9 +62,19 @@ pub(crate) fn spill_pass(
         let due_through = inner.settings.due_through(inner.clock.now_ms());
         let after = inner.head.sealing_through().max(due_through);
         let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
+        let mut indexed = Vec::new();
         let mut batch = WriteBatch::new();
+        let now = inner.clock.now_ms();
         for s in part {
             for (bucket, spill) in s.take_spills(after, min_samples, &mut ts, &mut vs) {
+                // Labels with the series' first data in the store: recovery
+                // gives segments to their series from the `S` keys.
+                if indexed.last().is_none_or(|l: &Arc<MemSeries>| l.id != s.id)
+                    && crate::series_index::due(inner, s, now)
+                {
+                    crate::series_index::put(inner, &mut batch, s, now);
+                    indexed.push(Arc::clone(s));
+                }
                 batch.put_with_options(
                     keys::segment_key(bucket, s.id, spill.first_t, spill.last_t),
                     &spill.bytes,
@@ -80,6 +90,7 @@ pub(crate) fn spill_pass(
             add(&inner.stats.spill_errors, 1);
             return Err(inner.note_fenced(e.into()));
         }
+        crate::series_index::written(&indexed, now);
         for (s, bucket, spill) in &spills {
             s.spilled(*bucket, spill);
             pass.segments += 1;

@@ -128,7 +128,6 @@ impl Writer {
                 "a newer writer holds this path".into(),
             ));
         }
-        let now = self.shared.clock.now_ms();
         let head = &self.shared.head;
         let mut refused = WriteOutcome::default();
         let mut refuse = |labels: &L, n: usize, why: Rejection| {
@@ -180,7 +179,7 @@ impl Writer {
             }
             let (m, origin) = match known {
                 Some(m) => (m, Origin::Head),
-                None => head.get_or_create_as(&s.labels, now, stored_id),
+                None => head.get_or_create_as(&s.labels, stored_id),
             };
             new_series += usize::from(origin == Origin::New);
             returned += usize::from(origin == Origin::Returned);

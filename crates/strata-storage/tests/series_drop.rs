@@ -279,3 +279,70 @@ async fn many_series_come_back_at_once_after_a_restart() {
     assert_eq!(all.iter().filter(|(_, ts)| ts.len() == 4).count(), 100);
     writer.close().await.unwrap();
 }
+
+/// A series' labels reach the store with its first data there, not with
+/// its first write: at its bucket's seal after a restart (the log brought
+/// the series back), and by the late pass for a series whose only samples
+/// are history in a sealed bucket. Either way a dropped series reads back
+/// from the store and comes back with its id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_reach_the_store_with_a_series_first_data() {
+    let (store, t0, clock, writer) = writer_with(1, 30, Durability::Durable).await;
+    let id0 = id_of(&writer, 0).unwrap();
+    // Restart before any seal: the series comes back from the log alone.
+    writer.close().await.unwrap();
+    let writer = open(&store, &clock).await;
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    seal_at(&writer, &clock, t0 + HOUR + 6 * MINUTE).await;
+    assert_eq!(writer.head().num_series(), 0);
+
+    // History for a new series, all of it in the sealed bucket.
+    let out = writer
+        .write(
+            vec![series(1, minutes(t0 + MINUTE, 10))],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.appended, 10, "{out:?}");
+    let id1 = id_of(&writer, 1).unwrap();
+    let pass = writer.flush_late_now().await.unwrap();
+    assert_eq!(pass.samples, 10, "{pass:?}");
+    // The next seal (of a bucket another series writes to) finds it idle
+    // and drops it.
+    writer
+        .write(
+            vec![series(2, minutes(t0 + HOUR + 10 * MINUTE, 5))],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    seal_at(&writer, &clock, t0 + 2 * HOUR + 6 * MINUTE).await;
+    assert_eq!(writer.head().num_series(), 0);
+    writer.close().await.unwrap();
+
+    // After a restart (no cache of dropped series) both read back with
+    // their labels, and come back with their ids.
+    let writer = open(&store, &clock).await;
+    let all = read_all(&writer).await;
+    let got: Vec<(Vec<Label>, usize)> = all.into_iter().map(|(l, ts)| (l, ts.len())).collect();
+    assert_eq!(got, vec![(labels(0), 30), (labels(1), 10), (labels(2), 5)]);
+    let t = t0 + 2 * HOUR + 10 * MINUTE;
+    writer
+        .write(
+            vec![series(0, minutes(t, 2)), series(1, minutes(t, 2))],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    assert_eq!(id_of(&writer, 1), Some(id1));
+    assert_eq!(writer.stats().series_returned.load(Ordering::Relaxed), 2);
+    let lens: Vec<usize> = read_all(&writer)
+        .await
+        .iter()
+        .map(|(_, ts)| ts.len())
+        .collect();
+    assert_eq!(lens, vec![32, 12, 5]);
+    writer.close().await.unwrap();
+}

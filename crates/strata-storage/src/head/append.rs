@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn ordering_rules() {
         let head = Head::new(1, None);
-        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
+        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")]);
         let mut logged = Vec::new();
         let out = s.append(
             &[
@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn sealed_buckets_reject() {
         let head = Head::new(1, None);
-        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
+        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")]);
         let out = s.append(
             &[(10, 1.0), (3_600_000, 2.0)],
             &AppendPolicy::strict(1, 3_600_000),
@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn out_of_order_and_late_samples_within_the_window() {
         let head = Head::new(1, None);
-        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")], 0);
+        let (s, _) = head.get_or_create(&vec![Label::new("__name__", "m")]);
         let hour = 3_600_000;
         let policy = AppendPolicy {
             first_open: 2,

@@ -56,13 +56,17 @@ pub fn tenant_of(labels: &(impl LabelPairs + ?Sized)) -> &str {
         .map_or("", |(_, v)| v)
 }
 
+/// [`MemSeries::series_key_written_ms`] of a series whose `S` and `H`
+/// keys the head has not written (or does not know to be written).
+pub(crate) const NOT_WRITTEN: i64 = i64::MIN;
+
 /// One series held in the head.
 pub struct MemSeries {
     pub id: u64,
     pub labels: SeriesLabels,
-    /// Whether a log record (and the `S` key) carrying the labels has been
-    /// written; the first record that carries a sample of the series must
-    /// carry its labels too.
+    /// Whether a log record carrying the labels has been written; the
+    /// first record that carries a sample of the series must carry its
+    /// labels too.
     pub(crate) logged: AtomicBool,
     /// Taken out of the head's index (see [`Head::mark_sealed`]): whoever
     /// still holds the series must not append to it, but
@@ -70,8 +74,9 @@ pub struct MemSeries {
     /// lock (an atomic beside `logged` rather than a field of the state,
     /// where it would move a series into the allocator's next size class).
     pub(crate) dropped: AtomicBool,
-    /// Wall-clock time the `S` key was last written, so the sealer can
-    /// refresh it before it expires.
+    /// Wall-clock time the `S` and `H` keys were last made durable, so the
+    /// sealer can refresh them before they expire; [`NOT_WRITTEN`] until the
+    /// first of the series' data is written to the store with them.
     pub(crate) series_key_written_ms: AtomicI64,
     pub(crate) state: Mutex<SeriesState>,
     /// Active series of this series' tenant: counted while the series has
@@ -518,12 +523,8 @@ impl Head {
 
     /// The series with these labels, created (with the next id) if new.
     /// The labels must be valid: sorted, unique names.
-    pub fn get_or_create(
-        &self,
-        labels: &(impl LabelPairs + ?Sized),
-        now_ms: i64,
-    ) -> (Arc<MemSeries>, bool) {
-        let (s, origin) = self.get_or_create_as(labels, now_ms, None);
+    pub fn get_or_create(&self, labels: &(impl LabelPairs + ?Sized)) -> (Arc<MemSeries>, bool) {
+        let (s, origin) = self.get_or_create_as(labels, None);
         (s, origin == Origin::New)
     }
 
@@ -534,7 +535,6 @@ impl Head {
     pub fn get_or_create_as(
         &self,
         labels: &(impl LabelPairs + ?Sized),
-        now_ms: i64,
         stored_id: Option<u64>,
     ) -> (Arc<MemSeries>, Origin) {
         let hash = labels_hash(labels);
@@ -556,14 +556,14 @@ impl Head {
             _ => (self.next_id.fetch_add(1, Ordering::Relaxed), Origin::New),
         };
         let active = idx.active_counter(tenant_of(labels));
-        // A series that comes back is logged again with its labels (and
-        // its `S` and `H` keys rewritten): a reader node that dropped it
-        // too learns them from the log.
+        // A series that comes back is logged again with its labels (a
+        // reader node that dropped it too learns them from the log), and
+        // its `S` and `H` keys are written again with its data.
         let series = Arc::new(MemSeries::new(
             id,
             SeriesLabels::new(labels),
             false,
-            now_ms,
+            NOT_WRITTEN,
             active,
         ));
         idx.insert(hash, Arc::clone(&series));
@@ -958,9 +958,9 @@ mod tests {
     #[test]
     fn same_labels_same_series() {
         let head = Head::new(1, None);
-        let (a, new_a) = head.get_or_create(&labels("x"), 0);
-        let (b, new_b) = head.get_or_create(&labels("x"), 0);
-        let (c, _) = head.get_or_create(&labels("y"), 0);
+        let (a, new_a) = head.get_or_create(&labels("x"));
+        let (b, new_b) = head.get_or_create(&labels("x"));
+        let (c, _) = head.get_or_create(&labels("y"));
         assert!(new_a && !new_b);
         assert_eq!(a.id, b.id);
         assert_ne!(a.id, c.id);
@@ -1009,9 +1009,9 @@ mod tests {
     fn a_seal_drops_idle_series_from_maps_and_postings() {
         let head = Head::new(1, None);
         let hour = 3_600_000;
-        let (a, _) = head.get_or_create(&labels("a"), 0);
-        let (b, _) = head.get_or_create(&labels("b"), 0);
-        let (c, _) = head.get_or_create(&labels("c"), 0);
+        let (a, _) = head.get_or_create(&labels("a"));
+        let (b, _) = head.get_or_create(&labels("b"));
+        let (c, _) = head.get_or_create(&labels("c"));
         append_one(&a, 10);
         append_one(&b, 10);
         append_one(&b, hour + 10);
@@ -1067,14 +1067,14 @@ mod tests {
         assert_eq!(head.get(&labels("a")).map(|s| s.id), Some(a.id));
         assert_eq!(by_k("a"), vec![a.id]);
         // Reviving what the head holds again returns the head's.
-        let (e, _) = head.get_or_create(&labels("e"), 0);
+        let (e, _) = head.get_or_create(&labels("e"));
         assert_eq!(
             head.mark_sealed(1),
             5,
             "e (idle); a, b, c and d (bucket 1 sealed)"
         );
         assert_eq!(head.num_series(), 0);
-        let (e2, origin) = head.get_or_create_as(&labels("e"), 0, Some(e.id));
+        let (e2, origin) = head.get_or_create_as(&labels("e"), Some(e.id));
         assert_eq!((e2.id, origin), (e.id, Origin::Returned));
         assert!(Arc::ptr_eq(&head.revive(&e), &e2));
     }
@@ -1084,7 +1084,7 @@ mod tests {
         let head = Head::new(1, None);
         let known: Vec<_> = (0..40).map(|i| labels(&format!("k{i}"))).collect();
         for l in &known {
-            head.get_or_create(l, 0);
+            head.get_or_create(l);
         }
         let asked: Vec<_> = (0..60)
             .map(|i| labels(&format!("k{}", i * 7 % 80)))
