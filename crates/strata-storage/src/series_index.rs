@@ -52,10 +52,11 @@ pub(crate) fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i6
     bytes
 }
 
-/// Notes that the `S` and `H` keys of `series`, put at `now`, are durable:
-/// from then on the head may drop them, and the sealer refreshes them only
-/// when they are about to expire. Not before: a write that failed is made
-/// again, keys included.
+/// Notes that the write holding the `S` and `H` keys of `series`, put at
+/// `now`, succeeded (durably for a seal and the late pass; a spill's keys
+/// share one batch with its segments, which recovery needs together): the
+/// sealer then refreshes them only when they are about to expire. Not
+/// before: a write that failed is made again, keys included.
 pub(crate) fn written(series: &[Arc<MemSeries>], now: i64) {
     for s in series {
         s.series_key_written_ms.fetch_max(now, Ordering::Relaxed);
