@@ -154,10 +154,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
             }
             // A series whose first data in the store is late (history
             // imported into sealed buckets) gets its labels there now.
-            if crate::series_index::due(inner, s, now) {
-                crate::series_index::put(inner, &mut batch, s, now);
-                indexed.push(Arc::clone(s));
-            }
+            crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
             for (bucket, ts, vs) in s.take_late(sealed) {
                 let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
                     continue;

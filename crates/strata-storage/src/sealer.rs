@@ -232,10 +232,8 @@ fn encode_bucket(
         // The series' labels reach the store with its first data there
         // (and are refreshed before they expire): once the bucket is
         // sealed, the head may drop the series and its log records go.
-        if crate::series_index::due(inner, s, now) {
-            written.index_bytes += crate::series_index::put(inner, &mut batch, s, now);
-            indexed.push(Arc::clone(s));
-        }
+        written.index_bytes +=
+            crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
         let spilled = taken.spilled;
         if let (Some(&first), Some(&last)) = (taken.late.0.first(), taken.late.0.last()) {
             // Out-of-order samples beside spilled segments, which they may

@@ -1,10 +1,9 @@
 //! The store's series indexes, as the head uses them: `S` (id → labels)
 //! and `H` (label hash → ids), written together with the first of a
-//! series' data that reaches the store (its bucket's seal, or the late
-//! pass for samples of a sealed bucket) and refreshed together by the
+//! series' data that reaches the store (its bucket's seal, a spill, or the
+//! late pass for samples of a sealed bucket) and refreshed together by the
 //! sealer before they expire. Until then the log records carry the labels
-//! (recovery and readers learn them there), and the head holds the series:
-//! it drops a series only once its buckets are sealed.
+//! (recovery and readers learn them there).
 //!
 //! The head drops a series once its buckets are all sealed. When its
 //! labels come back in a write, the head does not know them; before a new
@@ -29,18 +28,30 @@ use crate::{keys, values};
 /// Store reads one write request runs at a time, when it reads few.
 const LOOKUP_CONCURRENCY: usize = 64;
 
-/// Whether series `s` needs its `S` and `H` keys written with its data:
-/// never written (a series is logged with its labels, and its keys wait
-/// for the first write of its data to the store: a seal, a late pass), or
-/// written over half a retention ago (refreshed before they expire).
-pub(crate) fn due(inner: &Shared, s: &MemSeries, now: i64) -> bool {
+/// Puts series `s`'s `S` and `H` keys into `batch` beside its data, if
+/// they are due: never written (a series is logged with its labels, and
+/// its keys wait for the first write of its data to the store), or written
+/// over half a retention ago (refreshed before they expire). Notes `s` in
+/// `indexed` for [`written`] once the batch is written; returns the keys'
+/// bytes (0 if not due).
+pub(crate) fn put_if_due(
+    inner: &Shared,
+    batch: &mut WriteBatch,
+    s: &Arc<MemSeries>,
+    now: i64,
+    indexed: &mut Vec<Arc<MemSeries>>,
+) -> usize {
     let refresh_before = now.saturating_sub(inner.settings.retention_ms() / 2);
-    s.series_key_written_ms.load(Ordering::Relaxed) < refresh_before
+    if s.series_key_written_ms.load(Ordering::Relaxed) >= refresh_before {
+        return 0;
+    }
+    indexed.push(Arc::clone(s));
+    put(inner, batch, s, now)
 }
 
 /// Puts series `s`'s `S` and `H` keys into `batch`, written at `now`;
-/// returns their bytes. Once the batch is durable, [`written`] says so.
-pub(crate) fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i64) -> usize {
+/// returns their bytes.
+fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i64) -> usize {
     let ttl = inner.series_ttl();
     let hash = labels_hash(&s.labels);
     let labels = values::encode_series(now, &s.labels);

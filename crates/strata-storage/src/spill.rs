@@ -59,22 +59,22 @@ pub(crate) fn spill_pass(
         // Buckets whose seal is due are left to it: it writes them whole
         // soon (a backlog of due buckets can wait a while for its turn),
         // and a bucket sealed from segments takes a read per segment.
-        let due_through = inner.settings.due_through(inner.clock.now_ms());
-        let after = inner.head.sealing_through().max(due_through);
+        let now = inner.clock.now_ms();
+        let after = inner
+            .head
+            .sealing_through()
+            .max(inner.settings.due_through(now));
         let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
         let mut indexed = Vec::new();
         let mut batch = WriteBatch::new();
-        let now = inner.clock.now_ms();
         for s in part {
-            for (bucket, spill) in s.take_spills(after, min_samples, &mut ts, &mut vs) {
+            let taken = s.take_spills(after, min_samples, &mut ts, &mut vs);
+            if !taken.is_empty() {
                 // Labels with the series' first data in the store: recovery
                 // gives segments to their series from the `S` keys.
-                if indexed.last().is_none_or(|l: &Arc<MemSeries>| l.id != s.id)
-                    && crate::series_index::due(inner, s, now)
-                {
-                    crate::series_index::put(inner, &mut batch, s, now);
-                    indexed.push(Arc::clone(s));
-                }
+                crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
+            }
+            for (bucket, spill) in taken {
                 batch.put_with_options(
                     keys::segment_key(bucket, s.id, spill.first_t, spill.last_t),
                     &spill.bytes,

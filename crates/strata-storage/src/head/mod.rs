@@ -74,9 +74,10 @@ pub struct MemSeries {
     /// lock (an atomic beside `logged` rather than a field of the state,
     /// where it would move a series into the allocator's next size class).
     pub(crate) dropped: AtomicBool,
-    /// Wall-clock time the `S` and `H` keys were last made durable, so the
-    /// sealer can refresh them before they expire; [`NOT_WRITTEN`] until the
-    /// first of the series' data is written to the store with them.
+    /// Wall-clock time the `S` and `H` keys were last written (see
+    /// `series_index::written`), so the sealer can refresh them before they
+    /// expire; [`NOT_WRITTEN`] until the first of the series' data is
+    /// written to the store with them.
     pub(crate) series_key_written_ms: AtomicI64,
     pub(crate) state: Mutex<SeriesState>,
     /// Active series of this series' tenant: counted while the series has
