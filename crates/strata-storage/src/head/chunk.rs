@@ -2,51 +2,69 @@
 //! the compact sealed format, the newest in an appendable Gorilla chunk.
 //!
 //! Gorilla only has to be appendable; on node_exporter-like data it takes
-//! three to four times the bytes of the sealed format. A bucket is an hour
-//! by default, so the head would otherwise grow by Gorilla's size for the
-//! whole hour. [`HeadChunk::freeze`] (run by a background pass at low
-//! priority) moves a long enough tail into a frozen part, and the head
+//! three to four times the bytes of the sealed format (about 2.2 bytes a
+//! sample with a real scraper's timestamp jitter, against 0.6). A bucket is
+//! an hour by default, so the head would otherwise grow by Gorilla's size
+//! for the whole hour. [`HeadChunk::freeze`] (run by a background pass at
+//! low priority) moves a long enough tail into the frozen run, and the head
 //! grows by the sealed format's size instead.
 //!
-//! A writer's head goes one step further: once a chunk's frozen parts hold
-//! enough samples, [`HeadChunk::take_spill`] merges them into one segment
-//! in the sealed format, the spill pass writes it to the store (a segment
-//! key, see `keys::segment_key`), and [`HeadChunk::spilled`] drops the
-//! parts, keeping only the segment's time range. The head then holds at
-//! most a segment's worth of samples per series, whatever the bucket's
-//! width, and the seal writes only what is left.
+//! Each freeze re-encodes the frozen run with the tail as one run, up to
+//! [`RUN_MAX_SAMPLES`]: one allocation and one header per chunk rather
+//! than a part per freeze, each with its own entry and header (about 100
+//! bytes a part, which cancelled the gain of freezing early). The first
+//! run is kept inline; only a chunk that grows past a run (a reader's, or a
+//! writer's with spilling off) holds more.
+//!
+//! A writer's head goes one step further: once a chunk's frozen runs hold
+//! enough samples, [`HeadChunk::take_spill`] takes them as one segment in
+//! the sealed format (the run's own bytes when there is one), the spill
+//! pass writes it to the store (a segment key, see `keys::segment_key`),
+//! and [`HeadChunk::spilled`] drops what it held, keeping only the
+//! segment's time range. The head then holds at most a segment's worth of
+//! samples per series, whatever the bucket's width, and the seal writes
+//! only what is left.
 
+use smallvec::SmallVec;
 use strata_codec::sealed::decode_sealed_range_into;
 use strata_codec::{
     decode_range_into, decode_range_to_slices, encode_sealed, CodecError, XorChunk,
 };
 
-/// Samples a tail needs before it is frozen: Prometheus' chunk size, so
-/// each part is long enough for the sealed format's header to be small.
-pub(crate) const FREEZE_MIN_SAMPLES: u32 = 120;
+/// Samples a tail needs before it is frozen (staggered per series by the
+/// caller). Half of Prometheus' chunk size: the tail costs about four times
+/// the frozen run's bytes a sample, and merging into one run keeps the
+/// sealed format's header paid once, however often a chunk freezes.
+pub(crate) const FREEZE_MIN_SAMPLES: u32 = 60;
+
+/// Samples a frozen run takes before the next freeze starts a new one:
+/// each freeze re-encodes the run it merges into, so this bounds that
+/// work (a few times a sample's encoding at most) on a head that does not
+/// spill. Above the spill threshold's staggered range (480 to 720) so a
+/// writer's chunk holds one run.
+pub(crate) const RUN_MAX_SAMPLES: u32 = 1024;
 
 /// Samples frozen in the sealed format, with their time range.
-struct FrozenPart {
+struct FrozenRun {
     first_t: i64,
     last_t: i64,
     len: u32,
     bytes: Box<[u8]>,
 }
 
-/// A segment merged from a chunk's frozen parts, to be written to the
-/// store before [`HeadChunk::spilled`] drops the parts.
+/// A segment made of a chunk's frozen runs, to be written to the store
+/// before [`HeadChunk::spilled`] drops them.
 pub(crate) struct Spill {
     pub first_t: i64,
     pub last_t: i64,
     pub bytes: Vec<u8>,
     samples: u32,
-    parts: usize,
 }
 
 pub(crate) struct HeadChunk {
     /// The newest samples, after every frozen one.
     tail: XorChunk,
-    /// Frozen parts and spilled segments, once the chunk has any: most open
+    /// Frozen runs and spilled segments, once the chunk has any: most open
     /// chunks are younger than a freeze, and kept inline these made every
     /// series' chunk entry 144 bytes instead of 96.
     older: Option<Box<Older>>,
@@ -64,16 +82,18 @@ struct Older {
     spilled: Vec<(i64, i64)>,
     /// Samples in the spilled segments.
     spilled_len: u32,
-    /// Older samples, oldest part first, each after the one before.
-    frozen: Vec<FrozenPart>,
+    /// Samples in the frozen runs.
     frozen_len: u32,
+    /// Older samples, oldest run first, each after the one before; the
+    /// first inline.
+    frozen: SmallVec<[FrozenRun; 1]>,
 }
 
 const NO_OLDER: &Older = &Older {
     spilled: Vec::new(),
     spilled_len: 0,
-    frozen: Vec::new(),
     frozen_len: 0,
+    frozen: SmallVec::new_const(),
 };
 
 impl Default for HeadChunk {
@@ -165,8 +185,8 @@ impl HeadChunk {
         }
     }
 
-    /// The frozen parts merged into one segment, if they hold at least
-    /// `min_samples` samples. Nothing changes until [`Self::spilled`].
+    /// The frozen runs as one segment, if they hold at least `min_samples`
+    /// samples. Nothing changes until [`Self::spilled`].
     pub(crate) fn take_spill(
         &self,
         min_samples: u32,
@@ -178,32 +198,66 @@ impl HeadChunk {
             return None;
         }
         let (first, last) = (older.frozen.first()?, older.frozen.last()?);
-        ts.clear();
-        vs.clear();
-        for p in &older.frozen {
-            // Written here: an error would be a bug; keep the parts.
-            decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).ok()?;
-        }
-        let mut bytes = Vec::new();
-        encode_sealed(ts, vs, &mut bytes);
+        let bytes = if let [run] = older.frozen.as_slice() {
+            run.bytes.to_vec()
+        } else {
+            ts.clear();
+            vs.clear();
+            for p in &older.frozen {
+                // Written here: an error would be a bug; keep the runs.
+                decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).ok()?;
+            }
+            let mut bytes = Vec::new();
+            encode_sealed(ts, vs, &mut bytes);
+            bytes
+        };
         Some(Spill {
             first_t: first.first_t,
             last_t: last.last_t,
             bytes,
             samples: older.frozen_len,
-            parts: older.frozen.len(),
         })
     }
 
-    /// Drops the frozen parts `spill` was made of, now that it is in the
-    /// store. Parts frozen since stay.
+    /// Drops the frozen samples `spill` holds, now that it is in the store:
+    /// every one up to its last. A freeze since [`Self::take_spill`] may
+    /// have merged newer samples into its last run; those stay, re-encoded.
     pub(crate) fn spilled(&mut self, spill: &Spill) {
         let older = self.older_mut();
-        let parts = spill.parts.min(older.frozen.len());
-        let gone: u32 = older.frozen.drain(..parts).map(|p| p.len).sum();
+        let whole = older
+            .frozen
+            .iter()
+            .take_while(|p| p.last_t <= spill.last_t)
+            .count();
+        let mut gone: u32 = older.frozen.drain(..whole).map(|p| p.len).sum();
+        if let Some(p) = older
+            .frozen
+            .first_mut()
+            .filter(|p| p.first_t <= spill.last_t)
+        {
+            let (mut ts, mut vs) = (Vec::new(), Vec::new());
+            // Written here: an error would be a bug; the run stays whole
+            // (its older samples read twice rather than lost).
+            if decode_sealed_range_into(&p.bytes, spill.last_t + 1, i64::MAX, &mut ts, &mut vs)
+                .is_ok()
+            {
+                if let (Some(&first_t), Ok(len)) = (ts.first(), u32::try_from(ts.len())) {
+                    let mut bytes = Vec::new();
+                    encode_sealed(&ts, &vs, &mut bytes);
+                    gone += p.len - len;
+                    *p = FrozenRun {
+                        first_t,
+                        last_t: p.last_t,
+                        len,
+                        bytes: bytes.into_boxed_slice(),
+                    };
+                }
+            }
+        }
         older.frozen_len = older.frozen_len.saturating_sub(gone);
         older.frozen.shrink_to_fit();
         older.spilled.push((spill.first_t, spill.last_t));
+        older.spilled.shrink_to_fit();
         older.spilled_len = older.spilled_len.saturating_add(spill.samples);
     }
 
@@ -270,37 +324,53 @@ impl HeadChunk {
         self.decode_range_into(i64::MIN, i64::MAX, ts, vs)
     }
 
-    /// Moves the tail into a frozen part if it holds at least `min_samples`
-    /// samples; returns whether it did. `ts`/`vs` are scratch buffers.
+    /// Moves the tail into the frozen runs if it holds at least
+    /// `min_samples` samples, merged into the last run while that stays
+    /// within [`RUN_MAX_SAMPLES`]; returns whether it did. `ts`/`vs` are
+    /// scratch buffers.
     pub(crate) fn freeze(
         &mut self,
         min_samples: u32,
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> bool {
-        if self.tail.len() < min_samples.max(1) {
+        let len = self.tail.len();
+        if len < min_samples.max(1) {
             return false;
         }
-        let (Some(first_t), Some(last_t)) = (self.tail.first_t(), self.tail.last_t()) else {
+        let (Some(mut first_t), Some(last_t)) = (self.tail.first_t(), self.tail.last_t()) else {
             return false;
         };
         ts.clear();
         vs.clear();
-        // The tail was written here; a decode error would be a bug, and
-        // keeping the tail as it is loses nothing.
+        let older = self.older.get_or_insert_with(Box::default);
+        let merge = older
+            .frozen
+            .last()
+            .filter(|p| p.len.saturating_add(len) <= RUN_MAX_SAMPLES);
+        if let Some(p) = merge {
+            // Written here: a decode error would be a bug, and keeping the
+            // tail as it is loses nothing.
+            if decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).is_err() {
+                return false;
+            }
+            first_t = p.first_t;
+        }
         if decode_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
             return false;
         }
         let mut bytes = Vec::new();
         encode_sealed(ts, vs, &mut bytes);
-        let len = self.tail.len();
-        let older = self.older_mut();
-        older.frozen.push(FrozenPart {
+        let run = FrozenRun {
             first_t,
             last_t,
-            len,
+            len: merge.map_or(0, |p| p.len) + len,
             bytes: bytes.into_boxed_slice(),
-        });
+        };
+        match (merge.is_some(), older.frozen.last_mut()) {
+            (true, Some(last)) => *last = run,
+            _ => older.frozen.push(run),
+        }
         older.frozen_len += len;
         self.tail = XorChunk::new();
         true
@@ -311,7 +381,11 @@ impl HeadChunk {
         let older = self.older.as_deref().map_or(0, |o| {
             std::mem::size_of::<Older>()
                 + o.spilled.capacity() * std::mem::size_of::<(i64, i64)>()
-                + o.frozen.capacity() * std::mem::size_of::<FrozenPart>()
+                + if o.frozen.spilled() {
+                    o.frozen.capacity() * std::mem::size_of::<FrozenRun>()
+                } else {
+                    0
+                }
                 + o.frozen.iter().map(|p| p.bytes.len()).sum::<usize>()
         });
         older + self.tail.heap_bytes()
@@ -357,11 +431,9 @@ mod tests {
                 frozen.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
             }
         }
-        assert!(
-            frozen.older().frozen.len() >= 4,
-            "{}",
-            frozen.older().frozen.len()
-        );
+        // Ten freezes, one run: each merged into the one before.
+        assert_eq!(frozen.older().frozen.len(), 1);
+        assert!(!frozen.older().frozen.spilled(), "the one run is inline");
         assert_eq!(frozen.len(), 1000);
         assert_eq!(frozen.first_t(), plain.first_t());
         assert_eq!(frozen.last_t(), plain.last_t());
@@ -405,12 +477,15 @@ mod tests {
             "0 never spills"
         );
         let spill = c.take_spill(480, &mut ts, &mut vs).unwrap();
-        assert_eq!((spill.first_t, spill.parts), (data[0].0, 5));
-        // Appends and freezes go on while the segment is being written.
+        assert_eq!((spill.first_t, spill.samples), (data[0].0, 600));
+        // Appends and freezes go on while the segment is being written: the
+        // freeze merges newer samples into the run the segment was taken
+        // from, and `spilled` keeps them.
         for &(t, v) in &data[600..] {
             c.append(t, v);
         }
-        c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
+        assert!(c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+        assert_eq!(c.older().frozen.len(), 1);
         let before = c.heap_bytes();
         c.spilled(&spill);
         assert!(c.heap_bytes() < before);
@@ -433,14 +508,40 @@ mod tests {
     }
 
     #[test]
+    fn a_run_stops_merging_at_its_cap() {
+        let data = samples(i64::from(RUN_MAX_SAMPLES) + 300);
+        let mut c = HeadChunk::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        for (i, &(t, v)) in data.iter().enumerate() {
+            c.append(t, v);
+            if i % 100 == 99 {
+                assert!(c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+            }
+        }
+        let runs: Vec<u32> = c.older().frozen.iter().map(|p| p.len).collect();
+        assert_eq!(runs, [1000, 300], "the eleventh freeze starts a run");
+        assert_eq!(c.len(), RUN_MAX_SAMPLES + 300);
+        let want: Vec<(i64, u64)> = data.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        assert_eq!(all(&c, i64::MIN, i64::MAX), want);
+        // A spill of two runs is one segment of both.
+        let spill = c.take_spill(1, &mut ts, &mut vs).unwrap();
+        let (mut seg_ts, mut seg_vs) = (Vec::new(), Vec::new());
+        decode_sealed_range_into(&spill.bytes, i64::MIN, i64::MAX, &mut seg_ts, &mut seg_vs)
+            .unwrap();
+        assert_eq!(seg_ts.len(), data.len() - 24);
+        c.spilled(&spill);
+        assert_eq!((c.len(), c.spilled_len()), (24, RUN_MAX_SAMPLES + 276));
+    }
+
+    #[test]
     fn short_tails_stay() {
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         assert!(!c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
-        for (t, v) in samples(119) {
+        for (t, v) in samples(i64::from(FREEZE_MIN_SAMPLES) - 1) {
             c.append(t, v);
         }
         assert!(!c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
-        assert_eq!(c.len(), 119);
+        assert_eq!(c.len(), FREEZE_MIN_SAMPLES - 1);
     }
 }
