@@ -310,6 +310,50 @@ class Strata(System):
         return None if v is None else int(v)
 
 
+class StrataVariant(Strata):
+    """Another Strata build or setting beside the first, for A/B runs:
+    `strata-b` (or `strata-c`) runs STRATA_B_BIN (STRATA_C_BIN), with
+    STRATA_B_ENV's (STRATA_C_ENV's) `KEY=VALUE` pairs (space-separated)
+    added to its environment only."""
+
+    def __init__(self, workdir, letter):
+        self.name = f"strata-{letter}"
+        self.letter = letter
+        super().__init__(workdir, strata_variant_bin(letter))
+
+    def env(self):
+        e = dict(os.environ)
+        e.update(strata_variant_env(self.letter))
+        e.setdefault("RUST_LOG", "warn")
+        return e
+
+
+STRATA_VARIANTS = ("b", "c")
+
+
+def strata_variant_bin(letter):
+    """The binary of `strata-<letter>`: STRATA_<LETTER>_BIN, required."""
+    var = f"STRATA_{letter.upper()}_BIN"
+    b = os.environ.get(var, "")
+    if not b:
+        raise SystemExit(f"strata-{letter} needs {var}: the path of its strata binary")
+    if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+        raise SystemExit(f"{var}={b}: not an executable file")
+    return b
+
+
+def strata_variant_env(letter):
+    """STRATA_<LETTER>_ENV's space-separated `KEY=VALUE` pairs, as a dict."""
+    var = f"STRATA_{letter.upper()}_ENV"
+    out = {}
+    for pair in os.environ.get(var, "").split():
+        key, eq, value = pair.partition("=")
+        if not key or not eq:
+            raise SystemExit(f"{var}: {pair!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
 class VictoriaMetrics(System):
     name = "victoriametrics"
     ready_path = "/health"
@@ -353,6 +397,8 @@ def prom_bin():
 def make_system(name, workdir, strata_bin):
     if name == "strata":
         return Strata(workdir, strata_bin)
+    if name.startswith("strata-") and name[len("strata-"):] in STRATA_VARIANTS:
+        return StrataVariant(workdir, name[len("strata-"):])
     if name == "victoriametrics":
         return VictoriaMetrics(workdir)
     if name == "prometheus":
@@ -363,7 +409,11 @@ def make_system(name, workdir, strata_bin):
 def require(systems):
     """Stops at once, naming what to install, if a system's program is
     missing: a ramp must not find out after the systems before it ran.
-    (Strata's own binaries are checked by `binaries`.)"""
+    (Strata's own binaries are checked by `binaries`; its variants' here.)"""
+    for letter in STRATA_VARIANTS:
+        if f"strata-{letter}" in systems:
+            strata_variant_bin(letter)
+            strata_variant_env(letter)
     programs = {"victoriametrics": vm_bin(), "prometheus": prom_bin()}
     missing = [programs[s] for s in systems if s in programs and not shutil.which(programs[s])]
     if missing:
