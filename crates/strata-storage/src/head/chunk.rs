@@ -35,7 +35,7 @@ use strata_codec::{
 /// caller). Half of Prometheus' chunk size: the tail costs about four times
 /// the frozen run's bytes a sample, and merging into one run keeps the
 /// sealed format's header paid once, however often a chunk freezes.
-pub(crate) const FREEZE_MIN_SAMPLES: u32 = 60;
+pub const FREEZE_MIN_SAMPLES: u32 = 60;
 
 /// Samples a frozen run takes before the next freeze starts a new one:
 /// each freeze re-encodes the run it merges into, so this bounds that

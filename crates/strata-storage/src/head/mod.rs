@@ -34,7 +34,8 @@ use strata_codec::{CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, AppendPolicy, Rejection};
 
-pub(crate) use chunk::{HeadChunk, Spill, FREEZE_MIN_SAMPLES};
+pub use chunk::FREEZE_MIN_SAMPLES;
+pub(crate) use chunk::{HeadChunk, Spill};
 use extra::{ExtraRun, Extras, Taken};
 use hash_filter::HashFilter;
 use ids::IdList;

@@ -1,0 +1,168 @@
+//! The head's chunk memory through a bucket, and what freezing costs, on
+//! real node_exporter data (the codec's captured fixture: a real
+//! Prometheus scraping a real node_exporter and itself, 10 s and 15 s
+//! scrapes, an hour, its timestamp jitter included).
+//!
+//! `cargo bench -p strata-storage --bench head_freeze`. Prints the head's
+//! chunk bytes per series as a bucket fills, with the background pass
+//! (`Head::freeze_tails`) run every 30 s of data at two freeze thresholds,
+//! then criterion's time for a whole bucket's appends and passes.
+// Bench code may unwrap and index: a panic is a failed run.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use strata_codec::Label;
+use strata_storage::head::{AppendPolicy, Head, MemSeries};
+
+/// The `strata` binary's allocator, so the figures are the server's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[path = "../../strata-codec/benches/real/mod.rs"]
+mod real;
+
+/// The background pass's interval, in data time.
+const PASS_MS: i64 = 30_000;
+
+/// Minutes of data after which the table reports.
+const AT_MINUTES: [i64; 6] = [5, 10, 20, 30, 45, 60];
+
+/// Freeze thresholds compared: the head's, and Prometheus' chunk size
+/// (the head's before runs were merged).
+const THRESHOLDS: [u32; 2] = [strata_storage::head::FREEZE_MIN_SAMPLES, 120];
+
+struct Data {
+    series: Vec<real::Captured>,
+    /// Every sample, in time order: (t, series index, value).
+    samples: Vec<(i64, u32, f64)>,
+}
+
+fn data() -> Data {
+    let series = real::node_exporter_capture();
+    let mut samples: Vec<(i64, u32, f64)> = series
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            s.ts.iter()
+                .zip(&s.vs)
+                .map(move |(&t, &v)| (t, u32::try_from(i).unwrap(), v))
+        })
+        .collect();
+    samples.sort_by_key(|&(t, i, _)| (t, i));
+    Data { series, samples }
+}
+
+/// A head holding every series, and the policy appends go through.
+fn head(data: &Data) -> (Head, Vec<Arc<MemSeries>>, AppendPolicy) {
+    let head = Head::new(1, None);
+    let series = data
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let labels = vec![
+                Label::new("job", s.job.as_str()),
+                Label::new("series", i.to_string()),
+            ];
+            head.get_or_create(&labels[..]).0
+        })
+        .collect();
+    // One bucket wider than the capture.
+    let policy = AppendPolicy::strict(0, 24 * 3_600_000);
+    (head, series, policy)
+}
+
+/// Appends every sample in time order, running the background pass every
+/// [`PASS_MS`] of data at `threshold`; calls `at(ms of data so far,
+/// samples so far, head)` after each pass.
+fn fill(data: &Data, threshold: u32, mut at: impl FnMut(i64, usize, &Head)) -> Head {
+    let (head, series, policy) = head(data);
+    let start = data.samples.first().map_or(0, |s| s.0);
+    let mut next_pass = start + PASS_MS;
+    let mut appended = 0usize;
+    for &(t, i, v) in &data.samples {
+        if t >= next_pass {
+            head.freeze_tails(threshold);
+            at(next_pass - start, appended, &head);
+            next_pass += PASS_MS;
+        }
+        series[i as usize].append(&[(t, v)], &policy, |_, _, _| {});
+        appended += 1;
+    }
+    head.freeze_tails(threshold);
+    at(next_pass - start, appended, &head);
+    head
+}
+
+fn report(data: &Data) {
+    println!(
+        "head chunk bytes per series, {} series ({} samples), pass every {} s",
+        data.series.len(),
+        data.samples.len(),
+        PASS_MS / 1000
+    );
+    print!("| minutes | samples per series |");
+    for f in THRESHOLDS {
+        print!(" freeze at {f} |");
+    }
+    println!();
+    println!("|---|---|{}", "---|".repeat(THRESHOLDS.len()));
+    let mut counts = vec![0; AT_MINUTES.len()];
+    let rows: Vec<Vec<usize>> = THRESHOLDS
+        .iter()
+        .map(|&f| {
+            let mut row = vec![0; AT_MINUTES.len()];
+            fill(data, f, |ms, n, head| {
+                // The first pass at or after each minute.
+                for (k, &minutes) in AT_MINUTES.iter().enumerate() {
+                    if ms >= minutes * 60_000 && row[k] == 0 {
+                        row[k] = head.memory().chunks;
+                        counts[k] = n;
+                    }
+                }
+            });
+            row
+        })
+        .collect();
+    for (k, minutes) in AT_MINUTES.iter().enumerate() {
+        print!(
+            "| {minutes} | {:.0} |",
+            counts[k] as f64 / data.series.len() as f64
+        );
+        for row in &rows {
+            print!(" {:.0} |", row[k] as f64 / data.series.len() as f64);
+        }
+        println!();
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let data = data();
+    report(&data);
+    let mut g = c.benchmark_group("head_bucket");
+    g.throughput(Throughput::Elements(data.samples.len() as u64));
+    g.sample_size(10);
+    for f in THRESHOLDS {
+        g.bench_function(format!("append_and_freeze_at_{f}"), |b| {
+            b.iter_batched(
+                || (),
+                |()| black_box(fill(&data, f, |_, _, _| {})),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.bench_function("append_only", |b| {
+        b.iter_batched(
+            || (),
+            |()| black_box(fill(&data, u32::MAX, |_, _, _| {})),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
