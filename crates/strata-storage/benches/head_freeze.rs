@@ -63,7 +63,7 @@ fn head(data: &Data) -> (Head, Vec<Arc<MemSeries>>, AppendPolicy) {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let labels = vec![
+            let labels = [
                 Label::new("job", s.job.as_str()),
                 Label::new("series", i.to_string()),
             ];

@@ -222,7 +222,7 @@ fn encode_bucket(
     for s in series {
         series_done += 1;
         // One sealed chunk per series and bucket, from the head chunk's
-        // frozen parts and tail; after segments the head spilled, a chunk
+        // frozen run and tail; after segments the head spilled, a chunk
         // key listing them with the rest.
         ts.clear();
         vs.clear();

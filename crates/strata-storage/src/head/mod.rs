@@ -1,5 +1,5 @@
 //! The head: the in-memory delta of every unsealed bucket. Per series and
-//! bucket one in-order chunk (frozen parts in the sealed format and a
+//! bucket one in-order chunk (a frozen run in the sealed format and a
 //! Gorilla tail), beside it the out-of-order samples, and late samples of
 //! sealed buckets until the late pass writes them; a series map keyed by a
 //! label-set hash, and in-memory postings for selection.
@@ -234,7 +234,7 @@ impl MemSeries {
     }
 
     /// Segments of this series' chunks after bucket `after` to spill: those
-    /// whose frozen parts hold at least `min_samples` samples
+    /// whose frozen runs hold at least `min_samples` samples
     /// ([staggered](staggered) for this series).
     pub(crate) fn take_spills(
         &self,
@@ -887,7 +887,7 @@ pub struct HeadMemory {
     pub series: usize,
     /// Their packed labels.
     pub labels: usize,
-    /// Open chunks: frozen parts, tails, spilled ranges.
+    /// Open chunks: frozen runs, tails, spilled ranges.
     pub chunks: usize,
     /// Out-of-order and late samples.
     pub extras: usize,

@@ -208,7 +208,7 @@ impl MemSeries {
 
 /// The samples in `[mint, maxt]` of `chunks` (one series' buckets, oldest
 /// first). A small series is appended to buffers sized for all of it: a
-/// frozen part then decodes straight into place, not through a scratch
+/// frozen run then decodes straight into place, not through a scratch
 /// buffer and a copy, and nothing is zero-filled first. A large one is
 /// split between threads, each chunk decoding into its own part of one
 /// buffer, so samples are only moved afterwards when the range cuts a
