@@ -238,8 +238,14 @@ impl HeadChunk {
             let (mut ts, mut vs) = (Vec::new(), Vec::new());
             // Written here: an error would be a bug; the run stays whole
             // (its older samples read twice rather than lost).
-            if decode_sealed_range_into(&p.bytes, spill.last_t + 1, i64::MAX, &mut ts, &mut vs)
-                .is_ok()
+            if decode_sealed_range_into(
+                &p.bytes,
+                spill.last_t.saturating_add(1),
+                i64::MAX,
+                &mut ts,
+                &mut vs,
+            )
+            .is_ok()
             {
                 if let (Some(&first_t), Ok(len)) = (ts.first(), u32::try_from(ts.len())) {
                     let mut bytes = Vec::new();
