@@ -136,9 +136,10 @@ def parse_metrics(text):
     return out
 
 
-def metric_sum(m, name, having=""):
-    """The sum of `name`'s samples whose labels contain `having`."""
-    return sum(v for (n, labels), v in m.items() if n == name and having in labels)
+def metric_sum(m, name, *having):
+    """The sum of `name`'s samples whose labels contain every `having`."""
+    return sum(v for (n, labels), v in m.items()
+               if n == name and all(h in labels for h in having))
 
 
 def histogram_quantile(before, after, name, q, having=""):

@@ -350,17 +350,19 @@ impl HeadChunk {
         ts.clear();
         vs.clear();
         let older = self.older.get_or_insert_with(Box::default);
-        let merge = older
+        let into = older
             .frozen
-            .last()
+            .last_mut()
             .filter(|p| p.len.saturating_add(len) <= RUN_MAX_SAMPLES);
-        if let Some(p) = merge {
+        let mut run_len = len;
+        if let Some(p) = &into {
             // Written here: a decode error would be a bug, and keeping the
             // tail as it is loses nothing.
             if decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).is_err() {
                 return false;
             }
             first_t = p.first_t;
+            run_len += p.len;
         }
         if decode_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
             return false;
@@ -370,12 +372,12 @@ impl HeadChunk {
         let run = FrozenRun {
             first_t,
             last_t,
-            len: merge.map_or(0, |p| p.len) + len,
+            len: run_len,
             bytes: bytes.into_boxed_slice(),
         };
-        match (merge.is_some(), older.frozen.last_mut()) {
-            (true, Some(last)) => *last = run,
-            _ => older.frozen.push(run),
+        match into {
+            Some(p) => *p = run,
+            None => older.frozen.push(run),
         }
         older.frozen_len += len;
         self.tail = XorChunk::new();
