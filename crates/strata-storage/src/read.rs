@@ -278,6 +278,31 @@ async fn decode_jobs(
     Ok(out)
 }
 
+/// Puts samples read from the store (a spilled segment, a released chunk)
+/// into a series' head samples. They usually fit between two samples held
+/// in memory (before their bucket's own, after earlier buckets'): inserted
+/// there, in the room the head read left; else merged, the head's winning.
+fn insert_stored(head: &mut Samples, (ts, vs): Samples) {
+    let (head_ts, head_vs) = head;
+    let at = ts.first().map(|&f| head_ts.partition_point(|&t| t < f));
+    let fits = match (at, ts.last()) {
+        (Some(at), Some(&last)) => head_ts.get(at).is_none_or(|&next| last < next),
+        _ => true,
+    };
+    match at {
+        Some(at) if fits && at <= head_vs.len() => {
+            head_ts.splice(at..at, ts);
+            head_vs.splice(at..at, vs);
+        }
+        Some(_) => {
+            let (t, v) = merge_newer((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
+            *head_ts = t;
+            *head_vs = v;
+        }
+        None => {}
+    }
+}
+
 /// One stored part of a series in a sealed bucket.
 struct SealedPart {
     id: u64,
@@ -658,7 +683,13 @@ impl Storage {
         // Late samples the head holds apart, merged after its part.
         let mut extras: BTreeMap<u64, Vec<Samples>> = BTreeMap::new();
         let mut spilled = Vec::new();
+        // Series of buckets a seal under way has written and the head let
+        // go, by bucket: unless sealed meanwhile (then read as sealed).
+        let mut released: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
         for mut read in reads {
+            for &b in read.released.iter().filter(|&&b| b > sealed_after) {
+                released.entry(b).or_default().push(read.id);
+            }
             if !read.extra_ts.is_empty() {
                 extras.entry(read.id).or_default().push((
                     std::mem::take(&mut read.extra_ts),
@@ -706,10 +737,14 @@ impl Storage {
             })
             .buffered(BUCKET_FETCH_CONCURRENCY)
             .try_collect::<Vec<Vec<SealedPart>>>();
-        let (fetched, ()) = futures::try_join!(
+        let (fetched, (), released) = futures::try_join!(
             sealed,
-            self.add_spilled(&mut spilled, &mut head_parts, mint, maxt)
+            self.add_spilled(&mut spilled, &mut head_parts, mint, maxt),
+            self.released_samples(released, mint, maxt)
         )?;
+        for (id, samples) in released {
+            insert_stored(head_parts.entry(id).or_default(), samples);
+        }
         // Each series' parts in span order, its labels, then the decode:
         // spread over the cores when there is much of it.
         let mut by_series: BTreeMap<u64, Vec<SealedPart>> = BTreeMap::new();
@@ -773,31 +808,28 @@ impl Storage {
             let (ts, vs) = from_store.entry(id).or_default();
             decode_chunk_range_into(segment, mint, maxt, ts, vs)?;
         }
-        for (id, (ts, vs)) in from_store {
-            let (head_ts, head_vs) = head_parts.entry(id).or_default();
-            // The spilled samples usually fit between two samples held in
-            // memory (before the bucket's own, after earlier buckets'):
-            // insert them there, in the room the head read left.
-            let at = ts.first().map(|&f| head_ts.partition_point(|&t| t < f));
-            let fits = match (at, ts.last()) {
-                (Some(at), Some(&last)) => head_ts.get(at).is_none_or(|&next| last < next),
-                _ => true,
-            };
-            match at {
-                Some(at) if fits && at <= head_vs.len() => {
-                    head_ts.splice(at..at, ts);
-                    head_vs.splice(at..at, vs);
-                }
-                Some(_) => {
-                    let (t, v) =
-                        merge_newer((ts, vs), (std::mem::take(head_ts), std::mem::take(head_vs)));
-                    *head_ts = t;
-                    *head_vs = v;
-                }
-                None => {}
-            }
+        for (id, samples) in from_store {
+            insert_stored(head_parts.entry(id).or_default(), samples);
         }
         Ok(())
+    }
+
+    /// The samples in [mint, maxt] of the series each bucket lists (ids
+    /// ascending): chunks a seal under way has written and the head let
+    /// go, read as the seal wrote them.
+    async fn released_samples(
+        &self,
+        released: BTreeMap<i64, Vec<u64>>,
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<(u64, Samples)>, StorageError> {
+        let mut out = Vec::new();
+        for (bucket, ids) in released {
+            for sb in self.series_buckets(Span::Bucket(bucket), &ids).await? {
+                out.push((sb.id, sb.samples(mint, maxt)?));
+            }
+        }
+        Ok(out)
     }
 
     /// Label sets of series matching every matcher that have samples in
@@ -814,7 +846,7 @@ impl Storage {
         let mut ids: Vec<u64> = head
             .series_for(&head.select_ids(matchers))
             .into_iter()
-            .filter(|s| s.overlaps(sealed, bucket_ms, mint, maxt))
+            .filter(|s| head.overlaps(s, sealed, bucket_ms, mint, maxt))
             .map(|s| s.id)
             .collect();
         let (first, last) = self.bucket_range(mint, maxt);

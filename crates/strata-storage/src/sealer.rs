@@ -58,6 +58,9 @@ struct Encoded {
     /// Series whose `S` and `H` keys the batch writes, at `now`.
     indexed: Vec<Arc<MemSeries>>,
     now: i64,
+    /// Series whose chunk of the bucket the batch writes: the head lets
+    /// their chunks go once it is durable (see `head/released.rs`).
+    stored: Vec<Arc<MemSeries>>,
 }
 
 /// Sizes of what a seal wrote.
@@ -116,6 +119,7 @@ pub(crate) async fn seal(
             break;
         }
         crate::series_index::written(&encoded.indexed, encoded.now);
+        inner.head.release_sealed(bucket, &encoded.stored);
         done += encoded.series_done;
     }
     // Dropping the receiver stops an encoder that is still running.
@@ -209,18 +213,31 @@ fn encode_bucket(
     let mut all = Vec::new();
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let mut indexed = Vec::new();
-    let send =
-        |batch: &mut WriteBatch, series_done: &mut usize, indexed: &mut Vec<Arc<MemSeries>>| {
-            let encoded = Encoded {
-                batch: std::mem::take(batch),
-                series_done: std::mem::take(series_done),
-                indexed: std::mem::take(indexed),
-                now,
-            };
-            tx.blocking_send(encoded).is_ok()
+    let mut stored = Vec::new();
+    let send = |batch: &mut WriteBatch,
+                series_done: &mut usize,
+                indexed: &mut Vec<Arc<MemSeries>>,
+                stored: &mut Vec<Arc<MemSeries>>| {
+        let encoded = Encoded {
+            batch: std::mem::take(batch),
+            series_done: std::mem::take(series_done),
+            indexed: std::mem::take(indexed),
+            now,
+            stored: std::mem::take(stored),
         };
+        tx.blocking_send(encoded).is_ok()
+    };
     for s in series {
         series_done += 1;
+        if inner.head.is_released(bucket, s.id) {
+            // Written by an earlier run of this seal, which failed after:
+            // the store holds the chunk, the head no longer does.
+            all.push(s.id);
+            for (name, value) in s.labels.pairs() {
+                postings.entry((name, value)).or_default().push(s.id);
+            }
+            continue;
+        }
         // One sealed chunk per series and bucket, from the head chunk's
         // frozen run and tail; after segments the head spilled, a chunk
         // key listing them with the rest.
@@ -260,13 +277,14 @@ fn encode_bucket(
         }
         written.chunk_bytes += bytes.len();
         batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
+        stored.push(Arc::clone(s));
         all.push(s.id);
         for (name, value) in s.labels.pairs() {
             postings.entry((name, value)).or_default().push(s.id);
         }
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
-            if !send(&mut batch, &mut series_done, &mut indexed) {
+            if !send(&mut batch, &mut series_done, &mut indexed, &mut stored) {
                 return Ok(written);
             }
             in_batch = 0;
@@ -282,12 +300,12 @@ fn encode_bucket(
         batch.put_with_options(keys::postings_key(bucket, name, value), v, &expire);
         in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
-            if !send(&mut batch, &mut series_done, &mut indexed) {
+            if !send(&mut batch, &mut series_done, &mut indexed, &mut stored) {
                 return Ok(written);
             }
             in_batch = 0;
         }
     }
-    send(&mut batch, &mut series_done, &mut indexed);
+    send(&mut batch, &mut series_done, &mut indexed, &mut stored);
     Ok(written)
 }

@@ -22,6 +22,7 @@ mod ids;
 mod labels;
 mod read;
 mod recent;
+mod released;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -42,6 +43,7 @@ use ids::IdList;
 pub use labels::SeriesLabels;
 pub use read::HeadRead;
 pub(crate) use recent::RecentSeries;
+pub(crate) use released::Released;
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
@@ -328,6 +330,28 @@ impl MemSeries {
         freed
     }
 
+    /// Drops the chunk of `bucket`, which its seal has written to the
+    /// store, and the extra samples the seal took with it (see
+    /// `released.rs`); the series stops counting as active when no chunk
+    /// is left. Returns the extra samples freed.
+    fn release(&self, bucket: i64) -> usize {
+        let mut st = self.state.lock();
+        let had = !st.chunks.is_empty();
+        st.chunks.retain(|(b, _)| *b != bucket);
+        if had && st.chunks.is_empty() {
+            self.active.fetch_sub(1, Ordering::Relaxed);
+        }
+        let mut freed = 0;
+        st.extras.retain(|r| {
+            let sealed = r.bucket == bucket && r.taken == Taken::Seal;
+            if sealed {
+                freed += r.len();
+            }
+            !sealed
+        });
+        freed
+    }
+
     /// Whether the series has samples in a bucket not yet sealed.
     pub fn is_active(&self) -> bool {
         !self.state.lock().chunks.is_empty()
@@ -501,6 +525,9 @@ pub struct Head {
     dropped: AtomicU64,
     /// The label hashes the store's `H` keys may hold.
     stored_hashes: HashFilter,
+    /// Series whose chunk of a bucket being sealed is written and dropped,
+    /// per bucket (see `released.rs`): none or one.
+    released: RwLock<Vec<Arc<Released>>>,
 }
 
 impl Head {
@@ -520,6 +547,7 @@ impl Head {
             shared_hashes: Mutex::new(FxHashMap::default()),
             dropped: AtomicU64::new(0),
             stored_hashes: HashFilter::default(),
+            released: RwLock::new(Vec::new()),
         }
     }
 
@@ -756,6 +784,9 @@ impl Head {
     pub fn mark_sealed(&self, bucket: i64) -> usize {
         self.sealed_through.fetch_max(bucket, Ordering::AcqRel);
         self.begin_seal(bucket);
+        // After `sealed_through`: a read that no longer finds a released
+        // series reads the bucket from the store as a sealed one.
+        self.released.write().retain(|r| r.bucket > bucket);
         let mut freed = 0;
         let mut idle = Vec::new();
         for s in self.all_series() {
@@ -766,6 +797,49 @@ impl Head {
         }
         self.extra_freed(freed);
         self.drop_idle(idle)
+    }
+
+    /// The seal of `bucket` has written the chunks of `series` (durably):
+    /// drops them from the head, noting each series as released (see
+    /// `released.rs`).
+    pub(crate) fn release_sealed(&self, bucket: i64, series: &[Arc<MemSeries>]) {
+        if series.is_empty() {
+            return;
+        }
+        let set = {
+            let mut sets = self.released.write();
+            match sets.iter().find(|r| r.bucket == bucket) {
+                Some(r) => Arc::clone(r),
+                None => {
+                    let r = Arc::new(Released::new(bucket, self.next_series_id()));
+                    sets.push(Arc::clone(&r));
+                    r
+                }
+            }
+        };
+        let mut freed = 0;
+        for s in series {
+            // A series beyond the set's size (none: the seal walks the
+            // series there were when it began) keeps its chunk until the
+            // checkpoint.
+            if set.insert(s.id) {
+                freed += s.release(bucket);
+            }
+        }
+        self.extra_freed(freed);
+    }
+
+    /// Whether the chunk of series `id` in `bucket` is written and released.
+    pub(crate) fn is_released(&self, bucket: i64, id: u64) -> bool {
+        self.released
+            .read()
+            .iter()
+            .any(|r| r.bucket == bucket && r.contains(id))
+    }
+
+    /// The sets of released series, for a read.
+    pub(crate) fn released_sets(&self) -> Vec<Arc<Released>> {
+        self.released.read().clone()
     }
 
     /// Drops every series with nothing but its labels in the head (after
@@ -876,6 +950,12 @@ impl Head {
                 m.index += value.len() + ids.heap_bytes();
             }
         }
+        m.index += self
+            .released
+            .read()
+            .iter()
+            .map(|r| r.heap_bytes())
+            .sum::<usize>();
         m
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use strata_codec::Matcher;
 
-use super::{Head, HeadChunk, MemSeries};
+use super::{Head, HeadChunk, MemSeries, Released};
 use crate::postings::{combine, union, MatcherSet};
 use strata_codec::threads::available as available_threads;
 
@@ -89,6 +89,10 @@ pub struct HeadRead {
     /// where a timestamp is also found elsewhere.
     pub extra_ts: Vec<i64>,
     pub extra_vs: Vec<f64>,
+    /// Buckets in the range whose samples of this series a seal under way
+    /// has written to the store and the head has dropped (see
+    /// `released.rs`): read from the store's chunk keys.
+    pub released: Vec<i64>,
 }
 
 impl Head {
@@ -108,21 +112,70 @@ impl Head {
             mint,
             maxt,
         };
-        read_series_ranges(&self.series_for(&self.select_ids(matchers)), range)
+        let released = self.released_sets();
+        let released: Vec<&Released> = released
+            .iter()
+            .map(|r| &**r)
+            .filter(|r| range.holds(r.bucket))
+            .collect();
+        read_series_ranges(
+            &self.series_for(&self.select_ids(matchers)),
+            range,
+            &released,
+        )
+    }
+
+    /// Whether the head holds samples of series `s` in [mint, maxt], from
+    /// buckets after `sealed_through`; a bucket whose chunk a seal under
+    /// way has released counts as a whole.
+    pub(crate) fn overlaps(
+        &self,
+        s: &MemSeries,
+        sealed_through: i64,
+        bucket_ms: i64,
+        mint: i64,
+        maxt: i64,
+    ) -> bool {
+        let range = HeadRange {
+            sealed_through,
+            bucket_ms,
+            mint,
+            maxt,
+        };
+        s.overlaps(range)
+            || self
+                .released
+                .read()
+                .iter()
+                .any(|r| range.holds(r.bucket) && r.contains(s.id))
+    }
+}
+
+impl HeadRange {
+    /// Whether bucket `b` is after `sealed_through` and overlaps the range.
+    fn holds(&self, b: i64) -> bool {
+        let start = b.saturating_mul(self.bucket_ms);
+        let end = start.saturating_add(self.bucket_ms - 1);
+        b > self.sealed_through && end >= self.mint && start <= self.maxt
     }
 }
 
 /// [`Head::read_ranges`] over `series`, in their order. Many series are
 /// split into contiguous runs, one thread each: decoding is independent per
 /// series.
-fn read_series_ranges(series: &[Arc<MemSeries>], range: HeadRange) -> Vec<HeadRead> {
+fn read_series_ranges(
+    series: &[Arc<MemSeries>],
+    range: HeadRange,
+    released: &[&Released],
+) -> Vec<HeadRead> {
     let read_all = |part: &[Arc<MemSeries>]| -> Vec<HeadRead> {
         part.iter()
             .filter_map(|s| {
-                let read = s.read_range(range)?;
+                let read = s.read_range(range, released)?;
                 (!read.timestamps.is_empty()
                     || !read.spilled.is_empty()
-                    || !read.extra_ts.is_empty())
+                    || !read.extra_ts.is_empty()
+                    || !read.released.is_empty())
                 .then_some(read)
             })
             .collect()
@@ -145,22 +198,25 @@ fn read_series_ranges(series: &[Arc<MemSeries>], range: HeadRange) -> Vec<HeadRe
 
 impl MemSeries {
     /// This series' head samples in `range`, from the buckets after
-    /// `range.sealed_through`; `None` when no such bucket overlaps it.
-    fn read_range(&self, range: HeadRange) -> Option<HeadRead> {
+    /// `range.sealed_through`, and which of those buckets `released` (the
+    /// sets in the range) says the store holds instead; `None` when no such
+    /// bucket overlaps it.
+    fn read_range(&self, range: HeadRange, released: &[&Released]) -> Option<HeadRead> {
         let st = self.state.lock();
-        let in_range = |b: i64| {
-            let start = b.saturating_mul(range.bucket_ms);
-            let end = start.saturating_add(range.bucket_ms - 1);
-            b > range.sealed_through && end >= range.mint && start <= range.maxt
-        };
         let buckets: Vec<&(i64, HeadChunk)> =
-            st.chunks.iter().filter(|(b, _)| in_range(*b)).collect();
+            st.chunks.iter().filter(|(b, _)| range.holds(*b)).collect();
+        // Under the lock: a chunk is dropped after its bit is set.
+        let released: Vec<i64> = released
+            .iter()
+            .filter(|r| r.contains(self.id) && !st.chunks.iter().any(|(b, _)| *b == r.bucket))
+            .map(|r| r.bucket)
+            .collect();
         let (extra_ts, extra_vs) = if st.extras.is_empty() {
             (Vec::new(), Vec::new())
         } else {
             super::extra::merged(st.extras.iter(), range.mint, range.maxt)
         };
-        if buckets.is_empty() && extra_ts.is_empty() {
+        if buckets.is_empty() && extra_ts.is_empty() && released.is_empty() {
             return None;
         }
         let spilled = buckets
@@ -188,17 +244,19 @@ impl MemSeries {
             spilled,
             extra_ts,
             extra_vs,
+            released,
         })
     }
 
-    /// Whether the head holds samples of this series in [mint, maxt].
-    pub fn overlaps(&self, sealed_through: i64, bucket_ms: i64, mint: i64, maxt: i64) -> bool {
+    /// Whether the head holds samples of this series in the range.
+    fn overlaps(&self, range: HeadRange) -> bool {
+        let (mint, maxt) = (range.mint, range.maxt);
         let st = self.state.lock();
         st.chunks.iter().any(|(b, c)| {
-            *b > sealed_through
+            *b > range.sealed_through
                 && c.first_t().is_some_and(|f| f <= maxt)
                 && c.last_t().is_some_and(|l| l >= mint)
-                && b.saturating_mul(bucket_ms) <= maxt
+                && b.saturating_mul(range.bucket_ms) <= maxt
         }) || st.extras.iter().any(|r| {
             let from = r.ts.partition_point(|&t| t < mint);
             r.ts.get(from).is_some_and(|&t| t <= maxt)
