@@ -44,6 +44,7 @@ fn batch() -> LogRecord {
     LogRecord {
         new_series,
         samples,
+        exemplars: Vec::new(),
     }
 }
 
@@ -56,6 +57,7 @@ fn bench_log_record(c: &mut Criterion) {
     let sample_only = LogRecord {
         new_series: vec![],
         samples: rec.samples.clone(),
+        exemplars: Vec::new(),
     };
     let mut so = Vec::new();
     sample_only.encode(&mut so);

@@ -11,6 +11,7 @@ pub mod bits;
 pub mod chunk;
 pub mod clock;
 pub mod error;
+pub mod exemplar;
 pub mod labels;
 pub mod log_record;
 pub mod merge;
@@ -22,8 +23,9 @@ pub mod varint;
 
 pub use chunk::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter, XorChunk};
 pub use error::CodecError;
+pub use exemplar::{decode_exemplars, encode_exemplars, Exemplar, ExemplarProblem};
 pub use labels::{labels_eq, Label, LabelPairs, MatchOp, Matcher, MatcherError};
-pub use log_record::{LogRecord, LogSample, NewSeries};
+pub use log_record::{LogExemplar, LogRecord, LogSample, NewSeries};
 pub use sealed::{
     chunk_len_hint, decode_chunk_range_into, encode_sealed, encode_sealed_with, SealScratch,
 };

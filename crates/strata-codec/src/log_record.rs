@@ -6,14 +6,19 @@
 //! samples (series ids and timestamps as zig-zag deltas from the previous
 //! sample, values as a zig-zag varint when they are small integers and as 8
 //! raw bytes otherwise), then a CRC-32 of everything before it. Varints are
-//! LEB128.
+//! LEB128. A record with exemplars is version 2: after the samples, the
+//! exemplars (series ids as zig-zag deltas, each exemplar as `exemplar.rs`
+//! encodes it); one without is written as version 1, as before them.
 
+use crate::exemplar::Exemplar;
 use crate::labels::Label;
 use crate::varint::{put_uvarint, put_uvarint_flagged, unzigzag, zigzag, Decbuf};
 use crate::CodecError;
 
-/// The format version this build writes and reads.
+/// The format version of a record without exemplars.
 const VERSION: u8 = 1;
+/// The format version of a record with exemplars.
+const VERSION_EXEMPLARS: u8 = 2;
 
 /// Bytes of the checksum trailer.
 const CRC_LEN: usize = 4;
@@ -33,11 +38,19 @@ pub struct LogSample {
     pub v: f64,
 }
 
+/// One exemplar of the batch, with the series it belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogExemplar {
+    pub series: u64,
+    pub exemplar: Exemplar,
+}
+
 /// The log record of one write batch. Every `f64` round-trips bit for bit.
 #[derive(Default, Clone, Debug, PartialEq)]
 pub struct LogRecord {
     pub new_series: Vec<NewSeries>,
     pub samples: Vec<LogSample>,
+    pub exemplars: Vec<LogExemplar>,
 }
 
 impl LogRecord {
@@ -54,7 +67,11 @@ impl LogRecord {
             1 + 20 + 12 * self.new_series.len() + labels_len + 14 * self.samples.len() + CRC_LEN,
         );
 
-        out.push(VERSION);
+        out.push(if self.exemplars.is_empty() {
+            VERSION
+        } else {
+            VERSION_EXEMPLARS
+        });
         put_uvarint(out, self.new_series.len() as u64);
         let mut prev_id = 0u64;
         for s in &self.new_series {
@@ -86,6 +103,17 @@ impl LogRecord {
             }
         }
 
+        if !self.exemplars.is_empty() {
+            put_uvarint(out, self.exemplars.len() as u64);
+            let (mut prev_series, mut prev_t) = (0u64, 0i64);
+            for e in &self.exemplars {
+                put_uvarint(out, zigzag(e.series.wrapping_sub(prev_series) as i64));
+                prev_series = e.series;
+                e.exemplar.encode(prev_t, out);
+                prev_t = e.exemplar.t;
+            }
+        }
+
         let crc = crc32fast::hash(out.get(start..).unwrap_or_default());
         out.extend_from_slice(&crc.to_be_bytes());
     }
@@ -94,7 +122,7 @@ impl LogRecord {
     /// (truncation, flipped bits, trailing bytes) is an error.
     pub fn decode(bytes: &[u8]) -> Result<LogRecord, CodecError> {
         let (&version, _) = bytes.split_first().ok_or(CodecError::Truncated)?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_EXEMPLARS {
             return Err(CodecError::BadVersion(version));
         }
         let (covered, crc) = bytes
@@ -147,6 +175,23 @@ impl LogRecord {
             samples.push(LogSample { series, t, v });
         }
 
+        let mut exemplars = Vec::new();
+        if version == VERSION_EXEMPLARS {
+            // Each takes at least 11 bytes (series, time, value, labels).
+            let n = d.length_prefix(11);
+            exemplars.reserve(n);
+            let (mut series, mut t) = (0u64, 0i64);
+            for _ in 0..n {
+                series = series.wrapping_add(unzigzag(d.uvarint()) as u64);
+                let exemplar = Exemplar::decode(&mut d, t);
+                if d.err().is_some() {
+                    break;
+                }
+                t = exemplar.t;
+                exemplars.push(LogExemplar { series, exemplar });
+            }
+        }
+
         if d.remaining() != 0 {
             d.fail(CodecError::Corrupt("trailing bytes in log record"));
         }
@@ -154,6 +199,7 @@ impl LogRecord {
         Ok(LogRecord {
             new_series,
             samples,
+            exemplars,
         })
     }
 }
@@ -222,6 +268,7 @@ mod tests {
                     v: -123_456.0,
                 },
             ],
+            exemplars: Vec::new(),
         }
     }
 
@@ -243,6 +290,45 @@ mod tests {
         rec.encode(&mut out);
         let got = LogRecord::decode(out.get(1..).unwrap()).unwrap();
         assert_bits_eq(&rec, &got);
+    }
+
+    #[test]
+    fn exemplars_make_a_version_2_record() {
+        let mut rec = sample_record();
+        let mut v1 = Vec::new();
+        rec.encode(&mut v1);
+        assert_eq!(v1.first(), Some(&VERSION));
+        rec.exemplars = vec![
+            LogExemplar {
+                series: 7,
+                exemplar: Exemplar {
+                    labels: vec![Label::new("trace_id", "abc123")],
+                    t: 1_700_000_000_000,
+                    v: 1.0,
+                },
+            },
+            LogExemplar {
+                series: 3,
+                exemplar: Exemplar {
+                    labels: vec![],
+                    t: 1_699_999_999_000,
+                    v: f64::NAN,
+                },
+            },
+        ];
+        let mut v2 = Vec::new();
+        rec.encode(&mut v2);
+        assert_eq!(v2.first(), Some(&VERSION_EXEMPLARS));
+        let got = LogRecord::decode(&v2).unwrap();
+        assert_bits_eq(&rec, &got);
+        assert_eq!(got.exemplars.len(), 2);
+        for (a, b) in rec.exemplars.iter().zip(&got.exemplars) {
+            assert_eq!(a.series, b.series);
+            assert!(a.exemplar.same_as(&b.exemplar));
+        }
+        for cut in 0..v2.len() {
+            assert!(LogRecord::decode(v2.get(..cut).unwrap()).is_err());
+        }
     }
 
     #[test]
@@ -275,8 +361,8 @@ mod tests {
         sample_record().encode(&mut out);
         assert_eq!(LogRecord::decode(&[]), Err(CodecError::Truncated));
         assert_eq!(
-            LogRecord::decode(&[2, 0, 0, 0, 0]),
-            Err(CodecError::BadVersion(2))
+            LogRecord::decode(&[3, 0, 0, 0, 0]),
+            Err(CodecError::BadVersion(3))
         );
         let mut flipped = out.clone();
         if let Some(b) = flipped.get_mut(5) {

@@ -20,6 +20,7 @@ fn record(n_series: u64, n_samples: u64, seed: u64) -> LogRecord {
                 v: f64::from_bits(seed.wrapping_mul(i + 1)),
             })
             .collect(),
+        exemplars: Vec::new(),
     }
 }
 

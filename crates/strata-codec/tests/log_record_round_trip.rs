@@ -6,13 +6,13 @@
 mod support;
 
 use proptest::prelude::*;
-use strata_codec::{Label, LogRecord, LogSample, NewSeries};
+use strata_codec::{Exemplar, Label, LogExemplar, LogRecord, LogSample, NewSeries};
 
 pub fn records() -> impl Strategy<Value = LogRecord> {
     let label = ("[a-z_]{1,12}", ".{0,20}").prop_map(|(n, v)| Label::new(n, v));
     let series = (
         prop_oneof![0u64..1000, any::<u64>()],
-        prop::collection::vec(label, 0..6),
+        prop::collection::vec(label.clone(), 0..6),
     )
         .prop_map(|(id, labels)| NewSeries { id, labels });
     let sample = (
@@ -29,13 +29,29 @@ pub fn records() -> impl Strategy<Value = LogRecord> {
             t,
             v: f64::from_bits(v),
         });
+    let exemplar = (
+        prop_oneof![0u64..1000, any::<u64>()],
+        any::<i64>(),
+        any::<u64>(),
+        prop::collection::vec(label.clone(), 0..3),
+    )
+        .prop_map(|(series, t, v, labels)| LogExemplar {
+            series,
+            exemplar: Exemplar {
+                labels,
+                t,
+                v: f64::from_bits(v),
+            },
+        });
     (
         prop::collection::vec(series, 0..10),
         prop::collection::vec(sample, 0..200),
+        prop::collection::vec(exemplar, 0..4),
     )
-        .prop_map(|(new_series, samples)| LogRecord {
+        .prop_map(|(new_series, samples, exemplars)| LogRecord {
             new_series,
             samples,
+            exemplars,
         })
 }
 
@@ -53,5 +69,12 @@ proptest! {
             r.samples.iter().map(|s| (s.series, s.t, s.v.to_bits())).collect()
         };
         prop_assert_eq!(bits(&got), bits(&rec));
+        let exemplars = |r: &LogRecord| -> Vec<(u64, i64, u64, Vec<Label>)> {
+            r.exemplars
+                .iter()
+                .map(|e| (e.series, e.exemplar.t, e.exemplar.v.to_bits(), e.exemplar.labels.clone()))
+                .collect()
+        };
+        prop_assert_eq!(exemplars(&got), exemplars(&rec));
     }
 }
