@@ -331,6 +331,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
             current.push(IngestSeries {
                 labels: Arc::clone(&s.labels),
                 samples: vec![(t, v)],
+                exemplars: Vec::new(),
             });
             if current.len() == SAMPLES_PER_REQUEST {
                 requests.push(std::mem::replace(
@@ -529,6 +530,7 @@ fn scrape(sims: &mut [SimSeries], t: i64) -> Vec<Request> {
         .map(|(i, s)| IngestSeries {
             labels: Arc::clone(&s.labels),
             samples: vec![(t, s.next_value(i % SERIES_PER_HOST))],
+            exemplars: Vec::new(),
         })
         .collect::<Vec<_>>()
         .chunks(SAMPLES_PER_REQUEST)

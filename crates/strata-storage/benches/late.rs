@@ -57,6 +57,7 @@ fn hour_request(start: i64) -> Vec<IngestSeries> {
                     (t, (v * 100.0).round() / 100.0)
                 })
                 .collect(),
+            exemplars: Vec::new(),
         })
         .collect()
 }
@@ -139,6 +140,7 @@ async fn main() {
     let marker = IngestSeries {
         labels: vec![Label::new("__name__", "marker")],
         samples: (0..HOURS).map(|h| (first + h * HOUR, 1.0)).collect(),
+        exemplars: Vec::new(),
     };
     db.write(vec![marker], Durability::Applied).await.unwrap();
     db.seal_due_now().await.unwrap();

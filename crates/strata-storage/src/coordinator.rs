@@ -13,12 +13,12 @@ use std::sync::Arc;
 
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::{WriteBatch, WriteHandle};
-use strata_codec::{LabelPairs, LogRecord, LogSample, NewSeries};
+use strata_codec::{Exemplar, LabelPairs, LogExemplar, LogRecord, LogSample, NewSeries};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::StorageError;
-use crate::head::{AppendPolicy, MemSeries, Rejection};
+use crate::head::{AppendPolicy, ExemplarAdded, MemSeries, Rejection};
 use crate::keys;
 use crate::sealer::{self, SealJob};
 use crate::shared::Shared;
@@ -32,6 +32,8 @@ pub struct ResolvedSeries {
     /// coordinator in one buffer. The decoder's per-series vectors are
     /// freed by the request's own thread, where freeing is cheap.
     pub samples: std::ops::Range<usize>,
+    /// Its exemplars, usually none.
+    pub exemplars: Vec<Exemplar>,
 }
 
 /// A write request as the coordinator queues it.
@@ -51,6 +53,12 @@ pub struct WriteOutcome {
     /// The first rejected sample: its series and why.
     pub first_rejection: Option<(String, Rejection)>,
     pub new_series: usize,
+    /// Exemplars stored (a retry's, already held, count too).
+    pub exemplars: usize,
+    /// Exemplars not stored: in a bucket already sealed, older than the
+    /// series' newest by more than the out-of-order window, or with the
+    /// store turned off (`max_exemplars` 0).
+    pub exemplars_refused: usize,
 }
 
 pub(crate) type Reply = Result<(WriteOutcome, Option<WriteHandle>), StorageError>;
@@ -217,6 +225,9 @@ impl Coordinator {
         let mut extra = 0;
         self.record.new_series.clear();
         self.record.samples.clear();
+        self.record.exemplars.clear();
+        let exemplar_window = self.inner.settings.late_window_ms().unwrap_or(0);
+        let open_from = first_open.saturating_mul(bucket_ms);
         let mut batch = WriteBatch::new();
         let mut outcomes = Vec::with_capacity(group.len());
         let mut touched: Vec<i64> = Vec::new();
@@ -247,7 +258,37 @@ impl Coordinator {
                     r = append(&s, samples);
                 }
                 extra += r.extra;
-                if samples.len() > before && !s.logged.swap(true, Ordering::AcqRel) {
+                let exemplars_before = self.record.exemplars.len();
+                for e in &rs.exemplars {
+                    // Those of sealed buckets would not outlive the ring:
+                    // their bucket's exemplars are written already.
+                    let added = if e.t < open_from {
+                        ExemplarAdded::OutOfOrder
+                    } else {
+                        self.inner.head.exemplars().add(s.id, e, exemplar_window)
+                    };
+                    match added {
+                        ExemplarAdded::Stored => {
+                            out.exemplars += 1;
+                            self.record.exemplars.push(LogExemplar {
+                                series: s.id,
+                                exemplar: e.clone(),
+                            });
+                            let b = e.t.div_euclid(bucket_ms);
+                            if !touched.contains(&b) {
+                                touched.push(b);
+                            }
+                        }
+                        ExemplarAdded::Duplicate => out.exemplars += 1,
+                        ExemplarAdded::OutOfOrder | ExemplarAdded::Disabled => {
+                            out.exemplars_refused += 1;
+                        }
+                    }
+                }
+                let samples = &self.record.samples;
+                let logs_series =
+                    samples.len() > before || self.record.exemplars.len() > exemplars_before;
+                if logs_series && !s.logged.swap(true, Ordering::AcqRel) {
                     self.record.new_series.push(NewSeries {
                         id: s.id,
                         labels: s.labels.to_labels(),
@@ -281,7 +322,7 @@ impl Coordinator {
             outcomes.iter().map(|o| o.rejected).sum(),
         );
 
-        let result = if self.record.samples.is_empty() {
+        let result = if self.record.samples.is_empty() && self.record.exemplars.is_empty() {
             Ok(self.last_handle.clone())
         } else {
             self.encoded.clear();

@@ -28,6 +28,10 @@ pub const BLOCK_CHUNK: u8 = b'B';
 pub const BLOCK_POSTINGS: u8 = b'P';
 /// A compacted block's late-series markers, laid out as a bucket's `J` keys.
 pub const BLOCK_LATE: u8 = b'K';
+/// A series' exemplars in a sealed bucket: `E | bucket i64 | series id
+/// u64`, valued with the list (`strata_codec::encode_exemplars`). Apart
+/// from the chunks: compaction leaves them as they are.
+pub const EXEMPLARS: u8 = b'E';
 
 /// Separates a label name from its value in a postings key; never part of
 /// valid UTF-8.
@@ -264,6 +268,26 @@ pub fn late_key_parts(key: &[u8]) -> Option<(Span, u64)> {
         _ => return None,
     };
     Some((span, read_u64(key.get(9..17)?)?))
+}
+
+/// `E | bucket`: the prefix of the exemplar keys of one sealed bucket.
+pub fn exemplar_prefix(bucket: i64) -> Vec<u8> {
+    span_key(EXEMPLARS, Span::Bucket(bucket), 17)
+}
+
+/// `E | bucket | series`.
+pub fn exemplar_key(bucket: i64, series: u64) -> Vec<u8> {
+    let mut k = exemplar_prefix(bucket);
+    k.extend_from_slice(&series.to_be_bytes());
+    k
+}
+
+/// `(bucket, series)` of an exemplar key.
+pub fn exemplar_key_parts(key: &[u8]) -> Option<(i64, u64)> {
+    if key.len() != 17 || key.first() != Some(&EXEMPLARS) {
+        return None;
+    }
+    Some((read_i64(key.get(1..9)?)?, read_u64(key.get(9..17)?)?))
 }
 
 /// `I | bucket` (`P | block`): the prefix of every postings key of one span.

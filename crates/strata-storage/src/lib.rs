@@ -15,6 +15,7 @@ mod cache;
 mod compact;
 mod coordinator;
 pub mod error;
+mod exemplars;
 #[cfg(any(test, feature = "test-util"))]
 pub mod faults;
 mod follower_store;
@@ -51,6 +52,7 @@ pub use cache::CacheUsage;
 pub use compact::CompactPass;
 pub use coordinator::{ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
+pub use exemplars::SeriesExemplars;
 #[cfg(any(test, feature = "test-util"))]
 pub use faults::{Fault, Faults, FaultyStore, Op, When};
 pub use head::{tenant_of, Rejection, TENANT_LABEL};
@@ -95,4 +97,7 @@ pub struct WriteLimits {
 pub struct IngestSeries<L = Vec<Label>> {
     pub labels: L,
     pub samples: Vec<(i64, f64)>,
+    /// Exemplars of the series (any order): kept in the head's bounded
+    /// ring, logged, and written to the store with their bucket.
+    pub exemplars: Vec<strata_codec::Exemplar>,
 }

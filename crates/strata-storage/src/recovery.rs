@@ -215,6 +215,16 @@ impl LogFollower {
             for ns in std::mem::take(&mut record.new_series) {
                 head.insert_recovered(ns.id, ns.labels, NOT_WRITTEN);
             }
+            // Exemplars of unsealed buckets (those of sealed ones are in
+            // the store), each keeping its record until its bucket is.
+            for e in std::mem::take(&mut record.exemplars) {
+                let b = e.exemplar.t.div_euclid(self.bucket_ms);
+                if b >= first_open {
+                    head.exemplars().add(e.series, &e.exemplar, i64::MAX);
+                    let first_seq = self.open_buckets.entry(b).or_insert(seq);
+                    *first_seq = (*first_seq).min(seq);
+                }
+            }
             pending.push((seq, record));
             if pending.len() >= RECORDS_PER_APPLY {
                 applied += self.apply_all(&pending, db, head, &policy).await?;
@@ -513,6 +523,7 @@ pub(crate) async fn recover(
     let started = std::time::Instant::now();
     let cp = read_checkpoint(db).await?;
     let head = Head::new(cp.next_series_id, cp.sealed_through);
+    head.exemplars().set_capacity(settings.max_exemplars);
     let sealed_through = cp.sealed_through.unwrap_or(NONE_SEALED);
     let spilled = restore_spilled(db, &head, sealed_through).await?;
     let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms(), writer);

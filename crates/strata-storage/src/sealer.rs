@@ -132,6 +132,8 @@ pub(crate) async fn seal(
         return Err(e);
     }
 
+    let exemplars = write_exemplars(&inner, &db, bucket).await?;
+
     // Late samples of older buckets logged before this seal began are
     // written before the checkpoint lets their log records go.
     crate::late::flush(&inner, &db).await?;
@@ -164,10 +166,43 @@ pub(crate) async fn seal(
         index_bytes = written.index_bytes,
         log_records_deleted = deleted,
         series_dropped = dropped,
+        exemplars,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "sealed bucket"
     );
     Ok(())
+}
+
+/// Writes the head's exemplars of `bucket` to its `E` keys, before the
+/// checkpoint lets the log records that carry them go; returns how many.
+async fn write_exemplars(
+    inner: &Shared,
+    db: &slatedb::Db,
+    bucket: i64,
+) -> Result<usize, StorageError> {
+    let bucket_ms = inner.settings.bucket_ms();
+    let start = bucket.saturating_mul(bucket_ms);
+    let end = start.saturating_add(bucket_ms - 1);
+    let mut by_series: Vec<(u64, Vec<strata_codec::Exemplar>)> = inner
+        .head
+        .exemplars()
+        .select(start, end, |_| true)
+        .into_iter()
+        .collect();
+    by_series.sort_unstable_by_key(|(id, _)| *id);
+    let expire = inner.span_ttl(bucket);
+    let mut written = 0;
+    for part in by_series.chunks(KEYS_PER_BATCH) {
+        let mut batch = WriteBatch::new();
+        for (id, list) in part {
+            let mut value = Vec::new();
+            strata_codec::encode_exemplars(list, &mut value);
+            batch.put_with_options(keys::exemplar_key(bucket, *id), value, &expire);
+            written += list.len();
+        }
+        write_durably(db, batch).await?;
+    }
+    Ok(written)
 }
 
 /// Writes `batch` and waits until its WAL is in the object store, so a seal

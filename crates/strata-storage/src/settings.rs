@@ -115,6 +115,11 @@ pub struct StorageSettings {
     /// and then stays at this size. Reader nodes size theirs with
     /// `reader.memory_cache_bytes`.
     pub memory_cache_bytes: u64,
+    /// Most exemplars the head keeps, all series together (Prometheus'
+    /// `max_exemplars`); the oldest go first. Each bucket's exemplars are
+    /// also written to the store at its seal and kept for the retention.
+    /// 0 stores none.
+    pub max_exemplars: usize,
 }
 
 impl Default for StorageSettings {
@@ -137,6 +142,7 @@ impl Default for StorageSettings {
             write_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(10),
             memory_cache_bytes: 256 << 20,
+            max_exemplars: crate::head::DEFAULT_MAX_EXEMPLARS,
         }
     }
 }

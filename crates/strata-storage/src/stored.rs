@@ -127,10 +127,11 @@ pub(crate) async fn drop_stored(
                 }
             }
         }
-        if kept.len() > at {
+        if kept.len() > at || !rs.exemplars.is_empty() {
             out.push(ResolvedSeries {
                 series: rs.series,
                 samples: at..kept.len(),
+                exemplars: rs.exemplars,
             });
         }
     }

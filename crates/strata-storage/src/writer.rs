@@ -139,9 +139,9 @@ impl Writer {
         // Series this request activates, per tenant, on top of the count.
         let mut activated: rustc_hash::FxHashMap<String, usize> = Default::default();
         let mut new_series = 0;
-        let kept: Vec<IngestSeries<L>> = series
+        let mut kept: Vec<IngestSeries<L>> = series
             .into_iter()
-            .filter(|s| !s.samples.is_empty())
+            .filter(|s| !s.samples.is_empty() || !s.exemplars.is_empty())
             .collect();
         let known = head.get_many(kept.iter().map(|s| &s.labels));
         // Label sets the head does not hold: the store may know them (a
@@ -160,7 +160,7 @@ impl Writer {
         let mut resolved = Vec::with_capacity(kept.len());
         let mut fresh = Vec::with_capacity(kept.len());
         let mut samples = Vec::with_capacity(kept.iter().map(|s| s.samples.len()).sum());
-        for (s, known) in kept.iter().zip(known) {
+        for (s, known) in kept.iter_mut().zip(known) {
             let stored_id = if known.is_none() {
                 stored.next().flatten()
             } else {
@@ -190,6 +190,7 @@ impl Writer {
             resolved.push(ResolvedSeries {
                 series: m,
                 samples: at..samples.len(),
+                exemplars: std::mem::take(&mut s.exemplars),
             });
         }
         drop(kept);

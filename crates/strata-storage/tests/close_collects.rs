@@ -61,6 +61,7 @@ async fn close_deletes_the_wal_its_final_flush_made_obsolete() {
                     Label::new("s", s.to_string()),
                 ],
                 samples: vec![(now - 60_000 + i * 1000, (i * s) as f64)],
+                exemplars: Vec::new(),
             })
             .collect();
         db.write(req, Durability::Durable).await.unwrap();

@@ -183,6 +183,7 @@ fn history(rng: &mut Rng, first: i64, from: i64, to: i64, series: u64) -> Vec<In
             (!samples.is_empty()).then(|| IngestSeries {
                 labels: labels(i),
                 samples,
+                exemplars: Vec::new(),
             })
         })
         .collect()
@@ -221,6 +222,7 @@ fn late(rng: &mut Rng, want: &Expected, first: i64, hours: i64, series: u64) -> 
             out.push(IngestSeries {
                 labels: labels(i),
                 samples,
+                exemplars: Vec::new(),
             });
         }
     }
@@ -349,6 +351,7 @@ async fn one_history(seed: u64) {
         .map(|(l, s)| IngestSeries {
             labels: l.clone(),
             samples: s.iter().map(|&(t, v)| (t, f64::from_bits(v))).collect(),
+            exemplars: Vec::new(),
         })
         .collect();
     let n: usize = resend.iter().map(|s| s.samples.len()).sum();
@@ -432,6 +435,7 @@ async fn retention_drops_whole_blocks() {
             samples: (0..2 * BLOCK_HOURS)
                 .map(|h| (first + h * HOUR + 60_000, h as f64))
                 .collect(),
+            exemplars: Vec::new(),
         })
         .collect();
     db.write(req, Durability::Applied).await.unwrap();
@@ -661,6 +665,7 @@ async fn an_extension_with_only_new_series() {
                 .clone()
                 .map(|h| (first + h * HOUR + 1_000, i as f64))
                 .collect(),
+            exemplars: Vec::new(),
         })
         .collect()
     };

@@ -80,6 +80,7 @@ fn request(stream: usize, t0: i64, seq: u64) -> Vec<IngestSeries> {
         .map(|i| IngestSeries {
             labels: labels(STREAMS[stream], i),
             samples: vec![(t, value(stream, seq, i))],
+            exemplars: Vec::new(),
         })
         .collect()
 }
@@ -415,6 +416,7 @@ fn child_churn() {
                 .map(|pod| IngestSeries {
                     labels: pod_labels(generation, pod),
                     samples: vec![(t, pod_value(generation, pod, t))],
+                    exemplars: Vec::new(),
                 })
                 .collect();
             let out = db.write(request, Durability::Durable).await.unwrap();

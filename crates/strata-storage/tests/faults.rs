@@ -61,6 +61,7 @@ fn request(stream: &str, t: i64) -> Vec<IngestSeries> {
                 Label::new("stream", stream),
             ],
             samples: vec![(t, value(stream, t, i))],
+            exemplars: Vec::new(),
         })
         .collect()
 }
@@ -409,6 +410,7 @@ async fn sealed_store(clock: &Arc<ManualClock>, t0: i64) -> (Arc<dyn ObjectStore
             samples: (0..120)
                 .map(|k| (t0 + k * 30_000, ((i * 7919 + k * 104_729) % 100_003) as f64))
                 .collect(),
+            exemplars: Vec::new(),
         })
         .collect();
     db.write(pad, Durability::Applied).await.unwrap();

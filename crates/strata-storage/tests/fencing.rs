@@ -35,6 +35,7 @@ fn write_of(writer: &str, t: i64, v: f64) -> Vec<IngestSeries> {
                 Label::new("writer", writer),
             ],
             samples: vec![(t, v + f64::from(i))],
+            exemplars: Vec::new(),
         })
         .collect()
 }

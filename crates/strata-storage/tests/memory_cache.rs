@@ -35,6 +35,7 @@ fn data(t0: i64) -> Vec<IngestSeries> {
                     (t0 + i64::from(k) * 15_000, v.round())
                 })
                 .collect(),
+            exemplars: Vec::new(),
         })
         .collect()
 }

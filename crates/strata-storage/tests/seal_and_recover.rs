@@ -27,6 +27,7 @@ fn series(job: &str, instance: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
             Label::new("job", job),
         ],
         samples,
+        exemplars: Vec::new(),
     }
 }
 
@@ -150,6 +151,7 @@ async fn seal_then_recover_round_trip() {
         .map(|s| IngestSeries {
             labels: s.labels.clone(),
             samples: s.samples[100..160].to_vec(),
+            exemplars: Vec::new(),
         })
         .collect();
     let out = db.write(retry, Durability::Applied).await.unwrap();
@@ -272,6 +274,7 @@ async fn sealed_scan_selects_exactly() {
                 Label::new("parity", if i % 3 == 0 { "three" } else { "other" }),
             ],
             samples: vec![(t0 + i, i as f64)],
+            exemplars: Vec::new(),
         })
         .collect();
     db.write(data, Durability::Applied).await.unwrap();
@@ -394,6 +397,7 @@ async fn a_backlog_seals_bucket_after_bucket_without_waiting_for_checks() {
             samples: (0..hours * 60)
                 .map(|m| (t0 + m * 60_000, (i * 1000 + m) as f64))
                 .collect(),
+            exemplars: Vec::new(),
         })
         .collect();
     db.write(data.clone(), Durability::Applied).await.unwrap();
@@ -502,6 +506,7 @@ async fn write_parts(db: &Writer, data: &[IngestSeries], parts: std::ops::Range<
             .map(|s| IngestSeries {
                 labels: s.labels.clone(),
                 samples: s.samples[part * 60..(part + 1) * 60].to_vec(),
+                exemplars: Vec::new(),
             })
             .collect();
         let out = db.write(req, Durability::Applied).await.unwrap();
@@ -548,6 +553,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
         .map(|s| IngestSeries {
             labels: s.labels.clone(),
             samples: s.samples[..480].to_vec(),
+            exemplars: Vec::new(),
         })
         .collect();
     assert_eq!(read_all(&db).await, expected(&written), "spilled head read");
@@ -560,6 +566,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
     let retry = vec![IngestSeries {
         labels: data[3].labels.clone(),
         samples: data[3].samples[10..20].to_vec(),
+        exemplars: Vec::new(),
     }];
     let out = db.write(retry, Durability::Applied).await.unwrap();
     assert_eq!((out.appended, out.duplicates, out.rejected), (10, 0, 0));

@@ -90,6 +90,7 @@ async fn a_seal_releases_each_chunk_once_written_and_reads_miss_nothing() {
             .map(|i| IngestSeries {
                 labels: labels(i),
                 samples: f(i),
+                exemplars: Vec::new(),
             })
             .filter(|s| !s.samples.is_empty())
             .collect::<Vec<_>>()

@@ -31,6 +31,7 @@ fn series(i: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
     IngestSeries {
         labels: labels(i),
         samples,
+        exemplars: Vec::new(),
     }
 }
 

@@ -28,7 +28,11 @@ fn series(tenant: Option<&str>, i: usize, samples: Vec<(i64, f64)>) -> IngestSer
     if let Some(t) = tenant {
         labels.insert(1, Label::new(TENANT_LABEL, t));
     }
-    IngestSeries { labels, samples }
+    IngestSeries {
+        labels,
+        samples,
+        exemplars: Vec::new(),
+    }
 }
 
 #[tokio::test]

@@ -138,6 +138,7 @@ pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabel
         .map(|s| IngestSeries {
             labels: s.labels,
             samples: s.samples,
+            exemplars: Vec::new(),
         })
         .collect()
 }

@@ -16,6 +16,7 @@
 
 mod append;
 mod chunk;
+mod exemplars;
 mod extra;
 mod hash_filter;
 mod ids;
@@ -37,6 +38,7 @@ pub use append::{AppendOutcome, AppendPolicy, Rejection};
 
 pub use chunk::FREEZE_MIN_SAMPLES;
 pub(crate) use chunk::{HeadChunk, Spill};
+pub use exemplars::{ExemplarAdded, ExemplarStore, DEFAULT_MAX_EXEMPLARS};
 use extra::{ExtraRun, Extras, Taken};
 use hash_filter::HashFilter;
 use ids::IdList;
@@ -528,6 +530,8 @@ pub struct Head {
     /// Series whose chunk of a bucket being sealed is written and dropped,
     /// per bucket (see `released.rs`): none or one.
     released: RwLock<Vec<Arc<Released>>>,
+    /// Exemplars of every series, bounded in all.
+    exemplars: ExemplarStore,
 }
 
 impl Head {
@@ -548,6 +552,7 @@ impl Head {
             dropped: AtomicU64::new(0),
             stored_hashes: HashFilter::default(),
             released: RwLock::new(Vec::new()),
+            exemplars: ExemplarStore::default(),
         }
     }
 
@@ -645,6 +650,11 @@ impl Head {
         known.extend_from_slice(ids);
         known.sort_unstable();
         known.dedup();
+    }
+
+    /// The exemplars the head holds.
+    pub fn exemplars(&self) -> &ExemplarStore {
+        &self.exemplars
     }
 
     /// The cache of series dropped from the head.
