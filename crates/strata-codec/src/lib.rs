@@ -11,6 +11,7 @@ pub mod bits;
 pub mod chunk;
 pub mod clock;
 pub mod error;
+pub mod histogram;
 pub mod labels;
 pub mod log_record;
 pub mod merge;
