@@ -1,7 +1,9 @@
 //! Appending float histogram samples to an open chunk.
 
-use super::int_chunk::{check_shape_parts, frame_change, MAX_SAMPLES};
-use super::layout::{compare_buckets, expand, union_spans, Layout};
+use super::appendable::{check_shape_parts, frame_change, widen_float};
+use super::int_chunk::MAX_SAMPLES;
+use super::layout::Layout;
+use super::spans::{compare_buckets, union_spans};
 use super::types::{CounterResetHint, FloatHistogram, Span};
 use super::varbit::{put_varbit_int, XorWindow};
 use super::{AppendError, CounterResetHeader, CutReason, FloatHistogramIter, HEADER_LEN};
@@ -137,7 +139,7 @@ impl FloatHistogramChunk {
         ) else {
             return Err(cut);
         };
-        let widened = widen(h, &pos, &neg).ok_or(cut)?;
+        let widened = widen_float(h, &pos, &neg).ok_or(cut)?;
         if pos != self.layout.positive || neg != self.layout.negative {
             self.recode(&pos, &neg)?;
         }
@@ -196,8 +198,8 @@ impl FloatHistogramChunk {
         let mut it = self.iter();
         let mut h = FloatHistogram::default();
         while let Some(t) = it.next_into(&mut h) {
-            let widened =
-                widen(&h, pos, neg).ok_or(AppendError::NeedsNewChunk(CutReason::LayoutChanged))?;
+            let widened = widen_float(&h, pos, neg)
+                .ok_or(AppendError::NeedsNewChunk(CutReason::LayoutChanged))?;
             fresh.write_sample(t, &widened);
         }
         if it.err().is_some() {
@@ -298,19 +300,4 @@ impl FloatHistogramChunk {
             + field * (self.state.pos.capacity() + self.state.neg.capacity())
             + 8 * (l.positive.capacity() + l.negative.capacity() + l.custom_values.capacity())
     }
-}
-
-/// `h` with its buckets laid out by `pos` and `neg`, which cover all of
-/// its own; `None` if they do not.
-fn widen(h: &FloatHistogram, pos: &[Span], neg: &[Span]) -> Option<FloatHistogram> {
-    let mut out = h.clone();
-    if h.positive_spans != pos {
-        out.positive_buckets = expand(&h.positive_spans, &h.positive_buckets, pos)?;
-        out.positive_spans = pos.to_vec();
-    }
-    if h.negative_spans != neg {
-        out.negative_buckets = expand(&h.negative_spans, &h.negative_buckets, neg)?;
-        out.negative_spans = neg.to_vec();
-    }
-    Some(out)
 }

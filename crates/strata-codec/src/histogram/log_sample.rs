@@ -7,7 +7,8 @@
 //! the counts, the sum's 8 bytes, each side's spans and buckets, and the
 //! custom bounds. Varints are LEB128; signed ones are zig-zag mapped.
 
-use super::layout::{span_total, zero_threshold_code, zero_threshold_from_code, ZT_RAW};
+use super::layout::{zero_threshold_code, zero_threshold_from_code, ZT_RAW};
+use super::spans::span_total;
 use super::types::{CounterResetHint, FloatHistogram, Histogram, Span, CUSTOM_BUCKETS_SCHEMA};
 use crate::log_record::small_int;
 use crate::varint::{put_uvarint, put_uvarint_flagged, unzigzag, zigzag, Decbuf};
@@ -278,6 +279,74 @@ fn read_float(d: &mut Decbuf<'_>) -> f64 {
         _ => {
             d.fail(CodecError::Corrupt("float in histogram sample"));
             0.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{hist, nhcb_durations, request_durations};
+    use super::super::*;
+    use crate::varint::Decbuf;
+
+    #[test]
+    fn log_samples_round_trip() {
+        let mut samples: Vec<Histogram> = request_durations()
+            .into_iter()
+            .map(|(_, h)| h)
+            .take(3)
+            .collect();
+        samples.extend(nhcb_durations().into_iter().map(|(_, h)| h).take(2));
+        let mut odd = hist(-4, &[(-1000, 1)], &[(7, 2)], 9, f64::NAN);
+        odd.zero_threshold = 0.3;
+        odd.counter_reset_hint = CounterResetHint::Gauge;
+        samples.push(odd);
+        samples.push(Histogram::stale_marker());
+        let mut out = Vec::new();
+        for h in &samples {
+            encode_histogram_sample(h, &mut out);
+        }
+        assert_eq!(out.last(), Some(&(1 << 3)));
+        let mut d = Decbuf::new(&out);
+        for h in &samples {
+            let got = decode_histogram_sample(&mut d).unwrap();
+            assert!(got.bit_eq(h), "{got:?} != {h:?}");
+        }
+        assert_eq!(d.remaining(), 0);
+
+        let floats: Vec<FloatHistogram> = samples
+            .iter()
+            .map(|h| {
+                let mut f = h.to_float();
+                f.sum = h.sum;
+                if let Some(b) = f.positive_buckets.first_mut() {
+                    *b += 0.25;
+                }
+                f
+            })
+            .collect();
+        let mut out = Vec::new();
+        for h in &floats {
+            encode_float_histogram_sample(h, &mut out);
+        }
+        let mut d = Decbuf::new(&out);
+        for h in &floats {
+            assert!(decode_float_histogram_sample(&mut d).unwrap().bit_eq(h));
+        }
+        assert!(decode_histogram_sample(&mut Decbuf::new(&out)).is_err());
+    }
+
+    #[test]
+    fn truncated_log_samples_are_errors() {
+        let h = &request_durations()[7].1;
+        let mut out = Vec::new();
+        encode_histogram_sample(h, &mut out);
+        assert!(out.len() < 60, "{} bytes", out.len());
+        for cut in 0..out.len() {
+            assert!(
+                decode_histogram_sample(&mut Decbuf::new(&out[..cut])).is_err(),
+                "cut at {cut}"
+            );
         }
     }
 }

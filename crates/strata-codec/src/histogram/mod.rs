@@ -16,12 +16,14 @@
 //! bytes. [`encode_histogram_sample`] and [`encode_float_histogram_sample`]
 //! give one sample's compact log form. `docs/format.md` draws every layout.
 
+mod appendable;
 mod float_chunk;
 mod float_read;
 mod int_chunk;
 mod int_read;
 mod layout;
 mod log_sample;
+mod spans;
 mod types;
 mod validate;
 mod varbit;
@@ -156,6 +158,9 @@ pub enum AppendError {
     #[error("malformed histogram: {0}")]
     Malformed(&'static str),
 }
+
+#[cfg(test)]
+mod fixtures;
 
 #[cfg(test)]
 mod tests;

@@ -256,3 +256,128 @@ fn total_of_deltas(deltas: &[i64], side: Side) -> Result<u64, HistogramError> {
     }
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::hist;
+    use super::super::*;
+
+    #[test]
+    fn validate_names_the_problem() {
+        let ok = hist(3, &[(0, 5), (4, 1)], &[(1, 2)], 3, 10.0);
+        ok.validate().unwrap();
+        ok.to_float().validate().unwrap();
+
+        let mut h = ok.clone();
+        h.schema = 9;
+        assert_eq!(h.validate(), Err(HistogramError::InvalidSchema(9)));
+        let mut h = ok.clone();
+        h.positive_buckets.pop();
+        assert!(matches!(
+            h.validate(),
+            Err(HistogramError::SpansBucketsMismatch {
+                side: Side::Positive,
+                spans: 2,
+                buckets: 1
+            })
+        ));
+        let mut h = ok.clone();
+        h.positive_buckets[1] = -6;
+        assert!(matches!(
+            h.validate(),
+            Err(HistogramError::NegativeBucketCount { bucket: 2, .. })
+        ));
+        let mut h = ok.clone();
+        h.negative_spans.push(Span::new(-1, 0));
+        assert!(matches!(
+            h.validate(),
+            Err(HistogramError::SpanNegativeOffset {
+                side: Side::Negative,
+                span: 2,
+                offset: -1
+            })
+        ));
+        let mut h = ok.clone();
+        h.count += 1;
+        assert_eq!(
+            h.validate(),
+            Err(HistogramError::CountMismatch {
+                in_buckets: 11,
+                count: 12
+            })
+        );
+        h.sum = f64::NAN;
+        h.validate().unwrap();
+        h.count = 10;
+        assert_eq!(
+            h.validate(),
+            Err(HistogramError::CountNotBigEnough {
+                in_buckets: 11,
+                count: 10
+            })
+        );
+        let mut h = ok.clone();
+        h.custom_values = vec![1.0];
+        assert_eq!(
+            h.validate(),
+            Err(HistogramError::CustomValuesWithExponentialSchema(3))
+        );
+
+        let mut n = hist(CUSTOM_BUCKETS_SCHEMA, &[(0, 1), (2, 3)], &[], 0, 1.0);
+        n.custom_values = vec![0.1, 0.5];
+        n.validate().unwrap();
+        n.custom_values = vec![0.1];
+        assert_eq!(
+            n.validate(),
+            Err(HistogramError::CustomBoundsTooFew {
+                needed: 3,
+                defined: 2
+            })
+        );
+        n.custom_values = vec![0.5, 0.1];
+        assert!(matches!(
+            n.validate(),
+            Err(HistogramError::CustomBoundsNotIncreasing { .. })
+        ));
+        n.custom_values = vec![0.1, f64::NAN];
+        assert!(matches!(
+            n.validate(),
+            Err(HistogramError::CustomBoundsNotIncreasing { .. })
+        ));
+        n.custom_values = vec![0.1, f64::INFINITY];
+        assert_eq!(n.validate(), Err(HistogramError::CustomBoundsInfinite));
+        n.custom_values = vec![0.1, 0.5];
+        n.zero_count = 1;
+        n.count += 1;
+        assert_eq!(
+            n.validate(),
+            Err(HistogramError::CustomBucketsForbidden("a zero count"))
+        );
+
+        let mut f = ok.to_float();
+        f.negative_buckets[0] = -0.5;
+        assert!(matches!(
+            f.validate(),
+            Err(HistogramError::NegativeBucketCount {
+                side: Side::Negative,
+                bucket: 1,
+                ..
+            })
+        ));
+        let mut f = ok.to_float();
+        f.zero_count = -1.0;
+        assert_eq!(f.validate(), Err(HistogramError::NegativeZeroCount(-1.0)));
+        assert!(HistogramError::InvalidSchema(9)
+            .to_string()
+            .contains("schema 9"));
+    }
+
+    #[test]
+    fn to_float_sums_deltas() {
+        let h = hist(0, &[(0, 5), (1, 2), (4, 9)], &[], 1, 3.5);
+        let f = h.to_float();
+        assert_eq!(f.positive_buckets, [5.0, 2.0, 9.0]);
+        assert_eq!((f.count, f.zero_count, f.sum), (17.0, 1.0, 3.5));
+        assert_eq!(f.positive_spans, h.positive_spans);
+    }
+}
