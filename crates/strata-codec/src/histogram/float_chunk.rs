@@ -172,6 +172,14 @@ impl FloatHistogramChunk {
         }
         let same =
             h.positive_spans == self.layout.positive && h.negative_spans == self.layout.negative;
+        if same {
+            let down =
+                |old: &[Field], new: &[f64]| old.iter().zip(new).any(|(o, &n)| n < o.value());
+            if !gauge && (down(&s.pos, &h.positive_buckets) || down(&s.neg, &h.negative_buckets)) {
+                return cut(CutReason::CounterReset);
+            }
+            return Ok(true);
+        }
         if !gauge {
             let p = compare_buckets(
                 &self.layout.positive,
@@ -189,7 +197,7 @@ impl FloatHistogramChunk {
                 return cut(CutReason::CounterReset);
             }
         }
-        Ok(same)
+        Ok(false)
     }
 
     /// Rewrites the chunk with every sample widened to the given spans.

@@ -69,19 +69,15 @@ impl<'a> HistogramIter<'a> {
     /// For bytes known to hold a header; otherwise an iterator that has
     /// already failed.
     pub(super) fn from_valid(bytes: &'a [u8]) -> Self {
-        Self::new(bytes).unwrap_or_else(|e| {
-            let mut it = Self {
-                r: BitReader::new(&[]),
-                total: 0,
-                read: 0,
-                header: CounterResetHeader::Unknown,
-                layout: Layout::default(),
-                state: IntState::default(),
-                stale: false,
-                err: None,
-            };
-            it.err = Some(e);
-            it
+        Self::new(bytes).unwrap_or_else(|e| Self {
+            r: BitReader::new(&[]),
+            total: 0,
+            read: 0,
+            header: CounterResetHeader::Unknown,
+            layout: Layout::default(),
+            state: IntState::default(),
+            stale: false,
+            err: Some(e),
         })
     }
 

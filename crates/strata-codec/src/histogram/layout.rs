@@ -200,7 +200,7 @@ fn read_custom_values(r: &mut BitReader<'_>) -> Result<Vec<f64>, CodecError> {
 
 /// `v` in thousandths, when dividing that integer by 1000 gives back exactly
 /// `v`'s bits.
-fn as_milli(v: f64) -> Option<i64> {
+pub(crate) fn as_milli(v: f64) -> Option<i64> {
     let m = v * 1000.0;
     // Integers up to 2^53 are exact in an f64; beyond, the raw form is as short.
     let exact = m.abs() < (1u64 << 53) as f64 && m.fract() == 0.0;

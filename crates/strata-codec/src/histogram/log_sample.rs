@@ -7,7 +7,7 @@
 //! the counts, the sum's 8 bytes, each side's spans and buckets, and the
 //! custom bounds. Varints are LEB128; signed ones are zig-zag mapped.
 
-use super::layout::{zero_threshold_code, zero_threshold_from_code, ZT_RAW};
+use super::layout::{as_milli, zero_threshold_code, zero_threshold_from_code, ZT_RAW};
 use super::spans::span_total;
 use super::types::{CounterResetHint, FloatHistogram, Histogram, Span, CUSTOM_BUCKETS_SCHEMA};
 use crate::log_record::small_int;
@@ -237,13 +237,27 @@ fn read_buckets<T>(
     out
 }
 
+/// Custom bounds as the chunk layout writes them (see `layout.rs`): a bound
+/// with few decimals as the change of its thousandths since the previous
+/// such bound, in a flagged varint; any other as a zero varint flag and its
+/// 8 bytes.
 fn put_custom_values(out: &mut Vec<u8>, schema: i32, values: &[f64]) {
     if schema != CUSTOM_BUCKETS_SCHEMA {
         return;
     }
     put_uvarint(out, values.len() as u64);
+    let mut prev_milli = 0i64;
     for &v in values {
-        put_float(out, v);
+        match as_milli(v) {
+            Some(m) => {
+                put_uvarint_flagged(out, zigzag(m.wrapping_sub(prev_milli)), true);
+                prev_milli = m;
+            }
+            None => {
+                out.push(0);
+                out.extend_from_slice(&v.to_bits().to_be_bytes());
+            }
+        }
     }
 }
 
@@ -254,8 +268,20 @@ fn read_custom_values(d: &mut Decbuf<'_>, schema: i32) -> Vec<f64> {
     // A bound takes at least one byte.
     let n = d.length_prefix(1);
     let mut values = Vec::with_capacity(n);
+    let mut prev_milli = 0i64;
     for _ in 0..n {
-        values.push(read_float(d));
+        let v = match d.uvarint_flagged() {
+            (m, true) => {
+                prev_milli = prev_milli.wrapping_add(unzigzag(m));
+                prev_milli as f64 / 1000.0
+            }
+            (0, false) => f64::from_bits(d.be_u64()),
+            _ => {
+                d.fail(CodecError::Corrupt("custom bound in histogram sample"));
+                break;
+            }
+        };
+        values.push(v);
     }
     values
 }
