@@ -8,6 +8,7 @@ use super::types::{CounterResetHint, FloatHistogram, Span};
 use super::varbit::{put_varbit_int, XorWindow};
 use super::{AppendError, CounterResetHeader, CutReason, FloatHistogramIter, HEADER_LEN};
 use crate::bits::BitWriter;
+use crate::CodecError;
 
 /// The flags byte's low six bits in a chunk of float histograms.
 pub(super) const KIND_FLOAT: u8 = 2;
@@ -70,6 +71,7 @@ pub struct FloatHistogramChunk {
     layout: Layout,
     state: FloatState,
     last_stale: bool,
+    first_t: i64,
 }
 
 impl Default for FloatHistogramChunk {
@@ -97,6 +99,7 @@ impl FloatHistogramChunk {
             layout: Layout::default(),
             state: FloatState::default(),
             last_stale: false,
+            first_t: 0,
         };
         c.write_header();
         c
@@ -240,6 +243,7 @@ impl FloatHistogramChunk {
             let (p, n) = self.layout.bucket_counts();
             *s = FloatState::for_buckets(p, n);
             put_varbit_int(&mut self.w, t);
+            self.first_t = t;
         } else {
             let delta = t.wrapping_sub(s.t) as u64;
             put_varbit_int(&mut self.w, delta.wrapping_sub(s.t_delta) as i64);
@@ -288,6 +292,32 @@ impl FloatHistogramChunk {
     /// The complete chunk: header, layout and bit stream.
     pub fn bytes(&self) -> &[u8] {
         self.w.bytes()
+    }
+
+    /// Reopens a chunk for appending, as after a restart: the chunk in
+    /// `bytes` decoded and encoded again, which must give back the same
+    /// bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CodecError> {
+        let mut it = FloatHistogramIter::new(bytes)?;
+        let mut c = Self::with_header(it.header());
+        let mut h = FloatHistogram::default();
+        while let Some(t) = it.next_into(&mut h) {
+            c.write_sample(t, &h);
+        }
+        if let Some(e) = it.err() {
+            return Err(e.clone());
+        }
+        if c.bytes() != bytes {
+            return Err(CodecError::Corrupt(
+                "histogram chunk does not re-encode to itself",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Timestamp of the first sample.
+    pub fn first_t(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.first_t)
     }
 
     /// Timestamp of the last sample, the bound for the next append.

@@ -7,6 +7,7 @@ use super::types::{CounterResetHint, Histogram, Span};
 use super::varbit::{put_varbit_int, XorWindow};
 use super::{AppendError, CounterResetHeader, CutReason, HistogramIter, HEADER_LEN};
 use crate::bits::BitWriter;
+use crate::CodecError;
 
 /// The flags byte's low six bits in a chunk of integer histograms.
 pub(super) const KIND_INT: u8 = 1;
@@ -74,6 +75,7 @@ pub struct HistogramChunk {
     layout: Layout,
     state: IntState,
     last_stale: bool,
+    first_t: i64,
 }
 
 impl Default for HistogramChunk {
@@ -102,6 +104,7 @@ impl HistogramChunk {
             layout: Layout::default(),
             state: IntState::default(),
             last_stale: false,
+            first_t: 0,
         };
         c.write_header();
         c
@@ -243,6 +246,7 @@ impl HistogramChunk {
             let (p, n) = self.layout.bucket_counts();
             *s = IntState::for_buckets(p, n);
             put_varbit_int(&mut self.w, t);
+            self.first_t = t;
         } else {
             // Timestamps increase, so the wrapping difference is the true
             // distance; the delta-of-delta wraps the same way when read.
@@ -294,6 +298,32 @@ impl HistogramChunk {
     /// The complete chunk: header, layout and bit stream.
     pub fn bytes(&self) -> &[u8] {
         self.w.bytes()
+    }
+
+    /// Reopens a chunk for appending, as after a restart: the chunk in
+    /// `bytes` decoded and encoded again, which must give back the same
+    /// bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CodecError> {
+        let mut it = HistogramIter::new(bytes)?;
+        let mut c = Self::with_header(it.header());
+        let mut h = Histogram::default();
+        while let Some(t) = it.next_into(&mut h) {
+            c.write_sample(t, &h);
+        }
+        if let Some(e) = it.err() {
+            return Err(e.clone());
+        }
+        if c.bytes() != bytes {
+            return Err(CodecError::Corrupt(
+                "histogram chunk does not re-encode to itself",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Timestamp of the first sample.
+    pub fn first_t(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.first_t)
     }
 
     /// Timestamp of the last sample, the bound for the next append.

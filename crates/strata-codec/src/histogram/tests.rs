@@ -341,3 +341,33 @@ fn huge_claims_fail_before_allocating() {
     assert!(it.next().is_none());
     assert!(it.err().is_some());
 }
+
+#[test]
+fn chunks_reopen_from_their_bytes() {
+    let samples = request_durations();
+    let c = chunk_of(&samples[..60]);
+    let mut reopened = HistogramChunk::from_bytes(c.bytes()).unwrap();
+    assert_eq!(reopened.first_t(), Some(samples[0].0));
+    assert_eq!(reopened.last_t(), Some(samples[59].0));
+    for (t, h) in &samples[60..] {
+        reopened.append(*t, h).unwrap();
+    }
+    assert_eq!(reopened.bytes(), chunk_of(&samples).bytes());
+    assert!(HistogramChunk::from_bytes(&c.bytes()[..c.bytes().len() - 1]).is_err());
+
+    let mut fc = FloatHistogramChunk::new();
+    for (t, h) in &samples[..10] {
+        fc.append(*t, &h.to_float()).unwrap();
+    }
+    fc.append(samples[10].0, &FloatHistogram::stale_marker())
+        .unwrap();
+    let reopened = FloatHistogramChunk::from_bytes(fc.bytes()).unwrap();
+    assert_eq!(reopened.bytes(), fc.bytes());
+    assert_eq!(
+        reopened
+            .clone()
+            .append(samples[11].0, &samples[11].1.to_float()),
+        Err(AppendError::NeedsNewChunk(CutReason::AfterStale))
+    );
+    assert!(HistogramChunk::from_bytes(fc.bytes()).is_err());
+}
