@@ -282,6 +282,8 @@ proptest! {
         }
         let chunks = chunks_of(&samples, HistogramChunk::with_header, HistogramChunk::append, |h| h.counter_reset_hint);
         for (c, idx) in &chunks {
+            let reopened = HistogramChunk::from_bytes(c.bytes()).unwrap();
+            prop_assert_eq!(reopened.bytes(), c.bytes());
             let got: Vec<(i64, Histogram)> = HistogramIter::new(c.bytes()).unwrap().collect();
             prop_assert_eq!(got.len(), idx.len());
             let mut prev: Option<&Histogram> = None;
@@ -322,6 +324,8 @@ proptest! {
             .collect();
         let chunks = chunks_of(&samples, FloatHistogramChunk::with_header, FloatHistogramChunk::append, |h| h.counter_reset_hint);
         for (c, idx) in &chunks {
+            let reopened = FloatHistogramChunk::from_bytes(c.bytes()).unwrap();
+            prop_assert_eq!(reopened.bytes(), c.bytes());
             let got: Vec<(i64, FloatHistogram)> = FloatHistogramIter::new(c.bytes()).unwrap().collect();
             prop_assert_eq!(got.len(), idx.len());
             for (pos, (&i, (t, h))) in idx.iter().zip(&got).enumerate() {
