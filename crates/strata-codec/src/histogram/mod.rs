@@ -15,6 +15,37 @@
 //! [`HistogramIter`] and [`FloatHistogramIter`] read them back from untrusted
 //! bytes. [`encode_histogram_sample`] and [`encode_float_histogram_sample`]
 //! give one sample's compact log form. `docs/format.md` draws every layout.
+//!
+//! ```
+//! use strata_codec::histogram::{AppendError, Histogram, HistogramChunk, Span};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut chunks = vec![HistogramChunk::new()];
+//! for (i, count) in [3u64, 5, 2].into_iter().enumerate() {
+//!     let h = Histogram {
+//!         schema: 3,
+//!         count,
+//!         sum: count as f64 * 0.25,
+//!         positive_spans: vec![Span::new(-2, 1)],
+//!         positive_buckets: vec![count as i64],
+//!         ..Histogram::default()
+//!     };
+//!     h.validate()?;
+//!     let t = 1_000 * i as i64;
+//!     let open = chunks.last_mut().ok_or("no chunk")?;
+//!     if let Err(AppendError::NeedsNewChunk(why)) = open.append(t, &h) {
+//!         // 5 -> 2 is a counter reset: the next chunk says so in its header.
+//!         let mut next = HistogramChunk::with_header(why.next_header(h.counter_reset_hint));
+//!         next.append(t, &h)?;
+//!         chunks.push(next);
+//!     }
+//! }
+//! assert_eq!(chunks.len(), 2);
+//! let (t, h) = chunks[1].iter().next().ok_or("empty chunk")?;
+//! assert_eq!((t, h.count), (2_000, 2));
+//! # Ok(())
+//! # }
+//! ```
 
 mod appendable;
 mod float_chunk;

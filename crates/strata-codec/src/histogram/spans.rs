@@ -105,11 +105,11 @@ pub(crate) fn union_spans(a: &[Span], b: &[Span]) -> Option<Vec<Span>> {
             // A malformed span list could repeat an index: never go back.
             Some(_) if idx < next => continue,
             _ => out.push(Span {
-                offset: i32::try_from(idx - next).ok()?,
+                offset: i32::try_from(idx.checked_sub(next)?).ok()?,
                 length: 1,
             }),
         }
-        next = idx + 1;
+        next = idx.saturating_add(1);
     }
 }
 
