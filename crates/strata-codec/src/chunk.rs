@@ -31,7 +31,7 @@ const DOD_BUCKETS: [(u64, u32, u32); 3] = [(0b10, 2, 14), (0b110, 3, 17), (0b111
 /// `-(2^(n-1) - 1) ..= 2^(n-1)`, and so is ours, to keep the bit stream
 /// identical.
 #[inline(always)]
-fn fits_bucket(dod: i64, nbits: u32) -> bool {
+pub(crate) fn fits_bucket(dod: i64, nbits: u32) -> bool {
     let half = 1i64 << (nbits - 1);
     -(half - 1) <= dod && dod <= half
 }
@@ -40,7 +40,7 @@ fn fits_bucket(dod: i64, nbits: u32) -> bool {
 /// range: payloads above `2^(n-1)` are negative. Branch-free, and 0 for
 /// `nbits == 0`.
 #[inline(always)]
-fn bucket_value(payload: u64, nbits: u32) -> i64 {
+pub(crate) fn bucket_value(payload: u64, nbits: u32) -> i64 {
     let half = (1u64 << nbits) >> 1;
     (payload as i64).wrapping_sub(i64::from(payload > half) << nbits)
 }

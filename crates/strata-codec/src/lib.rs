@@ -1,5 +1,6 @@
 //! Strata's encodings, with no I/O: labels and matchers, Gorilla (head) and
-//! sealed chunks, and log records.
+//! sealed chunks, native histogram samples and their chunks, and log
+//! records.
 //!
 //! Every decoder here takes untrusted bytes: it returns a [`CodecError`]
 //! rather than panicking, and never allocates more than the input can
@@ -12,6 +13,7 @@ pub mod chunk;
 pub mod clock;
 pub mod error;
 pub mod exemplar;
+pub mod histogram;
 pub mod labels;
 pub mod log_record;
 pub mod merge;

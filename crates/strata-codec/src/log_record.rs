@@ -212,7 +212,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 /// `v` as an integer when that integer converts back to exactly `v` and its
 /// varint is shorter than 8 raw bytes; never for -0.0 or NaN.
 #[inline(always)]
-fn small_int(v: f64) -> Option<i64> {
+pub(crate) fn small_int(v: f64) -> Option<i64> {
     let i = v as i64;
     // `as` saturates and maps NaN to 0, so the comparison rejects those;
     // -0.0 compares equal to 0 and needs its own check.
