@@ -11,6 +11,7 @@ use crate::validate::{check_labels, labels_from_raw};
 use crate::wire::{self, Sample};
 use crate::{Encoding, Version, WriteError};
 use strata_codec::render::render_labels;
+use strata_codec::{Exemplar, Label};
 
 /// Size limits applied before any large allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +48,9 @@ pub const HISTOGRAMS_UNSUPPORTED: &str = "native histograms are not supported ye
 /// to [`DecodedWrite::rejected`]. Series with histograms but no float
 /// samples are rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with both
 /// keeps its floats and gets a rejection entry for its histograms. Series
-/// with neither are valid but omitted.
+/// with neither are valid, kept if they carry valid exemplars and omitted
+/// otherwise. Invalid exemplars are dropped and counted
+/// ([`DecodedWrite::exemplars_dropped`]), never an error.
 pub fn decode(
     version: Version,
     body: &[u8],
@@ -226,10 +229,12 @@ fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite<RawSeries> {
         match labels_from_raw(labels) {
             Ok(mut labels) => {
                 let checked = check_labels(&mut labels);
-                out.accept(labels, checked, samples, histograms.len());
+                let exemplars = exemplars.into_iter().map(crate::exemplar::from_v1);
+                out.accept(labels, checked, samples, histograms.len(), exemplars);
             }
             Err((rendered, problem)) => {
                 out.histograms += histograms.len();
+                out.exemplars_dropped += exemplars.len();
                 out.rejected.push(RejectedSeries {
                     labels: rendered,
                     samples: samples.len() + histograms.len(),
@@ -293,26 +298,29 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
                 }
             }
         }
-        out.accept(labels, checked, samples, histograms.len());
+        let exemplars = exemplars.into_iter().map(|e| symbols.exemplar(&e));
+        out.accept(labels, checked, samples, histograms.len(), exemplars);
     }
     Ok(out)
 }
 
 impl DecodedWrite<RawSeries> {
-    /// Files one series under `series` or `rejected`.
+    /// Files one series under `series` or `rejected`. `exemplars` are read
+    /// only if the series is kept.
     fn accept(
         &mut self,
         labels: RawLabels,
         checked: Result<(), String>,
         samples: Vec<Sample>,
         histograms: usize,
+        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
     ) {
         // Same size and alignment: this collect reuses the decoded buffer.
         let samples = samples
             .into_iter()
             .map(|s| (s.timestamp, s.value))
             .collect();
-        self.accept_samples(labels, checked, samples, histograms);
+        self.accept_samples(labels, checked, samples, histograms, exemplars);
     }
 
     /// [`Self::accept`] with the samples as `(timestamp, value)`.
@@ -322,9 +330,12 @@ impl DecodedWrite<RawSeries> {
         checked: Result<(), String>,
         samples: Vec<(i64, f64)>,
         histograms: usize,
+        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
     ) {
         self.histograms += histograms;
         if let Err(reason) = checked {
+            // The rejection says why; the exemplars go with the series.
+            self.exemplars_dropped += exemplars.len();
             self.rejected.push(RejectedSeries {
                 labels: render_labels(&labels),
                 samples: samples.len() + histograms,
@@ -346,11 +357,22 @@ impl DecodedWrite<RawSeries> {
                 samples: histograms,
                 reason,
             });
+            if samples.is_empty() {
+                // A histogram-only series is not written at all (its
+                // histograms' exemplars would describe data not stored).
+                self.exemplars_dropped += exemplars.len();
+                return;
+            }
         }
-        if samples.is_empty() {
+        let exemplars = self.valid_exemplars(&labels, exemplars);
+        if samples.is_empty() && exemplars.is_empty() {
             return;
         }
-        self.series.push(RawSeries { labels, samples });
+        self.series.push(RawSeries {
+            labels,
+            samples,
+            exemplars,
+        });
     }
 }
 
@@ -434,6 +456,41 @@ impl Symbols<'_> {
             kind: metric_kind(m.r#type),
             help,
             unit,
+        })
+    }
+
+    /// Resolves an exemplar's `labels_refs`, or says why it cannot.
+    fn exemplar(&self, e: &wire::v2::Exemplar) -> Result<Exemplar, String> {
+        let refs = &e.labels_refs;
+        if refs.len() % 2 != 0 {
+            return Err(format!(
+                "exemplar labels_refs has an odd length ({})",
+                refs.len()
+            ));
+        }
+        let mut labels = Vec::with_capacity(refs.len() / 2);
+        for (i, pair) in refs.chunks_exact(2).enumerate() {
+            let &[name_ref, value_ref] = pair else {
+                continue;
+            };
+            let name = self.get(name_ref, || {
+                format!("exemplar labels_refs[{}] (a label name)", 2 * i)
+            })?;
+            let name = String::from_utf8_lossy(name);
+            let value = self.get(value_ref, || {
+                format!(
+                    "exemplar labels_refs[{}] (the value of label {name:?})",
+                    2 * i + 1
+                )
+            })?;
+            // Both are UTF-8 (checked when the table was read): these
+            // conversions copy without replacing anything.
+            labels.push(Label::new(name, String::from_utf8_lossy(value)));
+        }
+        Ok(Exemplar {
+            labels,
+            t: e.timestamp,
+            v: e.value,
         })
     }
 

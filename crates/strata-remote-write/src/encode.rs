@@ -2,7 +2,7 @@
 
 use prost::Message;
 use rustc_hash::FxHashMap;
-use strata_codec::Label;
+use strata_codec::{Exemplar, Label};
 
 use crate::proto::{v1, v2};
 
@@ -126,6 +126,16 @@ impl V2RequestBuilder {
     /// Adds a series of float samples, `(timestamp ms, value)`. The labels
     /// are sent in the order given: keep them sorted by name.
     pub fn add_series(&mut self, labels: &[Label], samples: &[(i64, f64)]) -> &mut Self {
+        self.add_series_with_exemplars(labels, samples, &[])
+    }
+
+    /// [`Self::add_series`] with exemplars, sent in the order given.
+    pub fn add_series_with_exemplars(
+        &mut self,
+        labels: &[Label],
+        samples: &[(i64, f64)],
+        exemplars: &[Exemplar],
+    ) -> &mut Self {
         let mut labels_refs = Vec::with_capacity(labels.len() * 2);
         for label in labels {
             labels_refs.push(self.symbol(&label.name));
@@ -139,12 +149,30 @@ impl V2RequestBuilder {
                 start_timestamp: 0,
             })
             .collect();
+        let exemplars = exemplars.iter().map(|e| self.exemplar(e)).collect();
         self.timeseries.push(v2::TimeSeries {
             labels_refs,
             samples,
+            exemplars,
             ..Default::default()
         });
         self
+    }
+
+    /// The wire form of `e`, its labels interned in the symbols table in
+    /// their order, for [`Self::push_series`]. The derived proto3 encoding
+    /// sends a -0.0 value as +0.0.
+    pub fn exemplar(&mut self, e: &Exemplar) -> v2::Exemplar {
+        let mut labels_refs = Vec::with_capacity(e.labels.len() * 2);
+        for label in &e.labels {
+            labels_refs.push(self.symbol(&label.name));
+            labels_refs.push(self.symbol(&label.value));
+        }
+        v2::Exemplar {
+            labels_refs,
+            value: e.v,
+            timestamp: e.t,
+        }
     }
 
     /// Adds a fully built series whose references were made with

@@ -129,7 +129,7 @@ pub(crate) fn decode(raw: &Bytes) -> Option<DecodedWrite<RawSeries>> {
         let (start, end) = r.len_delimited()?;
         let (mut labels, samples) = series(raw, start, end, &mut scratch)?;
         let checked = check_labels(&mut labels);
-        out.accept_samples(labels, checked, samples, 0);
+        out.accept_samples(labels, checked, samples, 0, std::iter::empty());
     }
     Some(out)
 }

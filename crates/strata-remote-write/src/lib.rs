@@ -20,17 +20,25 @@
 //! - Native histograms are counted, not stored: a series with only
 //!   histograms is rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with
 //!   floats too keeps its floats and gets a rejection entry for its
-//!   histograms. Exemplars are counted and dropped. Metric metadata (1.0's
-//!   list, 2.0's per series) is returned for the caller to keep.
+//!   histograms. Metric metadata (1.0's list, 2.0's per series) is returned
+//!   for the caller to keep.
+//! - Exemplars are kept with their series, labels in the order sent. One
+//!   with labels that are not UTF-8, a 2.0 reference that cannot be
+//!   resolved, or labels failing [`strata_codec::Exemplar::validate`] is
+//!   dropped alone: the request and the series stand, and
+//!   [`DecodedWrite::exemplar_problem`] says why for the log. A 2.0
+//!   timestamp of 0 ("unset") is kept as 0.
 //! - 2.0: a symbols table whose first entry is not `""` (or that is empty
 //!   while series exist) refuses the whole request (400); a reference out of
 //!   range, an odd `labels_refs`, or a metadata reference out of range
 //!   rejects the series.
-//! - A valid series with no float sample is omitted without complaint.
+//! - A valid series with neither a float sample nor a valid exemplar is
+//!   omitted without complaint.
 
 mod decode;
 mod encode;
 mod error;
+mod exemplar;
 mod fast_v1;
 mod negotiate;
 pub mod proto;

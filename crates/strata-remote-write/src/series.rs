@@ -5,17 +5,22 @@
 use std::fmt;
 
 use bytes::Bytes;
-use strata_codec::{Label, LabelPairs};
+use strata_codec::render::render_labels;
+use strata_codec::{Exemplar, Label, LabelPairs};
 
 use crate::Version;
 
 /// The float samples of one valid series, `(timestamp ms, value)` in the
-/// order the client sent them.
+/// order the client sent them, and its valid exemplars.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeriesSamples {
     /// Sorted by name, unique, non-empty, with `__name__`.
     pub labels: Vec<Label>,
+    /// May be empty when the series carries exemplars.
     pub samples: Vec<(i64, f64)>,
+    /// In the order sent, each passing [`Exemplar::validate`], its labels
+    /// in the order sent; usually empty.
+    pub exemplars: Vec<Exemplar>,
 }
 
 /// A label whose name and value are slices of the decoded body, checked to
@@ -68,11 +73,15 @@ impl LabelPairs for RawLabels {
     }
 }
 
-/// The float samples of one valid series with borrowed labels.
+/// The float samples and exemplars of one valid series with borrowed
+/// labels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawSeries {
     pub labels: RawLabels,
+    /// May be empty when the series carries exemplars.
     pub samples: Vec<(i64, f64)>,
+    /// As [`SeriesSamples::exemplars`]: owned, as they are rare.
+    pub exemplars: Vec<Exemplar>,
 }
 
 impl From<RawSeries> for SeriesSamples {
@@ -80,6 +89,7 @@ impl From<RawSeries> for SeriesSamples {
         Self {
             labels: r.labels.to_labels(),
             samples: r.samples,
+            exemplars: r.exemplars,
         }
     }
 }
@@ -117,13 +127,24 @@ pub const MAX_REJECTION_LINES: usize = 10;
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecodedWrite<S = SeriesSamples> {
     pub version: Version,
-    /// Valid series with at least one float sample.
+    /// Valid series with at least one float sample or valid exemplar.
     pub series: Vec<S>,
     pub rejected: Vec<RejectedSeries>,
     /// Native-histogram samples received; none is written yet.
     pub histograms: usize,
-    /// Exemplars received; they are dropped (0 written).
+    /// Exemplars received, valid or not.
     pub exemplars: usize,
+    /// Exemplars received that no series in `series` carries: invalid ones
+    /// (dropped without failing the request, as Prometheus does) and those
+    /// of rejected series. `exemplars - exemplars_dropped` are to be
+    /// written.
+    pub exemplars_dropped: usize,
+    /// Why the first exemplar of a valid series was dropped (invalid, or
+    /// too far in the future once [`crate::apply_limits`] ran), as
+    /// `series {labels}: ...` with the series rendered as in
+    /// [`RejectedSeries::labels`]. For the log: dropped exemplars are not
+    /// reported to the client.
+    pub exemplar_problem: Option<String>,
     /// Metric metadata: 1.0's list, and 2.0's per-series metadata (one
     /// entry per metric name and distinct content).
     pub metadata: Vec<MetricMetadata>,
@@ -170,7 +191,24 @@ impl DecodedWrite<RawSeries> {
             rejected: Vec::new(),
             histograms: 0,
             exemplars: 0,
+            exemplars_dropped: 0,
+            exemplar_problem: None,
             metadata: Vec::new(),
+        }
+    }
+
+    /// Counts `count` exemplars of the series `labels` as dropped, keeping
+    /// `problem` if it is the first.
+    pub(crate) fn drop_exemplars(
+        &mut self,
+        labels: &RawLabels,
+        count: usize,
+        problem: impl FnOnce() -> String,
+    ) {
+        self.exemplars_dropped += count;
+        if self.exemplar_problem.is_none() {
+            self.exemplar_problem =
+                Some(format!("series {}: {}", render_labels(labels), problem()));
         }
     }
 
@@ -182,6 +220,8 @@ impl DecodedWrite<RawSeries> {
             rejected: self.rejected,
             histograms: self.histograms,
             exemplars: self.exemplars,
+            exemplars_dropped: self.exemplars_dropped,
+            exemplar_problem: self.exemplar_problem,
             metadata: self.metadata,
         }
     }

@@ -127,9 +127,10 @@ const RESERVED: &str = strata_codec::labels::TENANT_LABEL;
 
 /// Holds every series of `decoded` to `limits` at `now_ms`: a series
 /// breaking a label limit, or naming the reserved tenant label, is
-/// rejected whole; samples too far in the future are rejected alone; the
-/// series kept get `tenant`'s label. Each refusal goes to
-/// `decoded.rejected`, its series rendered as everywhere else.
+/// rejected whole, exemplars included; samples too far in the future are
+/// rejected alone, and exemplars too far in the future are dropped as
+/// invalid ones are; the series kept get `tenant`'s label. Each refusal
+/// goes to `decoded.rejected`, its series rendered as everywhere else.
 pub fn apply_limits(
     decoded: &mut DecodedWrite<RawSeries>,
     limits: &SeriesLimits,
@@ -143,9 +144,11 @@ pub fn apply_limits(
         )
     });
     let max_t = limits.max_future_ms.map(|f| now_ms.saturating_add(f));
-    let mut kept = Vec::with_capacity(decoded.series.len());
-    for mut s in decoded.series.drain(..) {
+    let series = std::mem::take(&mut decoded.series);
+    let mut kept = Vec::with_capacity(series.len());
+    for mut s in series {
         if let Some(reason) = label_problem(&s.labels, limits) {
+            decoded.exemplars_dropped += s.exemplars.len();
             decoded.rejected.push(RejectedSeries {
                 labels: render_labels(&s.labels),
                 samples: s.samples.len(),
@@ -154,7 +157,9 @@ pub fn apply_limits(
             continue;
         }
         if let Some(max_t) = max_t {
+            let mut trimmed = false;
             if let Some(&(t, _)) = s.samples.iter().find(|&&(t, _)| t > max_t) {
+                trimmed = true;
                 let before = s.samples.len();
                 s.samples.retain(|&(t, _)| t <= max_t);
                 decoded.rejected.push(RejectedSeries {
@@ -165,9 +170,21 @@ pub fn apply_limits(
                          (now plus limits.max_future)"
                     ),
                 });
-                if s.samples.is_empty() {
-                    continue;
-                }
+            }
+            if let Some(e) = s.exemplars.iter().find(|e| e.t > max_t) {
+                let t = e.t;
+                trimmed = true;
+                let before = s.exemplars.len();
+                s.exemplars.retain(|e| e.t <= max_t);
+                decoded.drop_exemplars(&s.labels, before - s.exemplars.len(), || {
+                    format!(
+                        "exemplar too far in the future: timestamp {t} is after {max_t} \
+                         (now plus limits.max_future)"
+                    )
+                });
+            }
+            if trimmed && s.samples.is_empty() && s.exemplars.is_empty() {
+                continue;
             }
         }
         if let Some(t) = &tenant_label {
@@ -235,6 +252,7 @@ mod tests {
         RawSeries {
             labels: RawLabels(labels),
             samples: samples.iter().map(|&t| (t, 1.0)).collect(),
+            exemplars: Vec::new(),
         }
     }
 
@@ -302,5 +320,52 @@ mod tests {
             .reason
             .starts_with("sample too far in the future: timestamp 1500 is after 1000"));
         assert_eq!(d.rejected[1].samples, 1);
+    }
+
+    fn exemplar(t: i64) -> strata_codec::Exemplar {
+        strata_codec::Exemplar {
+            labels: vec![strata_codec::Label::new("trace_id", "t")],
+            t,
+            v: 1.0,
+        }
+    }
+
+    #[test]
+    fn exemplars_follow_their_series_and_future_ones_are_dropped() {
+        let with = |mut s: RawSeries, ts: &[i64]| {
+            s.exemplars = ts.iter().map(|&t| exemplar(t)).collect();
+            s
+        };
+        let mut d = decoded(vec![
+            with(series(&[("__name__", "up")], &[500]), &[400, 1_500, 600]),
+            with(
+                series(
+                    &[("__name__", "x"), ("a", "1"), ("b", "2"), ("c", "3")],
+                    &[1],
+                ),
+                &[1, 2],
+            ),
+            // Exemplars only, all in the future: nothing left to write.
+            with(series(&[("__name__", "gone")], &[]), &[5_000]),
+            // Exemplars only, in range: kept.
+            with(series(&[("__name__", "kept")], &[]), &[700]),
+        ]);
+        d.exemplars = 7;
+        apply_limits(&mut d, &limits(), None, 0);
+        let names: Vec<&str> = d.series.iter().map(|s| s.labels.0[0].value()).collect();
+        assert_eq!(names, ["up", "kept"]);
+        assert_eq!(d.series[0].exemplars, vec![exemplar(400), exemplar(600)]);
+        assert_eq!(d.series[1].exemplars, vec![exemplar(700)]);
+        // One future exemplar of "up", both of the rejected series, the
+        // one of "gone".
+        assert_eq!(d.exemplars_dropped, 4);
+        assert_eq!(d.rejected.len(), 1, "{:?}", d.rejected);
+        assert_eq!(
+            d.exemplar_problem.as_deref(),
+            Some(
+                "series {__name__=\"up\"}: exemplar too far in the future: timestamp 1500 \
+                 is after 1000 (now plus limits.max_future)"
+            )
+        );
     }
 }

@@ -3,8 +3,9 @@
 //! They read the same bytes as [`crate::proto`] but keep label strings and
 //! symbols as raw bytes, so that invalid UTF-8 rejects the one series that
 //! carries it rather than the whole request (prost refuses a whole message
-//! whose `string` field is not UTF-8). Histograms and exemplars decode into
-//! field-less messages: prost checks their framing and skips their fields,
+//! whose `string` field is not UTF-8); an exemplar's label bytes likewise, so
+//! that a bad one drops only that exemplar. Histograms decode into a
+//! field-less message: prost checks their framing and skips their fields,
 //! and a `Vec` of a zero-sized type counts them without allocating.
 //!
 //! Label bytes and symbols are `Bytes` slices of the decompressed body:
@@ -28,12 +29,8 @@ pub(crate) struct Sample {
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 pub(crate) struct Histogram {}
 
-/// Any exemplar: framing checked, fields skipped.
-#[derive(Clone, Copy, PartialEq, prost::Message)]
-pub(crate) struct Exemplar {}
-
 pub(crate) mod v1 {
-    use super::{Exemplar, Histogram, Sample};
+    use super::{Histogram, Sample};
 
     /// `prometheus.WriteRequest` as the server reads it.
     #[derive(Clone, PartialEq, prost::Message)]
@@ -70,6 +67,17 @@ pub(crate) mod v1 {
         pub histograms: Vec<Histogram>,
     }
 
+    /// `prometheus.Exemplar` with unchecked label bytes.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct Exemplar {
+        #[prost(message, repeated, tag = "1")]
+        pub labels: Vec<Label>,
+        #[prost(double, tag = "2")]
+        pub value: f64,
+        #[prost(int64, tag = "3")]
+        pub timestamp: i64,
+    }
+
     /// `prometheus.Label` with unchecked bytes.
     #[derive(Clone, PartialEq, prost::Message)]
     pub(crate) struct Label {
@@ -81,7 +89,7 @@ pub(crate) mod v1 {
 }
 
 pub(crate) mod v2 {
-    use super::{Exemplar, Histogram, Sample};
+    use super::{Histogram, Sample};
 
     /// `io.prometheus.write.v2.Request` as the server reads it.
     #[derive(Clone, PartialEq, prost::Message)]
@@ -105,5 +113,19 @@ pub(crate) mod v2 {
         pub exemplars: Vec<Exemplar>,
         #[prost(message, optional, tag = "5")]
         pub metadata: Option<crate::proto::v2::Metadata>,
+    }
+
+    /// `io.prometheus.write.v2.Exemplar`; its labels are references into
+    /// the symbols table, resolved per exemplar.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct Exemplar {
+        #[prost(uint32, repeated, tag = "1")]
+        pub labels_refs: Vec<u32>,
+        #[prost(double, tag = "2")]
+        pub value: f64,
+        /// 0 means unset in the proto; kept as given, since Prometheus
+        /// treats an exemplar's timestamp as required.
+        #[prost(int64, tag = "3")]
+        pub timestamp: i64,
     }
 }

@@ -56,6 +56,9 @@ fn v2_histogram_only_series_is_rejected_and_mixed_series_keep_floats() {
     assert_eq!((d.histograms, d.exemplars), (3, 1));
     assert_eq!(d.series.len(), 1);
     assert_eq!(d.series[0].samples, vec![(1_000, 2.0)]);
+    // The mixed series keeps its exemplar with its floats.
+    assert_eq!(d.series[0].exemplars.len(), 1);
+    assert_eq!(d.exemplars_dropped, 0);
     assert_eq!(d.rejected.len(), 2);
     assert_eq!(d.rejected[0].reason, HISTOGRAMS_UNSUPPORTED);
     assert_eq!(d.rejected[0].samples, 2);
@@ -65,7 +68,7 @@ fn v2_histogram_only_series_is_rejected_and_mixed_series_keep_floats() {
 }
 
 #[test]
-fn v1_exemplars_are_counted_and_dropped() {
+fn v1_exemplars_are_counted_and_kept() {
     let mut series = common::v1_series(&[("__name__", "up")], &[(1, 1.0)]);
     series.exemplars = vec![
         v1::Exemplar {
@@ -79,6 +82,8 @@ fn v1_exemplars_are_counted_and_dropped() {
         3
     ];
     let d = common::decode_v1(vec![series]);
-    assert_eq!((d.exemplars, d.histograms), (3, 0));
+    assert_eq!((d.exemplars, d.exemplars_dropped, d.histograms), (3, 0, 0));
     assert!(d.rejected.is_empty());
+    assert_eq!(d.series[0].exemplars.len(), 3);
+    assert_eq!(d.series[0].exemplars[0].labels[0].value, "x");
 }

@@ -74,6 +74,25 @@ pub struct Exemplar {
     pub timestamp: i64,
 }
 
+impl From<&strata_codec::Exemplar> for Exemplar {
+    /// The wire form of an exemplar, its labels in their order. The
+    /// derived proto3 encoding sends a -0.0 value as +0.0.
+    fn from(e: &strata_codec::Exemplar) -> Self {
+        Self {
+            labels: e
+                .labels
+                .iter()
+                .map(|l| Label {
+                    name: l.name.clone(),
+                    value: l.value.clone(),
+                })
+                .collect(),
+            value: e.v,
+            timestamp: e.t,
+        }
+    }
+}
+
 /// `prometheus.MetricMetadata`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct MetricMetadata {
