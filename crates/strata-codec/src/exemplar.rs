@@ -25,6 +25,16 @@ pub struct Exemplar {
     pub v: f64,
 }
 
+/// One series' exemplars, as storage reads them and the query API returns
+/// them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesExemplars {
+    /// Sorted by name.
+    pub labels: Vec<Label>,
+    /// In time order.
+    pub exemplars: Vec<Exemplar>,
+}
+
 /// Why an exemplar is not stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExemplarProblem {

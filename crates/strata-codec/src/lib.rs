@@ -25,7 +25,9 @@ pub mod varint;
 
 pub use chunk::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter, XorChunk};
 pub use error::CodecError;
-pub use exemplar::{decode_exemplars, encode_exemplars, Exemplar, ExemplarProblem};
+pub use exemplar::{
+    decode_exemplars, encode_exemplars, Exemplar, ExemplarProblem, SeriesExemplars,
+};
 pub use labels::{labels_eq, Label, LabelPairs, MatchOp, Matcher, MatcherError};
 pub use log_record::{LogExemplar, LogRecord, LogSample, NewSeries};
 pub use sealed::{

@@ -104,6 +104,8 @@ pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Tran
             rejected: Vec::new(),
             histograms: 0,
             exemplars: 0,
+            exemplars_dropped: 0,
+            exemplar_problem: None,
             metadata: Vec::new(),
         },
         data_points: 0,
@@ -610,6 +612,7 @@ impl<'a> Translator<'a> {
         self.out.series.push(RawSeries {
             labels: b.into_raw(),
             samples,
+            exemplars: Vec::new(),
         });
     }
 
@@ -619,6 +622,7 @@ impl<'a> Translator<'a> {
         self.out.series.push(RawSeries {
             labels: labels.into_raw(),
             samples: vec![(t, v)],
+            exemplars: Vec::new(),
         });
     }
 }

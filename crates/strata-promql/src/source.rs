@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::RwLock;
 
-use strata_codec::{Label, Matcher, SeriesMap};
+use strata_codec::{Label, Matcher, SeriesExemplars, SeriesMap};
 
 /// One series as returned by [`Queryable::select`]: its labels sorted by
 /// name, and its samples in ascending timestamp order (milliseconds); the
@@ -83,6 +83,18 @@ pub trait Queryable: Send + Sync + 'static {
         _tenant: &str,
         _metric: Option<&str>,
     ) -> Result<Vec<(String, Vec<MetricMetadata>)>, SourceError> {
+        Ok(Vec::new())
+    }
+
+    /// The exemplars in [start, end] (ms, inclusive) of every series that
+    /// matches all matchers of at least one set, sorted by labels. A
+    /// source without exemplars has none.
+    async fn exemplars(
+        &self,
+        _matcher_sets: &[Vec<Matcher>],
+        _start: i64,
+        _end: i64,
+    ) -> Result<Vec<SeriesExemplars>, SourceError> {
         Ok(Vec::new())
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use strata_codec::merge::merge_newer;
 use strata_codec::LabelPairs;
-use strata_codec::{Label, Matcher, SeriesMap};
+use strata_codec::{Label, Matcher, SeriesExemplars, SeriesMap};
 use strata_promql::{
     CardinalityCounter, MetricMetadata, Queryable, Series, SourceError, TsdbStatus,
 };
@@ -164,6 +164,19 @@ impl Queryable for StorageSource {
     ) -> Result<Vec<Series>, SourceError> {
         let parts = fan_out(&self.storages()?, |s| s.select(matchers, mint, maxt)).await?;
         Ok(merge_series(parts))
+    }
+
+    async fn exemplars(
+        &self,
+        matcher_sets: &[Vec<Matcher>],
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<SeriesExemplars>, SourceError> {
+        let parts = fan_out(&self.storages()?, |s| s.exemplars(matcher_sets, start, end)).await?;
+        // A series lives on one shard; sorted by labels once merged.
+        let mut all: Vec<SeriesExemplars> = parts.into_iter().flatten().collect();
+        all.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(all)
     }
 
     async fn select_mapped(

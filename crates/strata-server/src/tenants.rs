@@ -271,6 +271,26 @@ impl Queryable for TenantSource {
         self.inner.metadata(self.tenant.label_value(), metric).await
     }
 
+    async fn exemplars(
+        &self,
+        matcher_sets: &[Vec<Matcher>],
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<strata_codec::SeriesExemplars>, SourceError> {
+        let mut scoped = Vec::with_capacity(matcher_sets.len());
+        for set in matcher_sets {
+            scoped.extend(self.scoped(set)?);
+        }
+        if scoped.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut found = self.inner.exemplars(&scoped, start, end).await?;
+        for s in &mut found {
+            strip(&mut s.labels);
+        }
+        Ok(found)
+    }
+
     async fn tsdb_status(
         &self,
         _tenant: &str,

@@ -2,20 +2,12 @@
 //! and the `E` keys the seals wrote for sealed buckets.
 
 use rustc_hash::FxHashMap;
-use strata_codec::{decode_exemplars, Exemplar, Label, Matcher};
+use strata_codec::{decode_exemplars, Exemplar, Matcher, SeriesExemplars};
 
 use crate::error::StorageError;
 use crate::head::NONE_SEALED;
 use crate::keys;
 use crate::Storage;
-
-/// One series' exemplars, as the API returns them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SeriesExemplars {
-    pub labels: Vec<Label>,
-    /// In time order.
-    pub exemplars: Vec<Exemplar>,
-}
 
 impl Storage {
     /// The exemplars in [start, end] (ms, inclusive) of every series that

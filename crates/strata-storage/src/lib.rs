@@ -52,7 +52,6 @@ pub use cache::CacheUsage;
 pub use compact::CompactPass;
 pub use coordinator::{ResolvedSeries, WriteOutcome};
 pub use error::StorageError;
-pub use exemplars::SeriesExemplars;
 #[cfg(any(test, feature = "test-util"))]
 pub use faults::{Fault, Faults, FaultyStore, Op, When};
 pub use head::{tenant_of, Rejection, TENANT_LABEL};
@@ -68,6 +67,7 @@ pub use stats::{Histogram, StorageStats};
 pub use storage::Storage;
 pub use strata_codec::clock::{self, Clock, ManualClock, SystemClock};
 pub use strata_codec::Series;
+pub use strata_codec::SeriesExemplars;
 pub use writer::Writer;
 
 /// When a write is answered; in configuration `"applied"` or `"durable"`.

@@ -1,7 +1,9 @@
 //! The Prometheus HTTP query API (`/api/v1/query`, `query_range`,
-//! `format_query`, `series`, `labels`, `label/{name}/values`, `metadata`),
+//! `format_query`, `series`, `labels`, `label/{name}/values`, `metadata`,
+//! `query_exemplars`),
 //! with Prometheus' JSON envelope, error types and status codes.
 
+mod exemplars;
 pub mod json;
 mod multipart;
 pub mod params;
@@ -79,6 +81,10 @@ pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
         )
         .route("/api/v1/metadata", get(metadata).post(metadata))
         .route("/api/v1/status/tsdb", get(tsdb_status).post(tsdb_status))
+        .route(
+            "/api/v1/query_exemplars",
+            get(exemplars::query_exemplars).post(exemplars::query_exemplars),
+        )
         .with_state(api)
 }
 

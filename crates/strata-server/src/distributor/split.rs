@@ -72,7 +72,7 @@ pub fn split(
                                 b.push_series(series);
                             }
                             None => {
-                                b.add_series(&s.labels, &s.samples);
+                                b.add_series_with_exemplars(&s.labels, &s.samples, &s.exemplars);
                             }
                         }
                     }
@@ -116,6 +116,7 @@ fn v2_series(b: &mut V2RequestBuilder, s: &SeriesSamples, m: &MetricMetadata) ->
                 start_timestamp: 0,
             })
             .collect(),
+        exemplars: s.exemplars.iter().map(|e| b.exemplar(e)).collect(),
         metadata: Some(v2::Metadata {
             r#type: metric_kind_number(m.kind),
             help_ref: b.symbol(&m.help),
@@ -143,6 +144,7 @@ fn to_v1(group: Vec<SeriesSamples>) -> v1::WriteRequest {
                     .into_iter()
                     .map(|(timestamp, value)| v1::Sample { value, timestamp })
                     .collect(),
+                exemplars: s.exemplars.iter().map(v1::Exemplar::from).collect(),
                 ..Default::default()
             })
             .collect(),
@@ -162,6 +164,15 @@ mod tests {
             .map(|i| SeriesSamples {
                 labels: vec![Label::new("__name__", "m"), Label::new("i", i.to_string())],
                 samples: vec![(1_000, i as f64), (2_000, -(i as f64))],
+                // Every third series has an exemplar, which travels with it.
+                exemplars: (i % 3 == 0)
+                    .then(|| strata_codec::Exemplar {
+                        labels: vec![Label::new("trace_id", format!("t{i}"))],
+                        t: 2_000,
+                        v: 0.5,
+                    })
+                    .into_iter()
+                    .collect(),
             })
             .collect()
     }
@@ -211,12 +222,16 @@ mod tests {
         assert_eq!(parts[0].shard, 0);
         let d = decode(Version::V1, &parts[0].body, &DecodeLimits::default()).unwrap();
         assert_eq!(d.metadata, described);
-        // 2.0: on the series of the metric, whatever their shard.
+        // 2.0: on the series of the metric, whatever their shard, with
+        // their exemplars.
         let parts = split(Version::V2, series(20), described.clone(), 3);
         assert_eq!(parts.len(), 3);
+        let mut exemplars = 0;
         for p in &parts {
             let d = decode(Version::V2, &p.body, &DecodeLimits::default()).unwrap();
             assert_eq!(d.metadata, described, "shard {}", p.shard);
+            exemplars += d.series.iter().map(|s| s.exemplars.len()).sum::<usize>();
         }
+        assert_eq!(exemplars, 7);
     }
 }

@@ -490,6 +490,7 @@ fn parse_body(reader: impl Read, options: &Options, tx: &mpsc::Sender<Batch>) ->
             _ => batch.series.push(RawSeries {
                 labels: labels.clone(),
                 samples: vec![(t, sample.value)],
+                exemplars: Vec::new(),
             }),
         }
         batch.samples += 1;
@@ -604,6 +605,8 @@ async fn write_batches(
             rejected: Vec::new(),
             histograms: 0,
             exemplars: 0,
+            exemplars_dropped: 0,
+            exemplar_problem: None,
             metadata: Vec::new(),
         };
         check_series(&mut decoded, limits, tenant, storage.now_ms());

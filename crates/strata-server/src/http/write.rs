@@ -138,7 +138,7 @@ pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabel
         .map(|s| IngestSeries {
             labels: s.labels,
             samples: s.samples,
-            exemplars: Vec::new(),
+            exemplars: s.exemplars,
         })
         .collect()
 }
@@ -206,7 +206,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
         );
         h.insert(
             "x-prometheus-remote-write-exemplars-written",
-            HeaderValue::from(0),
+            HeaderValue::from(outcome.exemplars),
         );
     }
     resp
@@ -222,6 +222,8 @@ pub(crate) struct Ingested {
     pub offered: usize,
     /// The refusals, one per line, as a 400 body lists them.
     pub reasons: Option<String>,
+    /// Exemplars stored (or held already).
+    pub exemplars: usize,
 }
 
 impl Ingested {
@@ -299,6 +301,15 @@ pub(crate) async fn ingest(
         }
     }
     let n = decoded.sample_count();
+    // As Prometheus' receiver: an exemplar that cannot be stored is logged,
+    // never a failed write.
+    if let Some(problem) = decoded.exemplar_problem.take() {
+        tracing::debug!(
+            dropped = decoded.exemplars_dropped,
+            first = %problem,
+            "exemplars dropped"
+        );
+    }
     let rejection_msg = (!decoded.rejected.is_empty()).then(|| decoded.rejection_message());
     let rejected_invalid: usize = decoded.rejected.iter().map(|r| r.samples).sum();
     let series = ingest_series(decoded.series);
@@ -320,11 +331,18 @@ pub(crate) async fn ingest(
             None => line,
         });
     }
+    if outcome.exemplars_refused > 0 {
+        tracing::debug!(
+            refused = outcome.exemplars_refused,
+            "exemplars refused: in a sealed bucket, or older than their series' newest by more than the out-of-order window"
+        );
+    }
     Ok(Ingested {
         written: outcome.appended + outcome.duplicates,
         rejected: rejected_invalid + outcome.rejected,
         offered: rejected_invalid + n,
         reasons,
+        exemplars: outcome.exemplars,
     })
 }
 

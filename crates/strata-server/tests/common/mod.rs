@@ -106,6 +106,24 @@ pub fn require_binary(path: &str, debian_package: &str) {
     );
 }
 
+/// The prometheus/compliance remote-write receiver suite, compiled as a Go
+/// test binary by .ci/run (`go test -c` in the module), or named by
+/// `STRATA_RW_COMPLIANCE_BIN`.
+pub fn rw_compliance_bin() -> std::path::PathBuf {
+    let bin = env_or_test_cache(
+        "STRATA_RW_COMPLIANCE_BIN",
+        "rw-compliance/rw-compliance.test",
+    );
+    assert!(
+        bin.is_file(),
+        "{} not found: build the remote-write receiver compliance suite as .ci/run does \
+         (go mod download github.com/prometheus/compliance/remotewrite/receiver@<version>, \
+         then go test -c in a writable copy of it), or set STRATA_RW_COMPLIANCE_BIN",
+        bin.display()
+    );
+    bin
+}
+
 /// Where Prometheus 3's `prometheus` and `promtool` are.
 pub fn prometheus3_bin(name: &str) -> std::path::PathBuf {
     let dir = env_or_test_cache("STRATA_PROMETHEUS3_BIN_DIR", "prometheus-3.16.0");
