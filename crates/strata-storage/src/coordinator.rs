@@ -55,9 +55,9 @@ pub struct WriteOutcome {
     pub new_series: usize,
     /// Exemplars stored (a retry's, already held, count too).
     pub exemplars: usize,
-    /// Exemplars not stored: in a bucket already sealed, older than the
-    /// series' newest by more than the out-of-order window, or with the
-    /// store turned off (`max_exemplars` 0).
+    /// Exemplars not stored: older than the out-of-order window (from now,
+    /// or from the series' newest), or with the store turned off
+    /// (`max_exemplars` 0).
     pub exemplars_refused: usize,
 }
 
@@ -227,6 +227,7 @@ impl Coordinator {
         self.record.samples.clear();
         self.record.exemplars.clear();
         let exemplar_window = self.inner.settings.late_window_ms().unwrap_or(0);
+        let mut late_exemplars: BTreeMap<(i64, u64), Vec<Exemplar>> = BTreeMap::new();
         let open_from = first_open.saturating_mul(bucket_ms);
         let mut batch = WriteBatch::new();
         let mut outcomes = Vec::with_capacity(group.len());
@@ -260,9 +261,8 @@ impl Coordinator {
                 extra += r.extra;
                 let exemplars_before = self.record.exemplars.len();
                 for e in &rs.exemplars {
-                    // Those of sealed buckets would not outlive the ring:
-                    // their bucket's exemplars are written already.
-                    let added = if e.t < open_from {
+                    // Older than samples may be: it would expire at once.
+                    let added = if policy.late_from.is_some_and(|from| e.t < from) {
                         ExemplarAdded::OutOfOrder
                     } else {
                         self.inner.head.exemplars().add(s.id, e, exemplar_window)
@@ -275,7 +275,11 @@ impl Coordinator {
                                 exemplar: e.clone(),
                             });
                             let b = e.t.div_euclid(bucket_ms);
-                            if !touched.contains(&b) {
+                            if e.t < open_from {
+                                // The seal of its bucket is done or under
+                                // way: written with the log record.
+                                late_exemplars.entry((b, s.id)).or_default().push(e.clone());
+                            } else if !touched.contains(&b) {
                                 touched.push(b);
                             }
                         }
@@ -336,6 +340,15 @@ impl Coordinator {
                 ),
             };
             batch.put_with_options(keys::log_key(seq), &self.encoded, &ttl);
+            for ((bucket, series), list) in &late_exemplars {
+                let mut value = Vec::new();
+                strata_codec::encode_exemplars(list, &mut value);
+                batch.put_with_options(
+                    keys::late_exemplar_key(*bucket, *series, seq),
+                    value,
+                    &self.inner.span_ttl(*bucket),
+                );
+            }
             self.next_seq += 1;
             for b in touched {
                 self.open_buckets.entry(b).or_insert(seq);

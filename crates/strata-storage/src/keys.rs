@@ -29,8 +29,10 @@ pub const BLOCK_POSTINGS: u8 = b'P';
 /// A compacted block's late-series markers, laid out as a bucket's `J` keys.
 pub const BLOCK_LATE: u8 = b'K';
 /// A series' exemplars in a sealed bucket: `E | bucket i64 | series id
-/// u64`, valued with the list (`strata_codec::encode_exemplars`). Apart
-/// from the chunks: compaction leaves them as they are.
+/// u64`, valued with the list (`strata_codec::encode_exemplars`), written
+/// by the seal; exemplars that arrive once the bucket is sealed add
+/// `| log seq u64`. Apart from the chunks: compaction leaves them as they
+/// are.
 pub const EXEMPLARS: u8 = b'E';
 
 /// Separates a label name from its value in a postings key; never part of
@@ -282,9 +284,17 @@ pub fn exemplar_key(bucket: i64, series: u64) -> Vec<u8> {
     k
 }
 
-/// `(bucket, series)` of an exemplar key.
+/// `E | bucket | series | seq`: exemplars of a sealed bucket that came
+/// with log record `seq`.
+pub fn late_exemplar_key(bucket: i64, series: u64, seq: u64) -> Vec<u8> {
+    let mut k = exemplar_key(bucket, series);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// `(bucket, series)` of an exemplar key, the seal's or a late one.
 pub fn exemplar_key_parts(key: &[u8]) -> Option<(i64, u64)> {
-    if key.len() != 17 || key.first() != Some(&EXEMPLARS) {
+    if !(key.len() == 17 || key.len() == 25) || key.first() != Some(&EXEMPLARS) {
         return None;
     }
     Some((read_i64(key.get(1..9)?)?, read_u64(key.get(9..17)?)?))

@@ -216,7 +216,8 @@ impl LogFollower {
                 head.insert_recovered(ns.id, ns.labels, NOT_WRITTEN);
             }
             // Exemplars of unsealed buckets (those of sealed ones are in
-            // the store), each keeping its record until its bucket is.
+            // the store: the seal's, or late ones written with their
+            // record), each keeping its record until its bucket is sealed.
             for e in std::mem::take(&mut record.exemplars) {
                 let b = e.exemplar.t.div_euclid(self.bucket_ms);
                 if b >= first_open {

@@ -183,8 +183,9 @@ async fn exemplars_are_stored_selected_sealed_and_recovered() {
     assert_eq!(w.head().exemplars().len(), 4);
     assert_eq!(read(&w, &both, t0, t0 + 2 * HOUR).await, expected_all(t0));
 
-    // Sealed: the first bucket's exemplars are in the store; those of the
-    // sealed bucket are refused from now on.
+    // Sealed: the first bucket's exemplars are in the store. One that
+    // comes for the sealed bucket (a sender's backlog) is written with its
+    // log record.
     clock.set(t0 + HOUR + 10 * MINUTE);
     w.seal_due_now().await.unwrap();
     assert_eq!(w.head().sealed_through(), Some(t0 / HOUR));
@@ -200,6 +201,22 @@ async fn exemplars_are_stored_selected_sealed_and_recovered() {
         )
         .await
         .unwrap();
+    assert_eq!((out.exemplars, out.exemplars_refused), (1, 0));
+    let mut expected = expected_all(t0);
+    expected[1].1.push((t0 + 4 * MINUTE, "late".into()));
+    assert_eq!(read(&w, &both, t0, t0 + 2 * HOUR).await, expected);
+    // Older than the out-of-order window (the retention by default).
+    let out = w
+        .write(
+            vec![series(
+                "web",
+                Vec::new(),
+                vec![exemplar(t0 - 20 * 24 * HOUR, 1.0, "old")],
+            )],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
     assert_eq!((out.exemplars, out.exemplars_refused), (0, 1));
     w.close().await.unwrap();
 
@@ -209,7 +226,7 @@ async fn exemplars_are_stored_selected_sealed_and_recovered() {
         .await
         .unwrap();
     assert_eq!(w.head().exemplars().len(), 1);
-    assert_eq!(read(&w, &both, t0, t0 + 2 * HOUR).await, expected_all(t0));
+    assert_eq!(read(&w, &both, t0, t0 + 2 * HOUR).await, expected);
 
     // A reader node follows: the store's and the log's.
     let reader = Storage::open_reader(
@@ -224,10 +241,7 @@ async fn exemplars_are_stored_selected_sealed_and_recovered() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        read(&reader, &both, t0, t0 + 2 * HOUR).await,
-        expected_all(t0)
-    );
+    assert_eq!(read(&reader, &both, t0, t0 + 2 * HOUR).await, expected);
     w.write(
         vec![series(
             "web",

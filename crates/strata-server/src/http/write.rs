@@ -334,7 +334,7 @@ pub(crate) async fn ingest(
     if outcome.exemplars_refused > 0 {
         tracing::debug!(
             refused = outcome.exemplars_refused,
-            "exemplars refused: in a sealed bucket, or older than their series' newest by more than the out-of-order window"
+            "exemplars refused: older than the out-of-order window (from now, or from their series' newest)"
         );
     }
     Ok(Ingested {
