@@ -2,6 +2,12 @@
 //! exemplars (OpenMetrics), keeps them (`exemplar-storage`), and
 //! remote-writes them to Strata, over 1.0 to one server and 2.0 to another.
 //! `/api/v1/query_exemplars` must answer on each what Prometheus answers.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

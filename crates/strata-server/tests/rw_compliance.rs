@@ -2,6 +2,12 @@
 //! module by .ci/run) against a Strata server: every test must pass, and
 //! the exemplars it sends must read back through `/api/v1/query_exemplars`
 //! (the suite only checks the answers, not what was stored).
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 
