@@ -144,5 +144,7 @@ remote_write:
         .unwrap()
         .len();
     assert!(traces as u64 >= CHANGING_SCRAPES, "{traces}");
+    let held = common::metrics_sum(v2.port, "strata_head_exemplars").unwrap();
+    assert!(held >= traces as f64, "strata_head_exemplars {held}");
     drop(prom);
 }

@@ -425,6 +425,19 @@ pub fn render(
     ] {
         let _ = writeln!(out, "strata_head_memory_part_bytes{{part=\"{part}\"}} {v}");
     }
+    let exemplars = s.head().exemplars();
+    gauge(
+        &mut out,
+        "strata_head_exemplars",
+        "Exemplars the head's ring holds (at most storage.max_exemplars).",
+        exemplars.len() as f64,
+    );
+    gauge(
+        &mut out,
+        "strata_head_exemplar_bytes",
+        "Estimated bytes of the head's exemplar ring.",
+        exemplars.heap_bytes() as f64,
+    );
     gauge(
         &mut out,
         "strata_head_extra_samples",
