@@ -843,12 +843,8 @@ impl Storage {
         let head = &self.shared.head;
         let bucket_ms = self.shared.settings.bucket_ms();
         let sealed = head.sealed_through().unwrap_or(NONE_SEALED);
-        let mut ids: Vec<u64> = head
-            .series_for(&head.select_ids(matchers))
-            .into_iter()
-            .filter(|s| head.overlaps(s, sealed, bucket_ms, mint, maxt))
-            .map(|s| s.id)
-            .collect();
+        let matching = head.series_for(&head.select_ids(matchers));
+        let mut ids = head.overlapping(&matching, sealed, bucket_ms, mint, maxt);
         let (first, last) = self.bucket_range(mint, maxt);
         if sealed != NONE_SEALED && first <= last.min(sealed) {
             for (span, _) in self.shared.spans(first, last.min(sealed)) {

@@ -239,6 +239,10 @@ fn encode_bucket(
 ) -> Result<Written, StorageError> {
     let expire = inner.span_ttl(bucket);
     let now = inner.clock.now_ms();
+    // Series an earlier run of this seal released (it failed after): this
+    // run releases only series it has passed, so the set as it is now will
+    // do.
+    let released = inner.head.released_set(bucket);
 
     let mut written = Written::default();
     let mut batch = WriteBatch::new();
@@ -264,7 +268,7 @@ fn encode_bucket(
     };
     for s in series {
         series_done += 1;
-        if inner.head.is_released(bucket, s.id) {
+        if released.as_ref().is_some_and(|r| r.contains(s.id)) {
             // Written by an earlier run of this seal, which failed after:
             // the store holds the chunk, the head no longer does.
             all.push(s.id);

@@ -839,12 +839,14 @@ impl Head {
         self.extra_freed(freed);
     }
 
-    /// Whether the chunk of series `id` in `bucket` is written and released.
-    pub(crate) fn is_released(&self, bucket: i64, id: u64) -> bool {
+    /// The series of `bucket` whose chunks a seal has written and released,
+    /// if any were.
+    pub(crate) fn released_set(&self, bucket: i64) -> Option<Arc<Released>> {
         self.released
             .read()
             .iter()
-            .any(|r| r.bucket == bucket && r.contains(id))
+            .find(|r| r.bucket == bucket)
+            .cloned()
     }
 
     /// The sets of released series, for a read.

@@ -112,12 +112,8 @@ impl Head {
             mint,
             maxt,
         };
-        let released = self.released_sets();
-        let released: Vec<&Released> = released
-            .iter()
-            .map(|r| &**r)
-            .filter(|r| range.holds(r.bucket))
-            .collect();
+        let released = self.released_in(range);
+        let released: Vec<&Released> = released.iter().map(|r| &**r).collect();
         read_series_ranges(
             &self.series_for(&self.select_ids(matchers)),
             range,
@@ -125,29 +121,36 @@ impl Head {
         )
     }
 
-    /// Whether the head holds samples of series `s` in [mint, maxt], from
-    /// buckets after `sealed_through`; a bucket whose chunk a seal under
-    /// way has released counts as a whole.
-    pub(crate) fn overlaps(
+    /// The sets of released series whose bucket `range` holds.
+    fn released_in(&self, range: HeadRange) -> Vec<Arc<Released>> {
+        let mut sets = self.released_sets();
+        sets.retain(|r| range.holds(r.bucket));
+        sets
+    }
+
+    /// The ids of `series` with samples in [mint, maxt] the head holds,
+    /// from buckets after `sealed_through`; a bucket whose chunk a seal
+    /// under way has released counts as a whole.
+    pub(crate) fn overlapping(
         &self,
-        s: &MemSeries,
+        series: &[Arc<MemSeries>],
         sealed_through: i64,
         bucket_ms: i64,
         mint: i64,
         maxt: i64,
-    ) -> bool {
+    ) -> Vec<u64> {
         let range = HeadRange {
             sealed_through,
             bucket_ms,
             mint,
             maxt,
         };
-        s.overlaps(range)
-            || self
-                .released
-                .read()
-                .iter()
-                .any(|r| range.holds(r.bucket) && r.contains(s.id))
+        let released = self.released_in(range);
+        series
+            .iter()
+            .filter(|s| s.overlaps(range) || released.iter().any(|r| r.contains(s.id)))
+            .map(|s| s.id)
+            .collect()
     }
 }
 
