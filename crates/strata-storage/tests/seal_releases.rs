@@ -129,8 +129,26 @@ async fn a_seal_releases_each_chunk_once_written_and_reads_miss_nothing() {
     let chunks_before = db.head().memory().chunks;
 
     // The first bucket is due; the seal spreads its four batches.
-    clock.set(t0 + 2 * HOUR - 20 * MINUTE);
     let bucket = t0 / HOUR;
+    // Two readers more, back to back through the seal, so that some read
+    // is always under way when a batch's chunks are let go.
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let storage = Arc::clone(db.storage());
+            let want = expect(&first_bucket);
+            tokio::spawn(async move {
+                let mut reads = 0;
+                while storage.head().sealed_through() < Some(bucket) {
+                    let got = read(&storage, by_pod(), first.0, first.1).await;
+                    assert_eq!(got, want, "a read during the seal");
+                    reads += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                reads
+            })
+        })
+        .collect();
+    clock.set(t0 + 2 * HOUR - 20 * MINUTE);
     let started = Instant::now();
     let (mut reads, mut reads_released, mut least_chunks) = (0, 0, usize::MAX);
     while db.head().sealed_through() < Some(bucket) {
@@ -150,6 +168,9 @@ async fn a_seal_releases_each_chunk_once_written_and_reads_miss_nothing() {
             least_chunks = least_chunks.min(chunks);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for task in busy {
+        reads += task.await.unwrap();
     }
     eprintln!(
         "{reads} reads during the seal, {reads_released} with chunks released; \

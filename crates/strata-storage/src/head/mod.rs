@@ -849,11 +849,6 @@ impl Head {
             .cloned()
     }
 
-    /// The sets of released series, for a read.
-    pub(crate) fn released_sets(&self) -> Vec<Arc<Released>> {
-        self.released.read().clone()
-    }
-
     /// Drops every series with nothing but its labels in the head (after
     /// recovery, a series whose replayed samples were all spilled or
     /// sealed); returns how many.

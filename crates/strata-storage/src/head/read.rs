@@ -112,20 +112,24 @@ impl Head {
             mint,
             maxt,
         };
-        let released = self.released_in(range);
-        let released: Vec<&Released> = released.iter().map(|r| &**r).collect();
-        read_series_ranges(
-            &self.series_for(&self.select_ids(matchers)),
-            range,
-            &released,
-        )
+        let series = self.series_for(&self.select_ids(matchers));
+        self.with_released(range, |released| {
+            read_series_ranges(&series, range, released)
+        })
     }
 
-    /// The sets of released series whose bucket `range` holds.
-    fn released_in(&self, range: HeadRange) -> Vec<Arc<Released>> {
-        let mut sets = self.released_sets();
-        sets.retain(|r| range.holds(r.bucket));
-        sets
+    /// Runs `f` with the sets of released series whose bucket `range`
+    /// holds, and no new set made until it returns: a seal's first release
+    /// of a bucket waits for it. Else a pass that began before the set was
+    /// made could find a chunk released after and miss it both ways.
+    fn with_released<R>(&self, range: HeadRange, f: impl FnOnce(&[&Released]) -> R) -> R {
+        let sets = self.released.read();
+        let sets: Vec<&Released> = sets
+            .iter()
+            .map(|r| &**r)
+            .filter(|r| range.holds(r.bucket))
+            .collect();
+        f(&sets)
     }
 
     /// The ids of `series` with samples in [mint, maxt] the head holds,
@@ -145,12 +149,13 @@ impl Head {
             mint,
             maxt,
         };
-        let released = self.released_in(range);
-        series
-            .iter()
-            .filter(|s| s.overlaps(range) || released.iter().any(|r| r.contains(s.id)))
-            .map(|s| s.id)
-            .collect()
+        self.with_released(range, |released| {
+            series
+                .iter()
+                .filter(|s| s.overlaps(range) || released.iter().any(|r| r.contains(s.id)))
+                .map(|s| s.id)
+                .collect()
+        })
     }
 }
 

@@ -14,7 +14,10 @@
 //! A set of bits by series id, sized when the seal first releases a chunk:
 //! every series a seal walks exists when it begins, so its id is below the
 //! size. A bit is set before the chunk is dropped, under the series' lock,
-//! so a read that finds the chunk gone finds the bit set.
+//! so a read that finds the chunk gone finds the bit set. A set is made
+//! only while no read's pass over the head runs (a pass holds the list of
+//! sets for reading): a pass that took the list before the set was made
+//! would find neither chunk nor bit.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
