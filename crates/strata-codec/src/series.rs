@@ -10,6 +10,10 @@ pub struct Series {
     pub labels: Vec<Label>,
     pub timestamps: Vec<i64>,
     pub values: Vec<f64>,
+    /// Native histogram samples, ascending by timestamp, in float form. A
+    /// series may change between floats and histograms over time; no
+    /// timestamp is in both.
+    pub histograms: Vec<(i64, crate::histogram::FloatHistogram)>,
 }
 
 /// What a reader does with each series as soon as it has read it, before

@@ -195,6 +195,7 @@ impl MemSource {
                     labels: s.labels.clone(),
                     timestamps: s.timestamps.get(lo..hi)?.to_vec(),
                     values: s.values.get(lo..hi)?.to_vec(),
+                    histograms: Vec::new(),
                 })
             })
             .collect()

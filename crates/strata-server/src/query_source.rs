@@ -248,6 +248,7 @@ mod tests {
             labels: vec![Label::new("__name__", name)],
             timestamps: samples.iter().map(|s| s.0).collect(),
             values: samples.iter().map(|s| s.1).collect(),
+            histograms: Vec::new(),
         }
     }
 

@@ -332,6 +332,7 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
                 labels: Arc::clone(&s.labels),
                 samples: vec![(t, v)],
                 exemplars: Vec::new(),
+                histograms: Vec::new(),
             });
             if current.len() == SAMPLES_PER_REQUEST {
                 requests.push(std::mem::replace(
@@ -531,6 +532,7 @@ fn scrape(sims: &mut [SimSeries], t: i64) -> Vec<Request> {
             labels: Arc::clone(&s.labels),
             samples: vec![(t, s.next_value(i % SERIES_PER_HOST))],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect::<Vec<_>>()
         .chunks(SAMPLES_PER_REQUEST)

@@ -58,6 +58,7 @@ fn hour_request(start: i64) -> Vec<IngestSeries> {
                 })
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
 }
@@ -141,6 +142,7 @@ async fn main() {
         labels: vec![Label::new("__name__", "marker")],
         samples: (0..HOURS).map(|h| (first + h * HOUR, 1.0)).collect(),
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     };
     db.write(vec![marker], Durability::Applied).await.unwrap();
     db.seal_due_now().await.unwrap();

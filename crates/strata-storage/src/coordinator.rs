@@ -59,6 +59,9 @@ pub struct WriteOutcome {
     /// or from the series' newest), or with the store turned off
     /// (`max_exemplars` 0).
     pub exemplars_refused: usize,
+    /// Native histogram samples stored (a retry's duplicates count too);
+    /// those refused count in `rejected`, as float samples do.
+    pub histograms: usize,
 }
 
 pub(crate) type Reply = Result<(WriteOutcome, Option<WriteHandle>), StorageError>;

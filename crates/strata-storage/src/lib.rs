@@ -100,4 +100,6 @@ pub struct IngestSeries<L = Vec<Label>> {
     /// Exemplars of the series (any order): kept in the head's bounded
     /// ring, logged, and written to the store with their bucket.
     pub exemplars: Vec<strata_codec::Exemplar>,
+    /// Native histogram samples (any order), integer or float.
+    pub histograms: Vec<(i64, strata_codec::histogram::HistogramSample)>,
 }

@@ -188,6 +188,7 @@ impl DecodeJob {
             labels: self.labels,
             timestamps: Vec::with_capacity(n),
             values: Vec::with_capacity(n),
+            histograms: Vec::new(),
         };
         for part in self.parts {
             let maxt = maxt.min(part.until.saturating_sub(1));

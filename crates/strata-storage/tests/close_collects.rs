@@ -62,6 +62,7 @@ async fn close_deletes_the_wal_its_final_flush_made_obsolete() {
                 ],
                 samples: vec![(now - 60_000 + i * 1000, (i * s) as f64)],
                 exemplars: Vec::new(),
+                histograms: Vec::new(),
             })
             .collect();
         db.write(req, Durability::Durable).await.unwrap();

@@ -184,6 +184,7 @@ fn history(rng: &mut Rng, first: i64, from: i64, to: i64, series: u64) -> Vec<In
                 labels: labels(i),
                 samples,
                 exemplars: Vec::new(),
+                histograms: Vec::new(),
             })
         })
         .collect()
@@ -223,6 +224,7 @@ fn late(rng: &mut Rng, want: &Expected, first: i64, hours: i64, series: u64) -> 
                 labels: labels(i),
                 samples,
                 exemplars: Vec::new(),
+                histograms: Vec::new(),
             });
         }
     }
@@ -352,6 +354,7 @@ async fn one_history(seed: u64) {
             labels: l.clone(),
             samples: s.iter().map(|&(t, v)| (t, f64::from_bits(v))).collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     let n: usize = resend.iter().map(|s| s.samples.len()).sum();
@@ -436,6 +439,7 @@ async fn retention_drops_whole_blocks() {
                 .map(|h| (first + h * HOUR + 60_000, h as f64))
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     db.write(req, Durability::Applied).await.unwrap();
@@ -666,6 +670,7 @@ async fn an_extension_with_only_new_series() {
                 .map(|h| (first + h * HOUR + 1_000, i as f64))
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
     };

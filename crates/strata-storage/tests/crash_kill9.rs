@@ -81,6 +81,7 @@ fn request(stream: usize, t0: i64, seq: u64) -> Vec<IngestSeries> {
             labels: labels(STREAMS[stream], i),
             samples: vec![(t, value(stream, seq, i))],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
 }
@@ -417,6 +418,7 @@ fn child_churn() {
                     labels: pod_labels(generation, pod),
                     samples: vec![(t, pod_value(generation, pod, t))],
                     exemplars: Vec::new(),
+                    histograms: Vec::new(),
                 })
                 .collect();
             let out = db.write(request, Durability::Durable).await.unwrap();

@@ -39,6 +39,7 @@ fn series(job: &str, samples: Vec<(i64, f64)>, exemplars: Vec<Exemplar>) -> Inge
         labels: labels(job),
         samples,
         exemplars,
+        histograms: Vec::new(),
     }
 }
 

@@ -62,6 +62,7 @@ fn request(stream: &str, t: i64) -> Vec<IngestSeries> {
             ],
             samples: vec![(t, value(stream, t, i))],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
 }
@@ -411,6 +412,7 @@ async fn sealed_store(clock: &Arc<ManualClock>, t0: i64) -> (Arc<dyn ObjectStore
                 .map(|k| (t0 + k * 30_000, ((i * 7919 + k * 104_729) % 100_003) as f64))
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     db.write(pad, Durability::Applied).await.unwrap();

@@ -36,6 +36,7 @@ fn write_of(writer: &str, t: i64, v: f64) -> Vec<IngestSeries> {
             ],
             samples: vec![(t, v + f64::from(i))],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
 }

@@ -69,6 +69,7 @@ fn hour_request(start: i64) -> Vec<IngestSeries> {
                 })
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
 }
@@ -123,6 +124,7 @@ async fn a_week_backfilled_into_sealed_hours_reads_back_everywhere_before_and_af
         labels: vec![Label::new("__name__", "marker")],
         samples: (0..HOURS).map(|h| (first + h * HOUR, 1.0)).collect(),
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     };
     db.write(vec![marker], Durability::Applied).await.unwrap();
     db.seal_due_now().await.unwrap();
@@ -236,6 +238,7 @@ async fn late_samples_survive_a_crash_before_they_are_written() {
             labels: labels(1),
             samples: vec![(t, v)],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         }]
     };
     db.write(one(t0 + 10, 1.0), Durability::Applied)
@@ -287,6 +290,7 @@ async fn out_of_order_samples_in_an_open_bucket_are_kept_and_sealed_in_order() {
             labels: labels(2),
             samples,
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         }]
     };
     // Two senders, one a minute behind the other.

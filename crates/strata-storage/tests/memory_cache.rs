@@ -36,6 +36,7 @@ fn data(t0: i64) -> Vec<IngestSeries> {
                 })
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect()
 }

@@ -21,6 +21,7 @@ fn series(i: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
         labels: vec![Label::new("__name__", "m"), Label::new("i", i.to_string())],
         samples,
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 

@@ -28,6 +28,7 @@ fn series(job: &str, instance: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
         ],
         samples,
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 
@@ -152,6 +153,7 @@ async fn seal_then_recover_round_trip() {
             labels: s.labels.clone(),
             samples: s.samples[100..160].to_vec(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     let out = db.write(retry, Durability::Applied).await.unwrap();
@@ -275,6 +277,7 @@ async fn sealed_scan_selects_exactly() {
             ],
             samples: vec![(t0 + i, i as f64)],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     db.write(data, Durability::Applied).await.unwrap();
@@ -398,6 +401,7 @@ async fn a_backlog_seals_bucket_after_bucket_without_waiting_for_checks() {
                 .map(|m| (t0 + m * 60_000, (i * 1000 + m) as f64))
                 .collect(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     db.write(data.clone(), Durability::Applied).await.unwrap();
@@ -507,6 +511,7 @@ async fn write_parts(db: &Writer, data: &[IngestSeries], parts: std::ops::Range<
                 labels: s.labels.clone(),
                 samples: s.samples[part * 60..(part + 1) * 60].to_vec(),
                 exemplars: Vec::new(),
+                histograms: Vec::new(),
             })
             .collect();
         let out = db.write(req, Durability::Applied).await.unwrap();
@@ -554,6 +559,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
             labels: s.labels.clone(),
             samples: s.samples[..480].to_vec(),
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         })
         .collect();
     assert_eq!(read_all(&db).await, expected(&written), "spilled head read");
@@ -567,6 +573,7 @@ async fn a_spilled_head_reads_recovers_and_seals_every_sample_once() {
         labels: data[3].labels.clone(),
         samples: data[3].samples[10..20].to_vec(),
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }];
     let out = db.write(retry, Durability::Applied).await.unwrap();
     assert_eq!((out.appended, out.duplicates, out.rejected), (10, 0, 0));

@@ -91,6 +91,7 @@ async fn a_seal_releases_each_chunk_once_written_and_reads_miss_nothing() {
                 labels: labels(i),
                 samples: f(i),
                 exemplars: Vec::new(),
+                histograms: Vec::new(),
             })
             .filter(|s| !s.samples.is_empty())
             .collect::<Vec<_>>()

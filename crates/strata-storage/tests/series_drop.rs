@@ -32,6 +32,7 @@ fn series(i: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
         labels: labels(i),
         samples,
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 

@@ -32,6 +32,7 @@ fn series(tenant: Option<&str>, i: usize, samples: Vec<(i64, f64)>) -> IngestSer
         labels,
         samples,
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 

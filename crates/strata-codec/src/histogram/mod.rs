@@ -68,8 +68,8 @@ pub use log_sample::{
     encode_histogram_sample,
 };
 pub use types::{
-    CounterResetHint, FloatHistogram, Histogram, Span, CUSTOM_BUCKETS_SCHEMA, MAX_EXP_SCHEMA,
-    MIN_EXP_SCHEMA, STALE_NAN_BITS,
+    CounterResetHint, FloatHistogram, Histogram, HistogramSample, Span, CUSTOM_BUCKETS_SCHEMA,
+    MAX_EXP_SCHEMA, MIN_EXP_SCHEMA, STALE_NAN_BITS,
 };
 pub use validate::{HistogramError, Side};
 

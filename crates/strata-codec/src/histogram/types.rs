@@ -194,3 +194,47 @@ fn absolute(deltas: &[i64]) -> Vec<f64> {
 fn bits_eq(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
+
+/// One native histogram sample as a sender gives it: integer counts (the
+/// usual form) or float counts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HistogramSample {
+    Int(Histogram),
+    Float(FloatHistogram),
+}
+
+impl HistogramSample {
+    /// The float form, what queries compute with.
+    pub fn to_float(&self) -> FloatHistogram {
+        match self {
+            Self::Int(h) => h.to_float(),
+            Self::Float(h) => h.clone(),
+        }
+    }
+
+    /// Whether it is Prometheus' stale marker.
+    pub fn is_stale(&self) -> bool {
+        match self {
+            Self::Int(h) => h.is_stale(),
+            Self::Float(h) => h.is_stale(),
+        }
+    }
+
+    /// Equality of the same form with every `f64` compared bit for bit: a
+    /// re-sent duplicate.
+    pub fn bit_eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Int(a), Self::Int(b)) => a.bit_eq(b),
+            (Self::Float(a), Self::Float(b)) => a.bit_eq(b),
+            _ => false,
+        }
+    }
+
+    /// Checks it as Prometheus does before it is stored.
+    pub fn validate(&self) -> Result<(), super::HistogramError> {
+        match self {
+            Self::Int(h) => h.validate(),
+            Self::Float(h) => h.validate(),
+        }
+    }
+}

@@ -65,6 +65,7 @@ pub(crate) fn series_map(reduce: Reduce, steps: QuerySteps, error: FirstError) -
             labels: s.labels,
             timestamps: points.t,
             values: points.v,
+            histograms: Vec::new(),
         })
     })
 }

@@ -139,6 +139,7 @@ pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabel
             labels: s.labels,
             samples: s.samples,
             exemplars: s.exemplars,
+            histograms: Vec::new(),
         })
         .collect()
 }

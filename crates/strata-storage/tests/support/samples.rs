@@ -20,6 +20,7 @@ pub async fn read(db: &Storage, matchers: &[Matcher], mint: i64, maxt: i64) -> E
             labels: s.labels,
             timestamps: vec![s.timestamps.len() as i64],
             values: s.values.last().copied().into_iter().collect(),
+            histograms: Vec::new(),
         })
     });
     let mut whole = db.select(matchers, mint, maxt).await.expect("select");

@@ -137,6 +137,7 @@ fn parallel_split_keeps_series_order() {
             labels: vec![Label::new("k", k.to_string())],
             timestamps: (0..5_000).map(|i| i * 15_000).collect(),
             values: (0..5_000).map(|i| f64::from(i * (k + 1)) % 997.0).collect(),
+            histograms: Vec::new(),
         })
         .collect();
     let input: Vec<RangeSeries<'_>> = series
