@@ -45,6 +45,7 @@ fn batch() -> LogRecord {
         new_series,
         samples,
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 
@@ -58,6 +59,7 @@ fn bench_log_record(c: &mut Criterion) {
         new_series: vec![],
         samples: rec.samples.clone(),
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     };
     let mut so = Vec::new();
     sample_only.encode(&mut so);

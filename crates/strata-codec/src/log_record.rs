@@ -8,9 +8,13 @@
 //! raw bytes otherwise), then a CRC-32 of everything before it. Varints are
 //! LEB128. A record with exemplars is version 2: after the samples, the
 //! exemplars (series ids as zig-zag deltas, each exemplar as `exemplar.rs`
-//! encodes it); one without is written as version 1, as before them.
+//! encodes it); one without is written as version 1, as before them. A
+//! record with native histograms is version 3: the exemplars' section
+//! (maybe empty), then the histogram samples (series ids and timestamps as
+//! zig-zag deltas, each histogram in its log form, `histogram/log_sample.rs`).
 
 use crate::exemplar::Exemplar;
+use crate::histogram::{decode_sample, encode_sample, HistogramSample};
 use crate::labels::Label;
 use crate::varint::{put_uvarint, put_uvarint_flagged, unzigzag, zigzag, Decbuf};
 use crate::CodecError;
@@ -19,6 +23,8 @@ use crate::CodecError;
 const VERSION: u8 = 1;
 /// The format version of a record with exemplars.
 const VERSION_EXEMPLARS: u8 = 2;
+/// The format version of a record with native histograms.
+const VERSION_HISTOGRAMS: u8 = 3;
 
 /// Bytes of the checksum trailer.
 const CRC_LEN: usize = 4;
@@ -45,12 +51,21 @@ pub struct LogExemplar {
     pub exemplar: Exemplar,
 }
 
+/// One native histogram sample of the batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogHistogram {
+    pub series: u64,
+    pub t: i64,
+    pub h: HistogramSample,
+}
+
 /// The log record of one write batch. Every `f64` round-trips bit for bit.
 #[derive(Default, Clone, Debug, PartialEq)]
 pub struct LogRecord {
     pub new_series: Vec<NewSeries>,
     pub samples: Vec<LogSample>,
     pub exemplars: Vec<LogExemplar>,
+    pub histograms: Vec<LogHistogram>,
 }
 
 impl LogRecord {
@@ -67,11 +82,14 @@ impl LogRecord {
             1 + 20 + 12 * self.new_series.len() + labels_len + 14 * self.samples.len() + CRC_LEN,
         );
 
-        out.push(if self.exemplars.is_empty() {
-            VERSION
-        } else {
+        let version = if !self.histograms.is_empty() {
+            VERSION_HISTOGRAMS
+        } else if !self.exemplars.is_empty() {
             VERSION_EXEMPLARS
-        });
+        } else {
+            VERSION
+        };
+        out.push(version);
         put_uvarint(out, self.new_series.len() as u64);
         let mut prev_id = 0u64;
         for s in &self.new_series {
@@ -103,7 +121,7 @@ impl LogRecord {
             }
         }
 
-        if !self.exemplars.is_empty() {
+        if version != VERSION {
             put_uvarint(out, self.exemplars.len() as u64);
             let (mut prev_series, mut prev_t) = (0u64, 0i64);
             for e in &self.exemplars {
@@ -111,6 +129,17 @@ impl LogRecord {
                 prev_series = e.series;
                 e.exemplar.encode(prev_t, out);
                 prev_t = e.exemplar.t;
+            }
+        }
+        if version == VERSION_HISTOGRAMS {
+            put_uvarint(out, self.histograms.len() as u64);
+            let (mut prev_series, mut prev_t) = (0u64, 0i64);
+            for h in &self.histograms {
+                put_uvarint(out, zigzag(h.series.wrapping_sub(prev_series) as i64));
+                prev_series = h.series;
+                put_uvarint(out, zigzag(h.t.wrapping_sub(prev_t)));
+                prev_t = h.t;
+                encode_sample(&h.h, out);
             }
         }
 
@@ -122,7 +151,7 @@ impl LogRecord {
     /// (truncation, flipped bits, trailing bytes) is an error.
     pub fn decode(bytes: &[u8]) -> Result<LogRecord, CodecError> {
         let (&version, _) = bytes.split_first().ok_or(CodecError::Truncated)?;
-        if version != VERSION && version != VERSION_EXEMPLARS {
+        if !matches!(version, VERSION | VERSION_EXEMPLARS | VERSION_HISTOGRAMS) {
             return Err(CodecError::BadVersion(version));
         }
         let (covered, crc) = bytes
@@ -176,7 +205,7 @@ impl LogRecord {
         }
 
         let mut exemplars = Vec::new();
-        if version == VERSION_EXEMPLARS {
+        if version != VERSION {
             // Each takes at least 11 bytes (series, time, value, labels).
             let n = d.length_prefix(11);
             exemplars.reserve(n);
@@ -192,6 +221,28 @@ impl LogRecord {
             }
         }
 
+        let mut histograms = Vec::new();
+        if version == VERSION_HISTOGRAMS {
+            // Each takes at least 3 bytes (series, time, a stale flags byte).
+            let n = d.length_prefix(3);
+            histograms.reserve(n);
+            let (mut series, mut t) = (0u64, 0i64);
+            for _ in 0..n {
+                series = series.wrapping_add(unzigzag(d.uvarint()) as u64);
+                t = t.wrapping_add(unzigzag(d.uvarint()));
+                if d.err().is_some() {
+                    break;
+                }
+                match decode_sample(&mut d) {
+                    Ok(h) => histograms.push(LogHistogram { series, t, h }),
+                    Err(e) => {
+                        d.fail(e);
+                        break;
+                    }
+                }
+            }
+        }
+
         if d.remaining() != 0 {
             d.fail(CodecError::Corrupt("trailing bytes in log record"));
         }
@@ -200,6 +251,7 @@ impl LogRecord {
             new_series,
             samples,
             exemplars,
+            histograms,
         })
     }
 }
@@ -269,6 +321,7 @@ mod tests {
                 },
             ],
             exemplars: Vec::new(),
+            histograms: Vec::new(),
         }
     }
 
@@ -332,6 +385,59 @@ mod tests {
     }
 
     #[test]
+    fn histograms_make_a_version_3_record() {
+        use crate::histogram::{FloatHistogram, Histogram, Span, CUSTOM_BUCKETS_SCHEMA};
+        let mut rec = sample_record();
+        rec.histograms = vec![
+            LogHistogram {
+                series: 7,
+                t: 1_700_000_000_000,
+                h: HistogramSample::Int(Histogram {
+                    schema: 3,
+                    count: 5,
+                    sum: 2.5,
+                    zero_count: 1,
+                    zero_threshold: 1e-128,
+                    positive_spans: vec![Span::new(-2, 2)],
+                    positive_buckets: vec![3, -2],
+                    ..Histogram::default()
+                }),
+            },
+            LogHistogram {
+                series: 3,
+                t: 1_699_999_999_000,
+                h: HistogramSample::Float(FloatHistogram {
+                    schema: CUSTOM_BUCKETS_SCHEMA,
+                    count: 2.5,
+                    sum: 0.1,
+                    positive_spans: vec![Span::new(0, 2)],
+                    positive_buckets: vec![0.5, 2.0],
+                    custom_values: vec![0.25],
+                    ..FloatHistogram::default()
+                }),
+            },
+            LogHistogram {
+                series: 3,
+                t: 1_700_000_001_000,
+                h: HistogramSample::Int(Histogram::stale_marker()),
+            },
+        ];
+        let mut v3 = Vec::new();
+        rec.encode(&mut v3);
+        assert_eq!(v3.first(), Some(&VERSION_HISTOGRAMS));
+        let got = LogRecord::decode(&v3).unwrap();
+        assert_bits_eq(&rec, &got);
+        assert_eq!(got.histograms.len(), 3);
+        for (a, b) in rec.histograms.iter().zip(&got.histograms) {
+            assert_eq!((a.series, a.t), (b.series, b.t));
+            assert!(a.h.bit_eq(&b.h), "{a:?} != {b:?}");
+        }
+        for cut in 0..v3.len() {
+            assert!(LogRecord::decode(v3.get(..cut).unwrap()).is_err());
+        }
+    }
+
+    #[test]
     fn empty_record_is_six_bytes() {
         let mut out = Vec::new();
         LogRecord::default().encode(&mut out);
@@ -361,8 +467,8 @@ mod tests {
         sample_record().encode(&mut out);
         assert_eq!(LogRecord::decode(&[]), Err(CodecError::Truncated));
         assert_eq!(
-            LogRecord::decode(&[3, 0, 0, 0, 0]),
-            Err(CodecError::BadVersion(3))
+            LogRecord::decode(&[4, 0, 0, 0, 0]),
+            Err(CodecError::BadVersion(4))
         );
         let mut flipped = out.clone();
         if let Some(b) = flipped.get_mut(5) {

@@ -21,6 +21,7 @@ fn record(n_series: u64, n_samples: u64, seed: u64) -> LogRecord {
             })
             .collect(),
         exemplars: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 

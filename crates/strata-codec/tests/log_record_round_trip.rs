@@ -52,6 +52,7 @@ pub fn records() -> impl Strategy<Value = LogRecord> {
             new_series,
             samples,
             exemplars,
+            histograms: Vec::new(),
         })
 }
 

@@ -13,7 +13,10 @@ use std::sync::Arc;
 
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::{WriteBatch, WriteHandle};
-use strata_codec::{Exemplar, LabelPairs, LogExemplar, LogRecord, LogSample, NewSeries};
+use strata_codec::histogram::{chunks_of, encode_chunk_list, HistogramSample};
+use strata_codec::{
+    Exemplar, LabelPairs, LogExemplar, LogHistogram, LogRecord, LogSample, NewSeries,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -34,6 +37,8 @@ pub struct ResolvedSeries {
     pub samples: std::ops::Range<usize>,
     /// Its exemplars, usually none.
     pub exemplars: Vec<Exemplar>,
+    /// Its native histogram samples, usually none.
+    pub histograms: Vec<(i64, HistogramSample)>,
 }
 
 /// A write request as the coordinator queues it.
@@ -229,6 +234,11 @@ impl Coordinator {
         self.record.new_series.clear();
         self.record.samples.clear();
         self.record.exemplars.clear();
+        self.record.histograms.clear();
+        // Histograms of buckets sealed or being sealed, by bucket and
+        // series: written with the log record.
+        let mut late_histograms: BTreeMap<(i64, u64), Vec<(i64, HistogramSample)>> =
+            BTreeMap::new();
         let exemplar_window = self.inner.settings.late_window_ms().unwrap_or(0);
         let mut late_exemplars: BTreeMap<(i64, u64), Vec<Exemplar>> = BTreeMap::new();
         let open_from = first_open.saturating_mul(bucket_ms);
@@ -262,6 +272,41 @@ impl Coordinator {
                     r = append(&s, samples);
                 }
                 extra += r.extra;
+                let histograms_before = self.record.histograms.len();
+                if !rs.histograms.is_empty() {
+                    let mut append = |s: &MemSeries, logged: &mut Vec<LogHistogram>| {
+                        s.append_histograms(&rs.histograms, &policy, |t, h, b| {
+                            logged.push(LogHistogram {
+                                series: s.id,
+                                t,
+                                h: h.clone(),
+                            });
+                            if b < first_open {
+                                late_histograms
+                                    .entry((b, s.id))
+                                    .or_default()
+                                    .push((t, h.clone()));
+                            } else if !touched.contains(&b) {
+                                touched.push(b);
+                            }
+                        })
+                    };
+                    let mut h = append(&s, &mut self.record.histograms);
+                    if h.series_dropped {
+                        s = self.inner.head.revive(&s);
+                        h = append(&s, &mut self.record.histograms);
+                    }
+                    if h.appended > 0 {
+                        self.inner.head.note_histograms();
+                    }
+                    out.histograms += h.appended + h.duplicates;
+                    out.rejected += h.rejected;
+                    if out.first_rejection.is_none() {
+                        if let Some(rej) = h.first_rejection {
+                            out.first_rejection = Some((render_labels(&s.labels), rej));
+                        }
+                    }
+                }
                 let exemplars_before = self.record.exemplars.len();
                 for e in &rs.exemplars {
                     // Older than samples may be: it would expire at once.
@@ -293,8 +338,9 @@ impl Coordinator {
                     }
                 }
                 let samples = &self.record.samples;
-                let logs_series =
-                    samples.len() > before || self.record.exemplars.len() > exemplars_before;
+                let logs_series = samples.len() > before
+                    || self.record.exemplars.len() > exemplars_before
+                    || self.record.histograms.len() > histograms_before;
                 if logs_series && !s.logged.swap(true, Ordering::AcqRel) {
                     self.record.new_series.push(NewSeries {
                         id: s.id,
@@ -329,7 +375,10 @@ impl Coordinator {
             outcomes.iter().map(|o| o.rejected).sum(),
         );
 
-        let result = if self.record.samples.is_empty() && self.record.exemplars.is_empty() {
+        let result = if self.record.samples.is_empty()
+            && self.record.exemplars.is_empty()
+            && self.record.histograms.is_empty()
+        {
             Ok(self.last_handle.clone())
         } else {
             self.encoded.clear();
@@ -350,6 +399,18 @@ impl Coordinator {
                     keys::late_exemplar_key(*bucket, *series, seq),
                     value,
                     &self.inner.span_ttl(*bucket),
+                );
+            }
+            for ((bucket, series), mut list) in late_histograms {
+                list.sort_by_key(|(t, _)| *t);
+                list.dedup_by_key(|(t, _)| *t);
+                let mut value = Vec::new();
+                // Validated on the way in: every sample fits some chunk.
+                encode_chunk_list(&chunks_of(&list).unwrap_or_default(), &mut value);
+                batch.put_with_options(
+                    keys::late_histogram_key(bucket, series, seq),
+                    value,
+                    &self.inner.span_ttl(bucket),
                 );
             }
             self.next_seq += 1;

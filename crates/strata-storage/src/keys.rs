@@ -34,6 +34,12 @@ pub const BLOCK_LATE: u8 = b'K';
 /// `| log seq u64`. Apart from the chunks: compaction leaves them as they
 /// are.
 pub const EXEMPLARS: u8 = b'E';
+/// A series' native histograms in a sealed bucket: `N | bucket i64 |
+/// series id u64`, valued with their chunk list
+/// (`strata_codec::histogram::encode_chunk_list`), written by the seal;
+/// histograms that arrive once the bucket is sealed add `| log seq u64`.
+/// Apart from the float chunks: compaction leaves them as they are.
+pub const HISTOGRAMS: u8 = b'N';
 
 /// Separates a label name from its value in a postings key; never part of
 /// valid UTF-8.
@@ -295,6 +301,34 @@ pub fn late_exemplar_key(bucket: i64, series: u64, seq: u64) -> Vec<u8> {
 /// `(bucket, series)` of an exemplar key, the seal's or a late one.
 pub fn exemplar_key_parts(key: &[u8]) -> Option<(i64, u64)> {
     if !(key.len() == 17 || key.len() == 25) || key.first() != Some(&EXEMPLARS) {
+        return None;
+    }
+    Some((read_i64(key.get(1..9)?)?, read_u64(key.get(9..17)?)?))
+}
+
+/// `N | bucket`: the prefix of the histogram keys of one sealed bucket.
+pub fn histogram_prefix(bucket: i64) -> Vec<u8> {
+    span_key(HISTOGRAMS, Span::Bucket(bucket), 17)
+}
+
+/// `N | bucket | series`.
+pub fn histogram_key(bucket: i64, series: u64) -> Vec<u8> {
+    let mut k = histogram_prefix(bucket);
+    k.extend_from_slice(&series.to_be_bytes());
+    k
+}
+
+/// `N | bucket | series | seq`: histograms of a sealed bucket that came
+/// with log record `seq`.
+pub fn late_histogram_key(bucket: i64, series: u64, seq: u64) -> Vec<u8> {
+    let mut k = histogram_key(bucket, series);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// `(bucket, series)` of a histogram key, the seal's or a late one.
+pub fn histogram_key_parts(key: &[u8]) -> Option<(i64, u64)> {
+    if !(key.len() == 17 || key.len() == 25) || key.first() != Some(&HISTOGRAMS) {
         return None;
     }
     Some((read_i64(key.get(1..9)?)?, read_u64(key.get(9..17)?)?))

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
+use strata_codec::histogram::FloatHistogram;
 use strata_codec::{
     chunk_len_hint, decode_chunk_range_into, Label, LabelPairs, Matcher, Series, SeriesMap,
 };
@@ -161,6 +162,8 @@ struct DecodeJob {
     /// head's winning where both hold a timestamp): the head's part, then
     /// late samples it holds apart.
     head: Vec<Samples>,
+    /// Its native histogram samples, ascending.
+    histograms: Vec<(i64, FloatHistogram)>,
 }
 
 impl DecodeJob {
@@ -188,7 +191,7 @@ impl DecodeJob {
             labels: self.labels,
             timestamps: Vec::with_capacity(n),
             values: Vec::with_capacity(n),
-            histograms: Vec::new(),
+            histograms: self.histograms,
         };
         for part in self.parts {
             let maxt = maxt.min(part.until.saturating_sub(1));
@@ -220,7 +223,7 @@ impl DecodeJob {
 /// `series` as a select returns it: passed through `map`; left out when it
 /// has no samples.
 fn finish(series: Series, map: Option<&SeriesMap>) -> Option<Series> {
-    if series.timestamps.is_empty() {
+    if series.timestamps.is_empty() && series.histograms.is_empty() {
         return None;
     }
     match map {
@@ -738,11 +741,26 @@ impl Storage {
             })
             .buffered(BUCKET_FETCH_CONCURRENCY)
             .try_collect::<Vec<Vec<SealedPart>>>();
-        let (fetched, (), released) = futures::try_join!(
+        let head_histograms =
+            head.read_histogram_ranges(matchers, sealed_before, bucket_ms, mint, maxt);
+        let (fetched, (), released, mut histograms) = futures::try_join!(
             sealed,
             self.add_spilled(&mut spilled, &mut head_parts, mint, maxt),
-            self.released_samples(released, mint, maxt)
+            self.released_samples(released, mint, maxt),
+            self.stored_histograms(matchers, first, last_sealed, sealed_after, mint, maxt)
         )?;
+        let cut = sealed_after.saturating_add(1).saturating_mul(bucket_ms);
+        for (id, mut list) in head_histograms {
+            if sealed_after != sealed_before {
+                // Sealed meanwhile: read from the store above.
+                list.retain(|(t, _)| *t >= cut);
+            }
+            histograms.entry(id).or_default().extend(list);
+        }
+        for list in histograms.values_mut() {
+            list.sort_by_key(|(t, _)| *t);
+            list.dedup_by_key(|(t, _)| *t);
+        }
         for (id, samples) in released {
             insert_stored(head_parts.entry(id).or_default(), samples);
         }
@@ -766,6 +784,7 @@ impl Storage {
                 labels,
                 parts,
                 head,
+                histograms: histograms.remove(&id).unwrap_or_default(),
             });
         }
         // Series only the head holds: its part, then its late samples.
@@ -774,19 +793,70 @@ impl Storage {
             (id, std::iter::once(part).chain(late).collect::<Vec<_>>())
         });
         let head_only: Vec<(u64, Vec<Samples>)> = head_only.collect();
-        for (id, head) in head_only.into_iter().chain(extras) {
+        let histogram_only: Vec<(u64, Vec<Samples>)> = histograms
+            .keys()
+            .filter(|id| !head_only.iter().any(|(h, _)| h == *id) && !extras.contains_key(id))
+            .map(|&id| (id, Vec::new()))
+            .collect();
+        for (id, head) in head_only.into_iter().chain(extras).chain(histogram_only) {
             // Labels as of now: the head may have dropped the series since.
             if let Some(labels) = self.labels_of(id).await? {
                 jobs.push(DecodeJob {
                     labels,
                     parts: Vec::new(),
                     head,
+                    histograms: histograms.remove(&id).unwrap_or_default(),
                 });
             }
         }
         let mut series = decode_jobs(jobs, mint, maxt, map).await?;
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(series)
+    }
+
+    /// The native histogram samples in [mint, maxt] the store holds for
+    /// buckets `first` to `last` (both sealed), of every series matching
+    /// all matchers, by id. `N` keys are few (only series with histograms
+    /// have them): the buckets' keys are scanned and each series' labels
+    /// checked once.
+    async fn stored_histograms(
+        &self,
+        matchers: &[Matcher],
+        first: i64,
+        last: i64,
+        sealed: i64,
+        mint: i64,
+        maxt: i64,
+    ) -> Result<BTreeMap<u64, Vec<(i64, FloatHistogram)>>, StorageError> {
+        let mut out: BTreeMap<u64, Vec<(i64, FloatHistogram)>> = BTreeMap::new();
+        if sealed == NONE_SEALED || first > last {
+            return Ok(out);
+        }
+        let from = keys::histogram_prefix(first);
+        let to = keys::prefix_end(&keys::histogram_prefix(last));
+        let mut wanted: BTreeMap<u64, bool> = BTreeMap::new();
+        let mut it = self.shared.backend.scan(from..to).await?;
+        while let Some(kv) = it.next().await? {
+            let Some((_, id)) = keys::histogram_key_parts(&kv.key) else {
+                continue;
+            };
+            let matches = match wanted.get(&id) {
+                Some(&m) => m,
+                None => {
+                    let m = self
+                        .labels_of(id)
+                        .await?
+                        .is_some_and(|l| matchers.iter().all(|m| m.matches_labels(&l)));
+                    wanted.insert(id, m);
+                    m
+                }
+            };
+            if matches {
+                let list = out.entry(id).or_default();
+                strata_codec::histogram::decode_chunk_list_into(&kv.value, mint, maxt, list)?;
+            }
+        }
+        Ok(out)
     }
 
     /// Reads the head's spilled segments `(bucket, series, first_t,

@@ -229,10 +229,56 @@ impl LogFollower {
             pending.push((seq, record));
             if pending.len() >= RECORDS_PER_APPLY {
                 applied += self.apply_all(&pending, db, head, &policy).await?;
+                applied += self.apply_histograms(&pending, db, head, &policy).await?;
                 pending.clear();
             }
         }
         applied += self.apply_all(&pending, db, head, &policy).await?;
+        applied += self.apply_histograms(&pending, db, head, &policy).await?;
+        Ok(applied)
+    }
+
+    /// Applies the native histograms of `records` of unsealed buckets
+    /// (those of sealed ones are in the store: the seal's, or late ones
+    /// written with their record), after their records' float samples.
+    async fn apply_histograms(
+        &mut self,
+        records: &[(u64, LogRecord)],
+        db: &Backend,
+        head: &Head,
+        policy: &AppendPolicy,
+    ) -> Result<usize, StorageError> {
+        let policy = AppendPolicy {
+            keep_late: false,
+            ..*policy
+        };
+        let mut ids: Vec<u64> = records
+            .iter()
+            .flat_map(|(_, r)| r.histograms.iter().map(|h| h.series))
+            .collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        fetch_series(db, head, &ids).await?;
+        let mut applied = 0;
+        for (seq, record) in records {
+            for h in &record.histograms {
+                let Some(s) = head.series_by_id(h.series) else {
+                    continue;
+                };
+                let sample = [(h.t, h.h.clone())];
+                let out = s.append_histograms(&sample, &policy, |_, _, b| {
+                    let first_seq = self.open_buckets.entry(b).or_insert(*seq);
+                    *first_seq = (*first_seq).min(*seq);
+                });
+                applied += out.appended;
+            }
+        }
+        if applied > 0 {
+            head.note_histograms();
+        }
         Ok(applied)
     }
 

@@ -268,60 +268,44 @@ fn encode_bucket(
     };
     for s in series {
         series_done += 1;
+        // Native histograms stay in the head until the checkpoint: written
+        // by every run of the seal.
+        let histograms = s.seal_histograms(bucket);
+        let mut listed = false;
+        // Whether this run writes data of the series.
+        let mut writes = false;
+        if let Some(h) = histograms {
+            written.chunk_bytes += h.len();
+            batch.put_with_options(keys::histogram_key(bucket, s.id), h, &expire);
+            listed = true;
+            writes = true;
+            in_batch += 1;
+        }
         if released.as_ref().is_some_and(|r| r.contains(s.id)) {
             // Written by an earlier run of this seal, which failed after:
             // the store holds the chunk, the head no longer does.
-            all.push(s.id);
-            for (name, value) in s.labels.pairs() {
-                postings.entry((name, value)).or_default().push(s.id);
-            }
+            listed = true;
+        } else if let Some(chunk) = seal_chunk(inner, bucket, s, &mut batch, &mut ts, &mut vs)? {
+            written.chunk_bytes += chunk;
+            stored.push(Arc::clone(s));
+            listed = true;
+            writes = true;
+            in_batch += 1;
+        }
+        if !listed {
             continue;
         }
-        // One sealed chunk per series and bucket, from the head chunk's
-        // frozen run and tail; after segments the head spilled, a chunk
-        // key listing them with the rest.
-        ts.clear();
-        vs.clear();
-        let Some(taken) = s.seal_samples(bucket, &mut ts, &mut vs)? else {
-            continue;
-        };
-        // The series' labels reach the store with its first data there
-        // (and are refreshed before they expire): once the bucket is
-        // sealed, the head may drop the series and its log records go.
-        written.index_bytes +=
-            crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
-        let spilled = taken.spilled;
-        if let (Some(&first), Some(&last)) = (taken.late.0.first(), taken.late.0.last()) {
-            // Out-of-order samples beside spilled segments, which they may
-            // fall between: a late segment, folded in later.
-            let mut late = Vec::new();
-            strata_codec::encode_sealed(&taken.late.0, &taken.late.1, &mut late);
-            written.chunk_bytes += late.len();
-            let seq = inner.late.next_seq();
-            batch.put_with_options(
-                keys::late_segment_key(bucket, s.id, first, last, seq),
-                late,
-                &expire,
-            );
-            batch.put_with_options(keys::late_key(bucket, s.id), [], &expire);
+        if writes {
+            // The series' labels reach the store with its first data there
+            // (and are refreshed before they expire): once the bucket is
+            // sealed, the head may drop the series and its log records go.
+            written.index_bytes +=
+                crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
         }
-        let mut bytes = Vec::new();
-        if !ts.is_empty() {
-            strata_codec::encode_sealed(&ts, &vs, &mut bytes);
-        }
-        if !spilled.is_empty() {
-            bytes = values::encode_segmented(&spilled, &bytes);
-        } else if bytes.is_empty() {
-            continue;
-        }
-        written.chunk_bytes += bytes.len();
-        batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
-        stored.push(Arc::clone(s));
         all.push(s.id);
         for (name, value) in s.labels.pairs() {
             postings.entry((name, value)).or_default().push(s.id);
         }
-        in_batch += 1;
         if in_batch >= KEYS_PER_BATCH {
             if !send(&mut batch, &mut series_done, &mut indexed, &mut stored) {
                 return Ok(written);
@@ -347,4 +331,52 @@ fn encode_bucket(
     }
     send(&mut batch, &mut series_done, &mut indexed, &mut stored);
     Ok(written)
+}
+
+/// Puts the series' sealed chunk of `bucket` in `batch`: one per series and
+/// bucket, from the head chunk's frozen run and tail; after segments the
+/// head spilled, a chunk key listing them with the rest. Returns the bytes
+/// written, `None` when the series has no floats in the bucket.
+fn seal_chunk(
+    inner: &Shared,
+    bucket: i64,
+    s: &MemSeries,
+    batch: &mut WriteBatch,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+) -> Result<Option<usize>, StorageError> {
+    let expire = inner.span_ttl(bucket);
+    ts.clear();
+    vs.clear();
+    let Some(taken) = s.seal_samples(bucket, ts, vs)? else {
+        return Ok(None);
+    };
+    let mut written = 0;
+    let spilled = taken.spilled;
+    if let (Some(&first), Some(&last)) = (taken.late.0.first(), taken.late.0.last()) {
+        // Out-of-order samples beside spilled segments, which they may
+        // fall between: a late segment, folded in later.
+        let mut late = Vec::new();
+        strata_codec::encode_sealed(&taken.late.0, &taken.late.1, &mut late);
+        written += late.len();
+        let seq = inner.late.next_seq();
+        batch.put_with_options(
+            keys::late_segment_key(bucket, s.id, first, last, seq),
+            late,
+            &expire,
+        );
+        batch.put_with_options(keys::late_key(bucket, s.id), [], &expire);
+    }
+    let mut bytes = Vec::new();
+    if !ts.is_empty() {
+        strata_codec::encode_sealed(ts, vs, &mut bytes);
+    }
+    if !spilled.is_empty() {
+        bytes = values::encode_segmented(&spilled, &bytes);
+    } else if bytes.is_empty() {
+        return Ok(None);
+    }
+    written += bytes.len();
+    batch.put_with_options(keys::chunk_key(bucket, s.id), bytes, &expire);
+    Ok(Some(written))
 }

@@ -127,11 +127,12 @@ pub(crate) async fn drop_stored(
                 }
             }
         }
-        if kept.len() > at || !rs.exemplars.is_empty() {
+        if kept.len() > at || !rs.exemplars.is_empty() || !rs.histograms.is_empty() {
             out.push(ResolvedSeries {
                 series: rs.series,
                 samples: at..kept.len(),
                 exemplars: rs.exemplars,
+                histograms: rs.histograms,
             });
         }
     }

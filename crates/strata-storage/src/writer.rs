@@ -141,7 +141,9 @@ impl Writer {
         let mut new_series = 0;
         let mut kept: Vec<IngestSeries<L>> = series
             .into_iter()
-            .filter(|s| !s.samples.is_empty() || !s.exemplars.is_empty())
+            .filter(|s| {
+                !s.samples.is_empty() || !s.exemplars.is_empty() || !s.histograms.is_empty()
+            })
             .collect();
         let known = head.get_many(kept.iter().map(|s| &s.labels));
         // Label sets the head does not hold: the store may know them (a
@@ -171,7 +173,7 @@ impl Writer {
                 let tenant = head::tenant_of(&s.labels);
                 let extra = activated.entry(tenant.to_owned()).or_default();
                 if head.active_series(tenant) + *extra >= limit {
-                    let n = s.samples.len();
+                    let n = s.samples.len() + s.histograms.len();
                     refuse(&s.labels, n, Rejection::ActiveSeriesLimit { limit });
                     continue;
                 }
@@ -191,6 +193,7 @@ impl Writer {
                 series: m,
                 samples: at..samples.len(),
                 exemplars: std::mem::take(&mut s.exemplars),
+                histograms: std::mem::take(&mut s.histograms),
             });
         }
         drop(kept);

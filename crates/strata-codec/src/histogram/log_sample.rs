@@ -129,6 +129,25 @@ pub fn decode_float_histogram_sample(d: &mut Decbuf<'_>) -> Result<FloatHistogra
     })
 }
 
+/// Appends a sample of either form in its log form (its flags byte says
+/// which).
+pub fn encode_sample(s: &super::HistogramSample, out: &mut Vec<u8>) {
+    match s {
+        super::HistogramSample::Int(h) => encode_histogram_sample(h, out),
+        super::HistogramSample::Float(h) => encode_float_histogram_sample(h, out),
+    }
+}
+
+/// Reads a sample written by [`encode_sample`], in the form it was written.
+pub fn decode_sample(d: &mut Decbuf<'_>) -> Result<super::HistogramSample, CodecError> {
+    let float = d.rest().first().is_some_and(|&flags| flags & FLOAT != 0);
+    if float {
+        decode_float_histogram_sample(d).map(super::HistogramSample::Float)
+    } else {
+        decode_histogram_sample(d).map(super::HistogramSample::Int)
+    }
+}
+
 /// Writes the flags byte; true if the sample is stale and thus complete.
 fn put_flags(out: &mut Vec<u8>, hint: CounterResetHint, float: bool, stale: bool) -> bool {
     let hint_bits = match hint {

@@ -53,6 +53,7 @@ mod float_read;
 mod int_chunk;
 mod int_read;
 mod layout;
+mod list;
 mod log_sample;
 mod spans;
 mod types;
@@ -63,9 +64,13 @@ pub use float_chunk::FloatHistogramChunk;
 pub use float_read::FloatHistogramIter;
 pub use int_chunk::HistogramChunk;
 pub use int_read::HistogramIter;
+pub use list::{
+    append_to_chunks, chunks_of, decode_chunk_list, decode_chunk_list_into, encode_chunk_list,
+    AnyHistogramChunk,
+};
 pub use log_sample::{
-    decode_float_histogram_sample, decode_histogram_sample, encode_float_histogram_sample,
-    encode_histogram_sample,
+    decode_float_histogram_sample, decode_histogram_sample, decode_sample,
+    encode_float_histogram_sample, encode_histogram_sample, encode_sample,
 };
 pub use types::{
     CounterResetHint, FloatHistogram, Histogram, HistogramSample, Span, CUSTOM_BUCKETS_SCHEMA,

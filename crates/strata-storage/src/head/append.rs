@@ -20,6 +20,10 @@ pub enum Rejection {
     /// A new (or inactive) series while its tenant has this many active
     /// series.
     ActiveSeriesLimit { limit: usize },
+    /// A native histogram at a timestamp already held with another one.
+    ConflictingHistogram { t: i64 },
+    /// A native histogram whose spans and buckets disagree.
+    InvalidHistogram { t: i64, why: &'static str },
 }
 
 impl fmt::Display for Rejection {
@@ -41,6 +45,13 @@ impl fmt::Display for Rejection {
                 f,
                 "sample too old: timestamp {t} is out of order or in a sealed bucket, and before {min_t} (now minus storage.out_of_order_window, at most the retention)"
             ),
+            Self::ConflictingHistogram { t } => write!(
+                f,
+                "duplicate sample for timestamp {t}: a different native histogram is stored there"
+            ),
+            Self::InvalidHistogram { t, why } => {
+                write!(f, "invalid native histogram at timestamp {t}: {why}")
+            }
             Self::ActiveSeriesLimit { limit } => write!(
                 f,
                 "active series limit of {limit} reached (limits.max_active_series): new series are rejected; existing series keep ingesting"
@@ -65,7 +76,7 @@ pub struct AppendOutcome {
 }
 
 impl AppendOutcome {
-    fn reject(&mut self, r: Rejection) {
+    pub(super) fn reject(&mut self, r: Rejection) {
         self.rejected += 1;
         if self.first_rejection.is_none() {
             self.first_rejection = Some(r);
@@ -181,7 +192,7 @@ impl MemSeries {
                 let chunk = match st.chunks.last_mut() {
                     Some((b, c)) if *b == bucket => c,
                     _ => {
-                        if st.chunks.is_empty() {
+                        if !super::hist::has_data(st) {
                             self.active
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
@@ -265,7 +276,7 @@ impl MemSeries {
                         }
                     }
                     _ => {
-                        if st.chunks.is_empty() {
+                        if !super::hist::has_data(st) {
                             self.active
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }

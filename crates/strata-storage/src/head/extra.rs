@@ -106,42 +106,92 @@ mod tests {
     }
 }
 
-/// A series' extra runs: a boxed slice, empty and unallocated as nearly
-/// every series has them (a `Vec` in every series cost 8 bytes more, which
-/// moved a head series into the allocator's next size class). Runs are
-/// added one per bucket at most, so reallocating on each is cheap.
+/// A series' extra runs, and its native histograms (`hist.rs`): one
+/// pointer, unallocated as nearly every series has neither (a `Vec` in
+/// every series cost 8 bytes more, which moved a head series into the
+/// allocator's next size class).
 #[derive(Default)]
-pub(crate) struct Extras(Box<[ExtraRun]>);
+pub(crate) struct Extras(Option<Box<Beside>>);
+
+/// What [`Extras`] points to when a series has any of it.
+#[derive(Default)]
+pub(crate) struct Beside {
+    runs: Vec<ExtraRun>,
+    hists: Vec<super::hist::HistBucket>,
+}
 
 impl Extras {
+    fn beside(&mut self) -> &mut Beside {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    /// Lets the allocation go once it holds nothing.
+    fn tidy(&mut self) {
+        if self
+            .0
+            .as_ref()
+            .is_some_and(|b| b.runs.is_empty() && b.hists.is_empty())
+        {
+            self.0 = None;
+        }
+    }
+
     pub(crate) fn push(&mut self, run: ExtraRun) {
-        let mut runs = std::mem::take(&mut self.0).into_vec();
+        let runs = &mut self.beside().runs;
+        runs.reserve_exact(1);
         runs.push(run);
-        self.0 = runs.into_boxed_slice();
     }
 
     /// Keeps the runs `keep` accepts.
     pub(crate) fn retain(&mut self, keep: impl FnMut(&ExtraRun) -> bool) {
-        let mut runs = std::mem::take(&mut self.0).into_vec();
-        runs.retain(keep);
-        self.0 = runs.into_boxed_slice();
+        if let Some(b) = &mut self.0 {
+            b.runs.retain(keep);
+            b.runs.shrink_to_fit();
+        }
+        self.tidy();
     }
 
-    /// Heap bytes held, the runs' samples included.
+    /// The series' native histograms by bucket, oldest first.
+    pub(crate) fn hists(&self) -> &[super::hist::HistBucket] {
+        self.0.as_ref().map_or(&[], |b| &b.hists)
+    }
+
+    /// Changes the series' native histograms through `f`.
+    pub(crate) fn with_hists<R>(
+        &mut self,
+        f: impl FnOnce(&mut Vec<super::hist::HistBucket>) -> R,
+    ) -> R {
+        let r = f(&mut self.beside().hists);
+        self.tidy();
+        r
+    }
+
+    /// Heap bytes held, the runs' samples and the histograms included.
     pub(crate) fn heap_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.0) + self.0.iter().map(ExtraRun::heap_bytes).sum::<usize>()
+        self.0.as_ref().map_or(0, |b| {
+            std::mem::size_of::<Beside>()
+                + b.runs.capacity() * std::mem::size_of::<ExtraRun>()
+                + b.runs.iter().map(ExtraRun::heap_bytes).sum::<usize>()
+                + b.hists
+                    .iter()
+                    .map(super::hist::HistBucket::heap_bytes)
+                    .sum::<usize>()
+        })
     }
 }
 
 impl std::ops::Deref for Extras {
     type Target = [ExtraRun];
     fn deref(&self) -> &[ExtraRun] {
-        &self.0
+        self.0.as_ref().map_or(&[], |b| &b.runs)
     }
 }
 
 impl std::ops::DerefMut for Extras {
     fn deref_mut(&mut self) -> &mut [ExtraRun] {
-        &mut self.0
+        match &mut self.0 {
+            Some(b) => &mut b.runs,
+            None => &mut [],
+        }
     }
 }

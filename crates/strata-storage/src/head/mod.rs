@@ -19,6 +19,7 @@ mod chunk;
 mod exemplars;
 mod extra;
 mod hash_filter;
+mod hist;
 mod ids;
 mod labels;
 mod read;
@@ -281,7 +282,7 @@ impl MemSeries {
         if st.chunks.iter().any(|(b, _)| *b == bucket) {
             return;
         }
-        if st.chunks.is_empty() {
+        if !hist::has_data(&st) {
             self.active.fetch_add(1, Ordering::Relaxed);
         }
         let at = st.chunks.partition_point(|(b, _)| *b < bucket);
@@ -311,12 +312,13 @@ impl MemSeries {
     /// no chunk is left. Returns the extra samples freed.
     pub(crate) fn drop_through(&self, bucket: i64) -> usize {
         let mut st = self.state.lock();
-        let had = !st.chunks.is_empty();
+        let had = hist::has_data(&st);
         st.chunks.retain(|(b, _)| *b > bucket);
         if st.chunks.len() < st.chunks.capacity() {
             st.chunks.shrink_to_fit();
         }
-        if had && st.chunks.is_empty() {
+        hist::drop_through(&mut st, bucket);
+        if had && !hist::has_data(&st) {
             self.active.fetch_sub(1, Ordering::Relaxed);
         }
         let mut freed = 0;
@@ -338,9 +340,9 @@ impl MemSeries {
     /// is left. Returns the extra samples freed.
     fn release(&self, bucket: i64) -> usize {
         let mut st = self.state.lock();
-        let had = !st.chunks.is_empty();
+        let had = hist::has_data(&st);
         st.chunks.retain(|(b, _)| *b != bucket);
-        if had && st.chunks.is_empty() {
+        if had && !hist::has_data(&st) {
             self.active.fetch_sub(1, Ordering::Relaxed);
         }
         let mut freed = 0;
@@ -356,14 +358,14 @@ impl MemSeries {
 
     /// Whether the series has samples in a bucket not yet sealed.
     pub fn is_active(&self) -> bool {
-        !self.state.lock().chunks.is_empty()
+        hist::has_data(&self.state.lock())
     }
 
     /// Whether the head holds nothing of the series but its labels: no
     /// chunk, no extra sample.
     fn is_idle(&self) -> bool {
         let st = self.state.lock();
-        st.chunks.is_empty() && st.extras.is_empty()
+        st.chunks.is_empty() && st.extras.is_empty() && st.extras.hists().is_empty()
     }
 }
 
@@ -532,6 +534,9 @@ pub struct Head {
     released: RwLock<Vec<Arc<Released>>>,
     /// Exemplars of every series, bounded in all.
     exemplars: ExemplarStore,
+    /// Whether any series has had native histograms: reads of a head
+    /// without look for none.
+    holds_histograms: AtomicBool,
 }
 
 impl Head {
@@ -553,7 +558,20 @@ impl Head {
             stored_hashes: HashFilter::default(),
             released: RwLock::new(Vec::new()),
             exemplars: ExemplarStore::default(),
+            holds_histograms: AtomicBool::new(false),
         }
+    }
+
+    /// Notes that a series has native histograms in the head.
+    pub(crate) fn note_histograms(&self) {
+        if !self.holds_histograms.load(Ordering::Relaxed) {
+            self.holds_histograms.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether any series has had native histograms in the head.
+    pub(crate) fn holds_histograms(&self) -> bool {
+        self.holds_histograms.load(Ordering::Relaxed)
     }
 
     /// The series with these labels, created (with the next id) if new.
@@ -878,6 +896,7 @@ impl Head {
                     || s.dropped.load(Ordering::Relaxed)
                     || !st.chunks.is_empty()
                     || !st.extras.is_empty()
+                    || !st.extras.hists().is_empty()
                 {
                     continue;
                 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use strata_codec::histogram::FloatHistogram;
 use strata_codec::Matcher;
 
 use super::{Head, HeadChunk, MemSeries, Released};
@@ -118,6 +119,35 @@ impl Head {
         })
     }
 
+    /// The head's native histogram samples in [mint, maxt], from the
+    /// buckets after `sealed_through`, of every series matching all
+    /// matchers that has any, by id.
+    pub(crate) fn read_histogram_ranges(
+        &self,
+        matchers: &[Matcher],
+        sealed_through: i64,
+        bucket_ms: i64,
+        mint: i64,
+        maxt: i64,
+    ) -> Vec<(u64, Vec<(i64, FloatHistogram)>)> {
+        if !self.holds_histograms() {
+            return Vec::new();
+        }
+        let range = HeadRange {
+            sealed_through,
+            bucket_ms,
+            mint,
+            maxt,
+        };
+        self.series_for(&self.select_ids(matchers))
+            .iter()
+            .filter_map(|s| {
+                let h = s.read_histograms(mint, maxt, |b| range.holds(b));
+                (!h.is_empty()).then_some((s.id, h))
+            })
+            .collect()
+    }
+
     /// Runs `f` with the sets of released series whose bucket `range`
     /// holds, and no new set made until it returns: a seal's first release
     /// of a bucket waits for it. Else a pass that began before the set was
@@ -149,10 +179,15 @@ impl Head {
             mint,
             maxt,
         };
+        let histograms = self.holds_histograms();
         self.with_released(range, |released| {
             series
                 .iter()
-                .filter(|s| s.overlaps(range) || released.iter().any(|r| r.contains(s.id)))
+                .filter(|s| {
+                    s.overlaps(range)
+                        || released.iter().any(|r| r.contains(s.id))
+                        || (histograms && s.histograms_overlap(mint, maxt, |b| range.holds(b)))
+                })
                 .map(|s| s.id)
                 .collect()
         })
