@@ -151,7 +151,7 @@ pub fn apply_limits(
             decoded.exemplars_dropped += s.exemplars.len();
             decoded.rejected.push(RejectedSeries {
                 labels: render_labels(&s.labels),
-                samples: s.samples.len(),
+                samples: s.samples.len() + s.histograms.len(),
                 reason,
             });
             continue;
@@ -171,6 +171,19 @@ pub fn apply_limits(
                     ),
                 });
             }
+            if let Some(&(t, _)) = s.histograms.iter().find(|&&(t, _)| t > max_t) {
+                trimmed = true;
+                let before = s.histograms.len();
+                s.histograms.retain(|&(t, _)| t <= max_t);
+                decoded.rejected.push(RejectedSeries {
+                    labels: render_labels(&s.labels),
+                    samples: before - s.histograms.len(),
+                    reason: format!(
+                        "histogram sample too far in the future: timestamp {t} is after {max_t} \
+                         (now plus limits.max_future)"
+                    ),
+                });
+            }
             if let Some(e) = s.exemplars.iter().find(|e| e.t > max_t) {
                 let t = e.t;
                 trimmed = true;
@@ -183,7 +196,8 @@ pub fn apply_limits(
                     )
                 });
             }
-            if trimmed && s.samples.is_empty() && s.exemplars.is_empty() {
+            if trimmed && s.samples.is_empty() && s.histograms.is_empty() && s.exemplars.is_empty()
+            {
                 continue;
             }
         }
@@ -252,6 +266,7 @@ mod tests {
         RawSeries {
             labels: RawLabels(labels),
             samples: samples.iter().map(|&t| (t, 1.0)).collect(),
+            histograms: Vec::new(),
             exemplars: Vec::new(),
         }
     }
