@@ -136,8 +136,7 @@ pub struct Histogram {
     pub aggregation_temporality: i32,
 }
 
-/// Only counted: exponential histograms become native histograms, which
-/// this store does not keep yet.
+/// Exponential histograms become native histograms.
 #[derive(Clone, PartialEq, prost::Message, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExponentialHistogram {
@@ -220,9 +219,47 @@ pub struct HistogramDataPoint {
 pub struct ExponentialHistogramDataPoint {
     #[prost(message, repeated, tag = "1")]
     pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub start_time_unix_nano: u64,
     #[prost(fixed64, tag = "3")]
     #[serde(deserialize_with = "json::u64_number")]
     pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "4")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub count: u64,
+    #[prost(double, optional, tag = "5")]
+    #[serde(deserialize_with = "json::optional_f64_number")]
+    pub sum: Option<f64>,
+    /// Bucket bounds grow by `2^(2^-scale)`: a native histogram's schema.
+    #[prost(sint32, tag = "6")]
+    pub scale: i32,
+    #[prost(fixed64, tag = "7")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub zero_count: u64,
+    #[prost(message, optional, tag = "8")]
+    pub positive: Option<Buckets>,
+    #[prost(message, optional, tag = "9")]
+    pub negative: Option<Buckets>,
+    #[prost(uint32, tag = "10")]
+    pub flags: u32,
+    /// Not read: Prometheus uses its default zero threshold whatever the
+    /// point says.
+    #[prost(double, tag = "14")]
+    #[serde(deserialize_with = "json::f64_number")]
+    pub zero_threshold: f64,
+}
+
+/// `ExponentialHistogramDataPoint.Buckets`: dense counts from `offset`;
+/// bucket `i` covers `(base^(offset+i), base^(offset+i+1)]`.
+#[derive(Clone, PartialEq, prost::Message, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Buckets {
+    #[prost(sint32, tag = "1")]
+    pub offset: i32,
+    #[prost(uint64, repeated, tag = "2")]
+    #[serde(deserialize_with = "json::u64_numbers")]
+    pub bucket_counts: Vec<u64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message, Deserialize)]

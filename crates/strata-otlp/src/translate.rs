@@ -3,8 +3,9 @@
 //!
 //! - gauges and non-monotonic sums become gauges, cumulative monotonic
 //!   sums counters (`_total`); explicit-bucket histograms classic
-//!   `_bucket{le}`/`_sum`/`_count` series; summaries `{quantile}`, `_sum`
-//!   and `_count`;
+//!   `_bucket{le}`/`_sum`/`_count` series; exponential histograms native
+//!   histograms (see [`crate::exponential`]); summaries `{quantile}`,
+//!   `_sum` and `_count`;
 //! - `job` is `service.namespace/service.name`, `instance` is
 //!   `service.instance.id`; the other resource attributes go to
 //!   `target_info`, and those named in `promote_resource_attributes` onto
@@ -13,20 +14,21 @@
 //!
 //! A metric this store cannot take is refused alone, with its points
 //! counted: delta temporality (Prometheus refuses it too unless told to
-//! convert), and exponential histograms (native histograms are not stored
-//! yet).
+//! allow it), and exponential histograms with a scale under -4.
 
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use strata_codec::histogram::HistogramSample;
+use strata_codec::render::render_labels;
 use strata_remote_write::{DecodedWrite, MetricMetadata, RawSeries, RejectedSeries, Version};
 
 use crate::attributes::{get, value_string, LabelBuilder, NameCache};
 use crate::names::{metric_name, unit_name, LabelNamer, MetricType, TranslationStrategy};
 use crate::proto::{
-    metric, number_data_point, ExportMetricsServiceRequest, HistogramDataPoint, KeyValue,
-    NumberDataPoint, SummaryDataPoint, FLAG_NO_RECORDED_VALUE, TEMPORALITY_CUMULATIVE,
-    TEMPORALITY_DELTA,
+    metric, number_data_point, ExponentialHistogramDataPoint, ExportMetricsServiceRequest,
+    HistogramDataPoint, KeyValue, NumberDataPoint, SummaryDataPoint, FLAG_NO_RECORDED_VALUE,
+    TEMPORALITY_CUMULATIVE, TEMPORALITY_DELTA,
 };
 
 /// Prometheus' stale marker.
@@ -386,16 +388,6 @@ impl<'a> Translator<'a> {
                 return;
             }
         }
-        if kind == MetricType::ExponentialHistogram {
-            self.refuse(
-                &shown(),
-                points,
-                "exponential histograms become native histograms, which this server does not \
-                 store yet; use an explicit-bucket histogram aggregation"
-                    .into(),
-            );
-            return;
-        }
         if points == 0 {
             self.warnings
                 .push(format!("empty data points: {} is dropped", m.name));
@@ -441,6 +433,9 @@ impl<'a> Translator<'a> {
             Some(metric::Data::Gauge(g)) => self.numbers(&ctx, &g.data_points),
             Some(metric::Data::Sum(s)) => self.numbers(&ctx, &s.data_points),
             Some(metric::Data::Histogram(h)) => self.histograms(&ctx, &h.data_points),
+            Some(metric::Data::ExponentialHistogram(h)) => {
+                self.exponential_histograms(&ctx, &h.data_points)
+            }
             Some(metric::Data::Summary(s)) => self.summaries(&ctx, &s.data_points),
             _ => Ok(()),
         };
@@ -524,6 +519,37 @@ impl<'a> Translator<'a> {
             b.set(LE, Bytes::from_static(b"+Inf"));
             b.set(NAME, ctx.bucket.clone());
             self.push(b, t, value(p.count as f64));
+        }
+        Ok(())
+    }
+
+    /// Native histograms, one series per point. A scale under -4 refuses
+    /// the metric (as Prometheus); a histogram failing validation (its
+    /// count not its buckets' total, say) is refused alone.
+    fn exponential_histograms(
+        &mut self,
+        ctx: &Context<'_>,
+        points: &[ExponentialHistogramDataPoint],
+    ) -> Result<(), String> {
+        for p in points {
+            let mut b = self.base_labels(ctx, &p.attributes)?;
+            b.set(NAME, ctx.name.clone());
+            let h = HistogramSample::Int(crate::exponential::to_native(p)?);
+            let labels = b.into_raw();
+            if let Err(e) = h.validate() {
+                self.refuse(
+                    &render_labels(&labels),
+                    1,
+                    format!("invalid exponential histogram: {e}"),
+                );
+                continue;
+            }
+            self.out.series.push(RawSeries {
+                labels,
+                samples: Vec::new(),
+                histograms: vec![(millis(p.time_unix_nano), h)],
+                exemplars: Vec::new(),
+            });
         }
         Ok(())
     }
@@ -612,6 +638,7 @@ impl<'a> Translator<'a> {
         self.out.series.push(RawSeries {
             labels: b.into_raw(),
             samples,
+            histograms: Vec::new(),
             exemplars: Vec::new(),
         });
     }
@@ -622,6 +649,7 @@ impl<'a> Translator<'a> {
         self.out.series.push(RawSeries {
             labels: labels.into_raw(),
             samples: vec![(t, v)],
+            histograms: Vec::new(),
             exemplars: Vec::new(),
         });
     }

@@ -7,9 +7,7 @@
 //! integer count of 0); the other oneof and the other bucket form are
 //! ignored. Reset hints map one to one; an unknown enum value is `Unknown`.
 
-use strata_codec::histogram::{
-    CounterResetHint, FloatHistogram, Histogram, HistogramSample, Span,
-};
+use strata_codec::histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramSample, Span};
 
 use crate::proto::{v1, v2};
 

@@ -1,9 +1,9 @@
 #![allow(clippy::unwrap_used)]
 
-use strata_remote_write::proto::{v1, v2};
 use strata_codec::histogram::{
     CounterResetHint, FloatHistogram, Histogram, HistogramSample, Span, CUSTOM_BUCKETS_SCHEMA,
 };
+use strata_remote_write::proto::{v1, v2};
 use strata_remote_write::{decode, encode_v2, DecodeLimits, V2RequestBuilder, Version};
 
 mod common;
@@ -139,7 +139,10 @@ fn every_shape() -> Vec<(i64, HistogramSample)> {
         (3_000, HistogramSample::Int(custom_int)),
         (4_000, HistogramSample::Float(custom_float)),
         (5_000, HistogramSample::Int(Histogram::stale_marker())),
-        (6_000, HistogramSample::Float(FloatHistogram::stale_marker())),
+        (
+            6_000,
+            HistogramSample::Float(FloatHistogram::stale_marker()),
+        ),
     ]
 }
 
