@@ -34,6 +34,8 @@ pub struct ResolvedSeries {
     pub samples: std::ops::Range<usize>,
     /// Its exemplars, usually none.
     pub exemplars: Vec<Exemplar>,
+    /// Its native histogram samples, as [`crate::IngestSeries::histograms`].
+    pub histograms: Vec<(i64, strata_codec::histogram::HistogramSample)>,
 }
 
 /// A write request as the coordinator queues it.

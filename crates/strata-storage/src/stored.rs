@@ -132,6 +132,7 @@ pub(crate) async fn drop_stored(
                 series: rs.series,
                 samples: at..kept.len(),
                 exemplars: rs.exemplars,
+                histograms: rs.histograms,
             });
         }
     }

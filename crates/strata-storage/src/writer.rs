@@ -191,6 +191,7 @@ impl Writer {
                 series: m,
                 samples: at..samples.len(),
                 exemplars: std::mem::take(&mut s.exemplars),
+                histograms: std::mem::take(&mut s.histograms),
             });
         }
         drop(kept);
