@@ -280,6 +280,7 @@ mod tests {
     use super::*;
 
     type Received = Arc<Mutex<Vec<(usize, Version, Vec<u8>)>>>;
+    type TestSeries = (Vec<Label>, Vec<(i64, HistogramSample)>, Vec<Exemplar>);
 
     /// A writer that keeps what it is sent and answers 204 with the 2.0
     /// counts of what the body holds.
@@ -345,7 +346,7 @@ mod tests {
         .unwrap();
         let state = DistributorState::new(&config).unwrap();
         // 20 series: histograms only, with an exemplar each.
-        let series: Vec<(Vec<Label>, Vec<(i64, HistogramSample)>, Vec<Exemplar>)> = (0..20)
+        let series: Vec<TestSeries> = (0..20)
             .map(|i| {
                 (
                     vec![Label::new("__name__", "h"), Label::new("i", i.to_string())],
