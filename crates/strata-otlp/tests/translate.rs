@@ -34,6 +34,7 @@ fn number(attrs: Vec<KeyValue>, v: f64) -> NumberDataPoint {
         time_unix_nano: T,
         value: Some(number_data_point::Value::AsDouble(v)),
         flags: 0,
+        exemplars: Vec::new(),
     }
 }
 
@@ -133,6 +134,7 @@ fn counters_gauges_histograms_and_summaries_become_prometheus_series() {
                         bucket_counts: vec![1, 2, 3],
                         explicit_bounds: vec![0.5, 10.0],
                         flags: 0,
+                        exemplars: Vec::new(),
                     }],
                     aggregation_temporality: TEMPORALITY_CUMULATIVE,
                 }),
@@ -208,6 +210,7 @@ fn exponential(scale: i32, positive: Vec<u64>, flags: u32) -> ExponentialHistogr
         }),
         negative: None,
         flags,
+        exemplars: Vec::new(),
         zero_threshold: 0.0,
     }
 }
@@ -447,6 +450,15 @@ fn protobuf_gzip_and_json_bodies_decode_alike() {
             metric::Data::Sum(Sum {
                 data_points: vec![NumberDataPoint {
                     value: Some(number_data_point::Value::AsInt(42)),
+                    // OTLP/JSON writes the trace id in hex.
+                    exemplars: vec![Exemplar {
+                        trace_id: vec![
+                            0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33,
+                            0x81, 0x3f, 0xc6, 0x0c,
+                        ],
+                        value: Some(exemplar::Value::AsDouble(1.0)),
+                        ..Default::default()
+                    }],
                     ..number(vec![kv("x", "y")], 0.0)
                 }],
                 aggregation_temporality: TEMPORALITY_CUMULATIVE,
@@ -517,4 +529,121 @@ fn bad_bodies_are_refused_with_the_reason() {
         Format::negotiate(Some("application/x-protobuf"), Some("gzip")).unwrap(),
         (Format::Protobuf, true)
     );
+}
+
+#[test]
+fn exemplars_go_with_sums_bucket_by_bucket_and_with_native_histograms() {
+    let ex = |v: f64, attrs: Vec<KeyValue>| Exemplar {
+        filtered_attributes: attrs,
+        time_unix_nano: T,
+        value: Some(exemplar::Value::AsDouble(v)),
+        span_id: vec![0, 0, 0, 0, 0, 0, 0, 0x2a],
+        trace_id: vec![0xab; 16],
+    };
+    let long = kv("note", &"x".repeat(100));
+    let req = request(
+        service(),
+        vec![
+            metric(
+                "jobs",
+                "",
+                metric::Data::Sum(Sum {
+                    data_points: vec![NumberDataPoint {
+                        exemplars: vec![ex(3.0, vec![kv("user", "u1")]), ex(4.0, vec![long])],
+                        ..number(vec![], 7.0)
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                    is_monotonic: true,
+                }),
+            ),
+            metric(
+                "level",
+                "",
+                metric::Data::Gauge(Gauge {
+                    data_points: vec![NumberDataPoint {
+                        exemplars: vec![ex(1.0, vec![])],
+                        ..number(vec![], 1.0)
+                    }],
+                }),
+            ),
+            metric(
+                "dur",
+                "",
+                metric::Data::Histogram(Histogram {
+                    data_points: vec![HistogramDataPoint {
+                        attributes: vec![],
+                        start_time_unix_nano: 0,
+                        time_unix_nano: T,
+                        count: 6,
+                        sum: Some(12.5),
+                        bucket_counts: vec![1, 2, 3],
+                        explicit_bounds: vec![0.5, 10.0],
+                        exemplars: vec![ex(0.1, vec![]), ex(0.5, vec![]), ex(20.0, vec![])],
+                        flags: 0,
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+            metric(
+                "lat",
+                "",
+                metric::Data::ExponentialHistogram(ExponentialHistogram {
+                    data_points: vec![ExponentialHistogramDataPoint {
+                        exemplars: vec![ex(2.0, vec![])],
+                        ..exponential(0, vec![1], 0)
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+        ],
+    );
+    let t = translate(&req, &Settings::default());
+    assert!(t.write.rejected.is_empty(), "{:?}", t.write.rejected);
+    // The gauge's exemplar is not read.
+    assert_eq!((t.write.exemplars, t.write.exemplars_dropped), (6, 0));
+    let of = |name: &str, le: Option<&str>| {
+        let s = t
+            .write
+            .series
+            .iter()
+            .find(|s| {
+                s.labels.pairs().any(|(n, v)| n == "__name__" && v == name)
+                    && le.is_none_or(|le| s.labels.pairs().any(|(n, v)| n == "le" && v == le))
+            })
+            .unwrap();
+        s.exemplars
+            .iter()
+            .map(|e| {
+                let labels: Vec<String> = e
+                    .labels
+                    .iter()
+                    .map(|l| format!("{}={}", l.name, l.value))
+                    .collect();
+                (e.v, e.t, labels.join(","))
+            })
+            .collect::<Vec<_>>()
+    };
+    let ids = format!("span_id=000000000000002a,trace_id={}", "ab".repeat(16));
+    let t_ms = (T / 1_000_000) as i64;
+    assert_eq!(
+        of("jobs_total", None),
+        vec![
+            (3.0, t_ms, format!("{ids},user=u1")),
+            // Attributes that would take the labels over 128 characters
+            // are left out.
+            (4.0, t_ms, ids.clone()),
+        ]
+    );
+    assert!(of("level", None).is_empty());
+    let values = |le| {
+        of("dur_bucket", Some(le))
+            .iter()
+            .map(|e| e.0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values("0.5"), vec![0.1, 0.5]);
+    assert!(values("10").is_empty());
+    assert_eq!(values("+Inf"), vec![20.0]);
+    assert!(of("dur_sum", None).is_empty());
+    assert_eq!(of("lat", None), vec![(2.0, t_ms, ids)]);
 }
