@@ -369,7 +369,9 @@ impl DecodedWrite<RawSeries> {
         });
     }
 
-    /// The histograms that pass [`HistogramSample::validate`]. Invalid ones
+    /// The histograms that pass [`HistogramSample::validate`], those of
+    /// schemas 9 to 52 first reduced to schema 8 as Prometheus reduces
+    /// them. Invalid ones
     /// are refused alone, as Prometheus' 2.0 receiver does: one rejection
     /// entry for the series, naming the first problem and counting all.
     fn valid_histograms(
@@ -379,6 +381,9 @@ impl DecodedWrite<RawSeries> {
     ) -> Vec<(i64, HistogramSample)> {
         let mut first: Option<String> = None;
         let before = histograms.len();
+        histograms
+            .iter_mut()
+            .for_each(|(_, h)| crate::histogram::reduce_resolution(h));
         histograms.retain(|(t, h)| match h.validate() {
             Ok(()) => true,
             Err(e) => {

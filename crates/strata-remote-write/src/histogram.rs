@@ -130,6 +130,111 @@ macro_rules! conversions {
 conversions!(v1);
 conversions!(v2);
 
+/// The finest schema Prometheus reserves for exponential buckets: samples
+/// of schemas 9 to this are reduced to 8 on receipt.
+const MAX_RESERVED_SCHEMA: i32 = 52;
+
+/// Prometheus' receiver reduces a histogram of a reserved schema finer than
+/// 8 (9 to 52) to schema 8, merging `2^(schema-8)` buckets into one
+/// (`ReduceResolution`); others are left as they are. A histogram whose
+/// spans do not match its buckets is left for validation to refuse.
+pub(crate) fn reduce_resolution(h: &mut HistogramSample) {
+    use strata_codec::histogram::MAX_EXP_SCHEMA;
+    let finer = MAX_EXP_SCHEMA + 1..=MAX_RESERVED_SCHEMA;
+    match h {
+        HistogramSample::Int(h) if finer.contains(&h.schema) => {
+            let by = h.schema - MAX_EXP_SCHEMA;
+            let (Some(p), Some(n)) = (
+                merge(&h.positive_spans, &absolute(&h.positive_buckets), by),
+                merge(&h.negative_spans, &absolute(&h.negative_buckets), by),
+            ) else {
+                return;
+            };
+            (h.positive_spans, h.positive_buckets) = (p.0, deltas(&p.1));
+            (h.negative_spans, h.negative_buckets) = (n.0, deltas(&n.1));
+            h.schema = MAX_EXP_SCHEMA;
+        }
+        HistogramSample::Float(h) if finer.contains(&h.schema) => {
+            let by = h.schema - MAX_EXP_SCHEMA;
+            let (Some(p), Some(n)) = (
+                merge(&h.positive_spans, &h.positive_buckets, by),
+                merge(&h.negative_spans, &h.negative_buckets, by),
+            ) else {
+                return;
+            };
+            (h.positive_spans, h.positive_buckets) = p;
+            (h.negative_spans, h.negative_buckets) = n;
+            h.schema = MAX_EXP_SCHEMA;
+        }
+        _ => {}
+    }
+}
+
+fn absolute(deltas: &[i64]) -> Vec<i64> {
+    let mut acc = 0i64;
+    deltas
+        .iter()
+        .map(|&d| {
+            acc = acc.wrapping_add(d);
+            acc
+        })
+        .collect()
+}
+
+fn deltas(counts: &[i64]) -> Vec<i64> {
+    let mut previous = 0i64;
+    counts
+        .iter()
+        .map(|&c| {
+            let d = c.wrapping_sub(previous);
+            previous = c;
+            d
+        })
+        .collect()
+}
+
+/// Buckets `counts` laid out by `spans`, merged `2^by` into one: bucket
+/// `i` (covering `(base^(i-1), base^i]`) goes to `((i - 1) >> by) + 1`.
+/// Consecutive merged buckets share a span. `None` if the spans do not
+/// describe exactly `counts.len()` buckets.
+fn merge<T>(spans: &[Span], counts: &[T], by: i32) -> Option<(Vec<Span>, Vec<T>)>
+where
+    T: Copy + std::ops::Add<Output = T>,
+{
+    let needed: u64 = spans.iter().map(|s| u64::from(s.length)).sum();
+    if needed != counts.len() as u64 {
+        return None;
+    }
+    let mut merged: Vec<(i64, T)> = Vec::with_capacity(counts.len());
+    let mut index = 0i64;
+    let mut counts = counts.iter();
+    for s in spans {
+        index += i64::from(s.offset);
+        for _ in 0..s.length {
+            let c = *counts.next()?;
+            let target = ((index - 1) >> by) + 1;
+            match merged.last_mut() {
+                Some((last, n)) if *last == target => *n = *n + c,
+                _ => merged.push((target, c)),
+            }
+            index += 1;
+        }
+    }
+    let mut out_spans: Vec<Span> = Vec::new();
+    let mut out_counts = Vec::with_capacity(merged.len());
+    let mut previous: Option<i64> = None;
+    for (target, c) in merged {
+        match (previous, out_spans.last_mut()) {
+            (Some(p), Some(span)) if target == p + 1 => span.length += 1,
+            (Some(p), _) => out_spans.push(Span::new(i32::try_from(target - p - 1).ok()?, 1)),
+            (None, _) => out_spans.push(Span::new(i32::try_from(target).ok()?, 1)),
+        }
+        out_counts.push(c);
+        previous = Some(target);
+    }
+    Some((out_spans, out_counts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +270,60 @@ mod tests {
             assert!(one.to_sample().bit_eq(&h));
             let two = v2::Histogram::from_sample(7, &h);
             assert!(two.to_sample().bit_eq(&h));
+        }
+    }
+
+    #[test]
+    fn reserved_finer_schemas_are_reduced_to_8() {
+        // Schema 10: four buckets make one of schema 8. Indexes 1..=4 go to
+        // 1, 5..=8 to 2, -3..=0 to 0, and 9 to 3.
+        let mut int = HistogramSample::Int(Histogram {
+            schema: 10,
+            count: 10,
+            sum: 1.0,
+            positive_spans: vec![Span::new(-3, 4), Span::new(0, 5)],
+            // Absolute 1 1 1 1 | 1 1 1 1 1 at -3..=5.
+            positive_buckets: vec![1, 0, 0, 0, 0, 0, 0, 0, 0],
+            negative_spans: vec![Span::new(9, 1)],
+            negative_buckets: vec![1],
+            ..Histogram::default()
+        });
+        reduce_resolution(&mut int);
+        let HistogramSample::Int(h) = &int else {
+            panic!("still an integer histogram")
+        };
+        assert_eq!(h.schema, 8);
+        assert_eq!(h.positive_spans, vec![Span::new(0, 3)]);
+        assert_eq!(h.positive_buckets, vec![4, 0, -3]);
+        assert_eq!(h.negative_spans, vec![Span::new(3, 1)]);
+        assert_eq!(h.negative_buckets, vec![1]);
+        int.validate().unwrap();
+
+        let mut float = HistogramSample::Float(FloatHistogram {
+            schema: 9,
+            count: 3.0,
+            positive_spans: vec![Span::new(1, 1), Span::new(5, 2)],
+            positive_buckets: vec![1.0, 0.5, 1.5],
+            ..FloatHistogram::default()
+        });
+        reduce_resolution(&mut float);
+        let HistogramSample::Float(h) = &float else {
+            panic!("still a float histogram")
+        };
+        // 1 -> 1; 7, 8 -> 4 (one bucket), with a gap of two.
+        assert_eq!(h.schema, 8);
+        assert_eq!(h.positive_spans, vec![Span::new(1, 1), Span::new(2, 1)]);
+        assert_eq!(h.positive_buckets, vec![1.0, 2.0]);
+
+        // Schemas up to 8, custom buckets and those past 52 are left alone.
+        for schema in [8, -53, 53] {
+            let mut h = HistogramSample::Int(Histogram {
+                schema,
+                ..Histogram::default()
+            });
+            reduce_resolution(&mut h);
+            let HistogramSample::Int(h) = h else { panic!() };
+            assert_eq!(h.schema, schema);
         }
     }
 

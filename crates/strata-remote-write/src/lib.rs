@@ -23,8 +23,8 @@
 //!   `HistogramSample::validate` (Prometheus' checks) is refused alone, as
 //!   Prometheus' 2.0 receiver refuses it: the series' other samples stand,
 //!   and a rejection entry names the series and the problem (a 400).
-//!   Schemas 9 to 52 (reserved, which Prometheus reduces to 8) are refused
-//!   as invalid. Metric metadata (1.0's list, 2.0's per series) is
+//!   Schemas 9 to 52 (reserved for finer exponential buckets) are reduced
+//!   to 8 first, as Prometheus reduces them. Metric metadata (1.0's list, 2.0's per series) is
 //!   returned for the caller to keep.
 //! - Exemplars are kept with their series, labels in the order sent. One
 //!   with labels that are not UTF-8, a 2.0 reference that cannot be

@@ -237,7 +237,7 @@ fn an_invalid_histogram_is_refused_alone_naming_series_and_problem() {
     bad_count.count = Some(v2::histogram::Count::CountInt(5));
     let mut bad_schema = v2_histogram();
     bad_schema.timestamp = 3_000;
-    bad_schema.schema = 9;
+    bad_schema.schema = -5;
 
     // 1.0
     let mut series = common::v1_series(&[("__name__", "lat"), ("job", "a")], &[(1_000, 1.0)]);
@@ -281,8 +281,26 @@ fn an_invalid_histogram_is_refused_alone_naming_series_and_problem() {
     assert_eq!(
         d.rejected[0].reason,
         "invalid native histogram at timestamp 3000: \
-         schema 9 is neither exponential (-4..=8) nor custom buckets (-53)"
+         schema -5 is neither exponential (-4..=8) nor custom buckets (-53)"
     );
+}
+
+#[test]
+fn a_reserved_finer_schema_is_reduced_to_8() {
+    let mut fine = v2_histogram();
+    fine.schema = 12;
+    let mut series = common::v1_series(&[("__name__", "fine")], &[]);
+    series.histograms = vec![v1::Histogram::from_sample(1_000, &fine.to_sample())];
+    let d = common::decode_v1(vec![series]);
+    assert!(d.rejected.is_empty(), "{:?}", d.rejected);
+    let HistogramSample::Int(h) = &d.series[0].histograms[0].1 else {
+        panic!("an integer histogram")
+    };
+    // Buckets 0 and 1 at schema 12 are buckets 0 and 1 at schema 8.
+    assert_eq!(h.schema, 8);
+    assert_eq!(h.positive_spans, vec![Span::new(0, 2)]);
+    assert_eq!(h.positive_buckets, vec![1, 1]);
+    assert_eq!(h.count, 3);
 }
 
 #[test]
