@@ -72,6 +72,7 @@ pub fn encode(template: &TargetTemplate, points: &[Point], body: &mut Vec<u8>) {
             time_unix_nano: u64::try_from(p.timestamp_ms).unwrap_or(0) * 1_000_000,
             value: Some(number_data_point::Value::AsDouble(p.value)),
             flags: 0,
+            exemplars: Vec::new(),
         };
         match scope.metrics.last_mut() {
             Some(Metric {

@@ -65,6 +65,7 @@ fn otlp_body() -> Vec<u8> {
                     time_unix_nano: T_MS as u64 * 1_000_000,
                     value: Some(number_data_point::Value::AsDouble(12345.5)),
                     flags: 0,
+                    exemplars: Vec::new(),
                 };
                 match metrics.last_mut() {
                     Some(Metric {

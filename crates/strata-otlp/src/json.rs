@@ -1,6 +1,7 @@
 //! OTLP/JSON's number forms: 64-bit integers as decimal strings or
 //! numbers, doubles as numbers or `"NaN"`, `"Infinity"`, `"-Infinity"`,
-//! enums as integers (or their names), bytes as base64. `null` reads as
+//! enums as integers (or their names), bytes as base64 (trace and span
+//! ids in hex). `null` reads as
 //! the field's default, as proto3's JSON mapping says.
 
 use base64::Engine as _;
@@ -120,4 +121,27 @@ pub fn base64_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error
     base64::engine::general_purpose::STANDARD
         .decode(s.as_bytes())
         .map_err(|e| de::Error::custom(format!("bytesValue is not base64: {e}")))
+}
+
+/// A trace or span id, which OTLP/JSON writes in hex (not base64).
+pub fn hex_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    let s = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?.unwrap_or_default();
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    };
+    let bad = || de::Error::custom(format!("{s:?} is not a hex id"));
+    if s.len() % 2 != 0 {
+        return Err(bad());
+    }
+    s.as_bytes()
+        .chunks_exact(2)
+        .map(|pair| match pair {
+            [hi, lo] => Some(digit(*hi)? << 4 | digit(*lo)?),
+            _ => None,
+        })
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(bad)
 }

@@ -10,6 +10,7 @@
 //! in the request's format.
 
 mod attributes;
+pub mod exponential;
 mod json;
 pub mod names;
 pub mod proto;

@@ -4,8 +4,8 @@
 //! Field numbers follow `opentelemetry/proto/collector/metrics/v1/
 //! metrics_service.proto`, `metrics/v1/metrics.proto`,
 //! `common/v1/common.proto` and `resource/v1/resource.proto`. Fields a
-//! receiver does not use (exemplars, dropped-attribute counts, schema URLs
-//! of resources) are left out: protobuf skips unknown fields and the JSON
+//! receiver does not use (dropped-attribute counts, schema URLs of
+//! resources, histogram min and max) are left out: protobuf skips unknown fields and the JSON
 //! decoder ignores unknown keys.
 //!
 //! OTLP/JSON is proto3's JSON mapping with two twists the spec names:
@@ -136,8 +136,7 @@ pub struct Histogram {
     pub aggregation_temporality: i32,
 }
 
-/// Only counted: exponential histograms become native histograms, which
-/// this store does not keep yet.
+/// Exponential histograms become native histograms.
 #[derive(Clone, PartialEq, prost::Message, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExponentialHistogram {
@@ -169,6 +168,8 @@ pub struct NumberDataPoint {
     #[prost(oneof = "number_data_point::Value", tags = "4, 6")]
     #[serde(flatten)]
     pub value: Option<number_data_point::Value>,
+    #[prost(message, repeated, tag = "5")]
+    pub exemplars: Vec<Exemplar>,
     #[prost(uint32, tag = "8")]
     pub flags: u32,
 }
@@ -211,6 +212,8 @@ pub struct HistogramDataPoint {
     #[prost(double, repeated, tag = "7")]
     #[serde(deserialize_with = "json::f64_numbers")]
     pub explicit_bounds: Vec<f64>,
+    #[prost(message, repeated, tag = "8")]
+    pub exemplars: Vec<Exemplar>,
     #[prost(uint32, tag = "10")]
     pub flags: u32,
 }
@@ -220,9 +223,85 @@ pub struct HistogramDataPoint {
 pub struct ExponentialHistogramDataPoint {
     #[prost(message, repeated, tag = "1")]
     pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub start_time_unix_nano: u64,
     #[prost(fixed64, tag = "3")]
     #[serde(deserialize_with = "json::u64_number")]
     pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "4")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub count: u64,
+    #[prost(double, optional, tag = "5")]
+    #[serde(deserialize_with = "json::optional_f64_number")]
+    pub sum: Option<f64>,
+    /// Bucket bounds grow by `2^(2^-scale)`: a native histogram's schema.
+    #[prost(sint32, tag = "6")]
+    pub scale: i32,
+    #[prost(fixed64, tag = "7")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub zero_count: u64,
+    #[prost(message, optional, tag = "8")]
+    pub positive: Option<Buckets>,
+    #[prost(message, optional, tag = "9")]
+    pub negative: Option<Buckets>,
+    #[prost(uint32, tag = "10")]
+    pub flags: u32,
+    #[prost(message, repeated, tag = "11")]
+    pub exemplars: Vec<Exemplar>,
+    /// Not read: Prometheus uses its default zero threshold whatever the
+    /// point says.
+    #[prost(double, tag = "14")]
+    #[serde(deserialize_with = "json::f64_number")]
+    pub zero_threshold: f64,
+}
+
+/// A sampled measurement with its trace context. OTLP/JSON writes the
+/// trace and span ids in hex.
+#[derive(Clone, PartialEq, prost::Message, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Exemplar {
+    #[prost(message, repeated, tag = "7")]
+    pub filtered_attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    #[serde(deserialize_with = "json::u64_number")]
+    pub time_unix_nano: u64,
+    #[prost(oneof = "exemplar::Value", tags = "3, 6")]
+    #[serde(flatten)]
+    pub value: Option<exemplar::Value>,
+    #[prost(bytes = "vec", tag = "4")]
+    #[serde(deserialize_with = "json::hex_bytes")]
+    pub span_id: Vec<u8>,
+    #[prost(bytes = "vec", tag = "5")]
+    #[serde(deserialize_with = "json::hex_bytes")]
+    pub trace_id: Vec<u8>,
+}
+
+pub mod exemplar {
+    use serde::Deserialize;
+
+    use crate::json;
+
+    #[derive(Clone, Copy, PartialEq, prost::Oneof, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub enum Value {
+        #[prost(double, tag = "3")]
+        AsDouble(#[serde(deserialize_with = "json::f64_number")] f64),
+        #[prost(sfixed64, tag = "6")]
+        AsInt(#[serde(deserialize_with = "json::i64_number")] i64),
+    }
+}
+
+/// `ExponentialHistogramDataPoint.Buckets`: dense counts from `offset`;
+/// bucket `i` covers `(base^(offset+i), base^(offset+i+1)]`.
+#[derive(Clone, PartialEq, prost::Message, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Buckets {
+    #[prost(sint32, tag = "1")]
+    pub offset: i32,
+    #[prost(uint64, repeated, tag = "2")]
+    #[serde(deserialize_with = "json::u64_numbers")]
+    pub bucket_counts: Vec<u64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message, Deserialize)]

@@ -3,30 +3,35 @@
 //!
 //! - gauges and non-monotonic sums become gauges, cumulative monotonic
 //!   sums counters (`_total`); explicit-bucket histograms classic
-//!   `_bucket{le}`/`_sum`/`_count` series; summaries `{quantile}`, `_sum`
-//!   and `_count`;
+//!   `_bucket{le}`/`_sum`/`_count` series; exponential histograms native
+//!   histograms (see [`crate::exponential`]); summaries `{quantile}`,
+//!   `_sum` and `_count`;
 //! - `job` is `service.namespace/service.name`, `instance` is
 //!   `service.instance.id`; the other resource attributes go to
 //!   `target_info`, and those named in `promote_resource_attributes` onto
 //!   every series;
-//! - a point flagged "no recorded value" is a stale marker.
+//! - a point flagged "no recorded value" is a stale marker;
+//! - exemplars of sums, histograms (by bucket) and exponential histograms
+//!   go with their series (`trace_id`, `span_id`, filtered attributes).
 //!
 //! A metric this store cannot take is refused alone, with its points
 //! counted: delta temporality (Prometheus refuses it too unless told to
-//! convert), and exponential histograms (native histograms are not stored
-//! yet).
+//! allow it), and exponential histograms with a scale under -4.
 
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use strata_codec::histogram::HistogramSample;
+use strata_codec::render::render_labels;
+use strata_codec::{Exemplar, Label};
 use strata_remote_write::{DecodedWrite, MetricMetadata, RawSeries, RejectedSeries, Version};
 
 use crate::attributes::{get, value_string, LabelBuilder, NameCache};
 use crate::names::{metric_name, unit_name, LabelNamer, MetricType, TranslationStrategy};
 use crate::proto::{
-    metric, number_data_point, ExportMetricsServiceRequest, HistogramDataPoint, KeyValue,
-    NumberDataPoint, SummaryDataPoint, FLAG_NO_RECORDED_VALUE, TEMPORALITY_CUMULATIVE,
-    TEMPORALITY_DELTA,
+    exemplar, metric, number_data_point, ExponentialHistogramDataPoint,
+    ExportMetricsServiceRequest, HistogramDataPoint, KeyValue, NumberDataPoint, SummaryDataPoint,
+    FLAG_NO_RECORDED_VALUE, TEMPORALITY_CUMULATIVE, TEMPORALITY_DELTA,
 };
 
 /// Prometheus' stale marker.
@@ -386,16 +391,6 @@ impl<'a> Translator<'a> {
                 return;
             }
         }
-        if kind == MetricType::ExponentialHistogram {
-            self.refuse(
-                &shown(),
-                points,
-                "exponential histograms become native histograms, which this server does not \
-                 store yet; use an explicit-bucket histogram aggregation"
-                    .into(),
-            );
-            return;
-        }
         if points == 0 {
             self.warnings
                 .push(format!("empty data points: {} is dropped", m.name));
@@ -438,9 +433,12 @@ impl<'a> Translator<'a> {
             bucket: names.bucket,
         };
         let result = match &m.data {
-            Some(metric::Data::Gauge(g)) => self.numbers(&ctx, &g.data_points),
-            Some(metric::Data::Sum(s)) => self.numbers(&ctx, &s.data_points),
+            Some(metric::Data::Gauge(g)) => self.numbers(&ctx, &g.data_points, false),
+            Some(metric::Data::Sum(s)) => self.numbers(&ctx, &s.data_points, true),
             Some(metric::Data::Histogram(h)) => self.histograms(&ctx, &h.data_points),
+            Some(metric::Data::ExponentialHistogram(h)) => {
+                self.exponential_histograms(&ctx, &h.data_points)
+            }
             Some(metric::Data::Summary(s)) => self.summaries(&ctx, &s.data_points),
             _ => Ok(()),
         };
@@ -475,7 +473,14 @@ impl<'a> Translator<'a> {
         Ok(b)
     }
 
-    fn numbers(&mut self, ctx: &Context<'_>, points: &[NumberDataPoint]) -> Result<(), String> {
+    /// Gauges and sums; a sum's exemplars go with its series (a gauge's are
+    /// not read, as Prometheus does not).
+    fn numbers(
+        &mut self,
+        ctx: &Context<'_>,
+        points: &[NumberDataPoint],
+        with_exemplars: bool,
+    ) -> Result<(), String> {
         for p in points {
             let mut b = self.base_labels(ctx, &p.attributes)?;
             b.set(NAME, ctx.name.clone());
@@ -488,7 +493,12 @@ impl<'a> Translator<'a> {
             if p.flags & FLAG_NO_RECORDED_VALUE != 0 {
                 v = STALE_NAN;
             }
-            self.push(b, millis(p.time_unix_nano), v);
+            let exemplars = if with_exemplars {
+                self.exemplars(&p.exemplars)
+            } else {
+                Vec::new()
+            };
+            self.push_with(b, millis(p.time_unix_nano), v, exemplars);
         }
         Ok(())
     }
@@ -512,18 +522,57 @@ impl<'a> Translator<'a> {
             let mut b = base.clone();
             b.set(NAME, ctx.count.clone());
             self.push(b, t, value(p.count as f64));
+            // As Prometheus: exemplars, taken as sorted by value, go to the
+            // first bucket whose bound is not below their value.
+            let mut exemplars = self.exemplars(&p.exemplars).into_iter().peekable();
             let mut cumulative = 0u64;
             for (bound, count) in p.explicit_bounds.iter().zip(&p.bucket_counts) {
                 cumulative = cumulative.wrapping_add(*count);
                 let mut b = base.clone();
                 b.set(LE, float_label(*bound));
                 b.set(NAME, ctx.bucket.clone());
-                self.push(b, t, value(cumulative as f64));
+                let mut here = Vec::new();
+                while let Some(e) = exemplars.next_if(|e| e.v <= *bound) {
+                    here.push(e);
+                }
+                self.push_with(b, t, value(cumulative as f64), here);
             }
             let mut b = base;
             b.set(LE, Bytes::from_static(b"+Inf"));
             b.set(NAME, ctx.bucket.clone());
-            self.push(b, t, value(p.count as f64));
+            self.push_with(b, t, value(p.count as f64), exemplars.collect());
+        }
+        Ok(())
+    }
+
+    /// Native histograms, one series per point. A scale under -4 refuses
+    /// the metric (as Prometheus); a histogram failing validation (its
+    /// count not its buckets' total, say) is refused alone.
+    fn exponential_histograms(
+        &mut self,
+        ctx: &Context<'_>,
+        points: &[ExponentialHistogramDataPoint],
+    ) -> Result<(), String> {
+        for p in points {
+            let mut b = self.base_labels(ctx, &p.attributes)?;
+            b.set(NAME, ctx.name.clone());
+            let h = HistogramSample::Int(crate::exponential::to_native(p)?);
+            let labels = b.into_raw();
+            if let Err(e) = h.validate() {
+                self.refuse(
+                    &render_labels(&labels),
+                    1,
+                    format!("invalid exponential histogram: {e}"),
+                );
+                continue;
+            }
+            let exemplars = self.exemplars(&p.exemplars);
+            self.out.series.push(RawSeries {
+                labels,
+                samples: Vec::new(),
+                histograms: vec![(millis(p.time_unix_nano), h)],
+                exemplars,
+            });
         }
         Ok(())
     }
@@ -612,6 +661,7 @@ impl<'a> Translator<'a> {
         self.out.series.push(RawSeries {
             labels: b.into_raw(),
             samples,
+            histograms: Vec::new(),
             exemplars: Vec::new(),
         });
     }
@@ -619,11 +669,77 @@ impl<'a> Translator<'a> {
     /// Adds a series of one sample. A series a request names twice is
     /// written twice, as a remote-write request may do.
     fn push(&mut self, labels: LabelBuilder, t: i64, v: f64) {
+        self.push_with(labels, t, v, Vec::new());
+    }
+
+    /// [`Self::push`] with exemplars.
+    fn push_with(&mut self, labels: LabelBuilder, t: i64, v: f64, exemplars: Vec<Exemplar>) {
         self.out.series.push(RawSeries {
             labels: labels.into_raw(),
             samples: vec![(t, v)],
-            exemplars: Vec::new(),
+            histograms: Vec::new(),
+            exemplars,
         });
+    }
+
+    /// A point's exemplars as Prometheus' receiver makes them: `trace_id`
+    /// and `span_id` in hex when set, then the filtered attributes unless
+    /// they would take the labels over 128 characters, sorted by name. One
+    /// without a value, or failing [`Exemplar::validate`] (a duplicate
+    /// name), is dropped and counted, never an error.
+    #[allow(clippy::cast_precision_loss)]
+    fn exemplars(&mut self, list: &[crate::proto::Exemplar]) -> Vec<Exemplar> {
+        self.out.exemplars += list.len();
+        let mut out = Vec::with_capacity(list.len());
+        for e in list {
+            let v = match e.value {
+                Some(exemplar::Value::AsDouble(f)) => f,
+                Some(exemplar::Value::AsInt(i)) => i as f64,
+                None => {
+                    self.drop_exemplar("an exemplar has no value".into());
+                    continue;
+                }
+            };
+            let mut labels = Vec::new();
+            let mut chars = 0;
+            for (name, id) in [("trace_id", &e.trace_id), ("span_id", &e.span_id)] {
+                if id.iter().any(|&b| b != 0) {
+                    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                    chars += name.len() + hex.len();
+                    labels.push(Label::new(name, hex));
+                }
+            }
+            let attrs: Vec<Label> = e
+                .filtered_attributes
+                .iter()
+                .map(|kv| Label::new(kv.key.as_str(), value_string(kv.value.as_ref())))
+                .collect();
+            chars += attrs
+                .iter()
+                .map(|l| l.name.chars().count() + l.value.chars().count())
+                .sum::<usize>();
+            if chars <= strata_codec::exemplar::EXEMPLAR_MAX_LABEL_CHARS {
+                labels.extend(attrs);
+            }
+            labels.sort_by(|a, b| a.name.cmp(&b.name));
+            let ex = Exemplar {
+                labels,
+                t: millis(e.time_unix_nano),
+                v,
+            };
+            match ex.validate() {
+                Ok(()) => out.push(ex),
+                Err(problem) => self.drop_exemplar(format!("exemplar dropped: {problem}")),
+            }
+        }
+        out
+    }
+
+    fn drop_exemplar(&mut self, problem: String) {
+        self.out.exemplars_dropped += 1;
+        if self.out.exemplar_problem.is_none() {
+            self.out.exemplar_problem = Some(problem);
+        }
     }
 }
 

@@ -34,6 +34,7 @@ fn number(attrs: Vec<KeyValue>, v: f64) -> NumberDataPoint {
         time_unix_nano: T,
         value: Some(number_data_point::Value::AsDouble(v)),
         flags: 0,
+        exemplars: Vec::new(),
     }
 }
 
@@ -133,6 +134,7 @@ fn counters_gauges_histograms_and_summaries_become_prometheus_series() {
                         bucket_counts: vec![1, 2, 3],
                         explicit_bounds: vec![0.5, 10.0],
                         flags: 0,
+                        exemplars: Vec::new(),
                     }],
                     aggregation_temporality: TEMPORALITY_CUMULATIVE,
                 }),
@@ -192,8 +194,29 @@ fn counters_gauges_histograms_and_summaries_become_prometheus_series() {
     assert!(kinds.contains(&("rpc_latency_seconds", "summary", "seconds")));
 }
 
+fn exponential(scale: i32, positive: Vec<u64>, flags: u32) -> ExponentialHistogramDataPoint {
+    let count = positive.iter().sum::<u64>() + 1;
+    ExponentialHistogramDataPoint {
+        attributes: vec![kv("route", "/a")],
+        start_time_unix_nano: T - 60_000_000_000,
+        time_unix_nano: T,
+        count,
+        sum: Some(3.5),
+        scale,
+        zero_count: 1,
+        positive: Some(Buckets {
+            offset: 0,
+            bucket_counts: positive,
+        }),
+        negative: None,
+        flags,
+        exemplars: Vec::new(),
+        zero_threshold: 0.0,
+    }
+}
+
 #[test]
-fn delta_and_exponential_histograms_are_refused_per_metric() {
+fn delta_and_low_scale_exponential_histograms_are_refused_per_metric() {
     let req = request(
         service(),
         vec![
@@ -210,11 +233,16 @@ fn delta_and_exponential_histograms_are_refused_per_metric() {
                 "latency",
                 "s",
                 metric::Data::ExponentialHistogram(ExponentialHistogram {
-                    data_points: vec![ExponentialHistogramDataPoint {
-                        attributes: vec![],
-                        time_unix_nano: T,
-                    }],
+                    data_points: vec![exponential(-5, vec![1], 0)],
                     aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+            metric(
+                "sizes",
+                "By",
+                metric::Data::ExponentialHistogram(ExponentialHistogram {
+                    data_points: vec![exponential(2, vec![1], 0)],
+                    aggregation_temporality: TEMPORALITY_DELTA,
                 }),
             ),
             metric(
@@ -227,14 +255,18 @@ fn delta_and_exponential_histograms_are_refused_per_metric() {
         ],
     );
     let t = translate(&req, &Settings::default());
-    assert_eq!((t.data_points, t.rejected_points), (4, 3));
+    assert_eq!((t.data_points, t.rejected_points), (5, 4));
     let reasons: Vec<String> = t.write.rejected.iter().map(|r| r.to_string()).collect();
     assert!(
         reasons[0].contains("\"jobs\"") && reasons[0].contains("delta"),
         "{reasons:?}"
     );
     assert!(
-        reasons[1].contains("\"latency\"") && reasons[1].contains("exponential"),
+        reasons[1].contains("\"latency\"") && reasons[1].contains("scale must be >= -4"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[2].contains("\"sizes\"") && reasons[2].contains("delta"),
         "{reasons:?}"
     );
     let names: Vec<String> = rendered(&t);
@@ -243,6 +275,101 @@ fn delta_and_exponential_histograms_are_refused_per_metric() {
         "{names:?}"
     );
     assert!(!names.iter().any(|n| n.contains("jobs")), "{names:?}");
+}
+
+#[test]
+fn exponential_histograms_become_native_histograms() {
+    use strata_codec::histogram::{HistogramSample, Span};
+    let req = request(
+        service(),
+        vec![metric(
+            "latency",
+            "s",
+            metric::Data::ExponentialHistogram(ExponentialHistogram {
+                data_points: vec![
+                    exponential(10, vec![1, 1, 1, 1, 2], 0),
+                    exponential(1, vec![4], FLAG_NO_RECORDED_VALUE),
+                    // Invalid: the count is not the buckets' total.
+                    ExponentialHistogramDataPoint {
+                        count: 99,
+                        ..exponential(1, vec![4], 0)
+                    },
+                ],
+                aggregation_temporality: TEMPORALITY_CUMULATIVE,
+            }),
+        )],
+    );
+    let t = translate(&req, &Settings::default());
+    assert_eq!((t.data_points, t.rejected_points), (3, 1));
+    assert_eq!(t.write.rejected.len(), 1);
+    let r = &t.write.rejected[0];
+    assert!(r.labels.contains(r#"__name__="latency_seconds""#), "{r}");
+    assert!(
+        r.reason.starts_with("invalid exponential histogram: "),
+        "{r}"
+    );
+    let native: Vec<_> = t
+        .write
+        .series
+        .iter()
+        .filter(|s| {
+            s.labels
+                .pairs()
+                .any(|(n, v)| n == "__name__" && v == "latency_seconds")
+        })
+        .collect();
+    assert_eq!(native.len(), 2);
+    for s in &native {
+        assert!(s.samples.is_empty());
+        assert_eq!(s.histograms.len(), 1);
+        assert_eq!(s.histograms[0].0, (T / 1_000_000) as i64);
+        assert!(s.labels.pairs().any(|(n, v)| n == "route" && v == "/a"));
+        assert!(s.labels.pairs().any(|(n, v)| n == "job" && v == "shop/api"));
+    }
+    let HistogramSample::Int(h) = &native[0].histograms[0].1 else {
+        panic!("an integer histogram")
+    };
+    // Scale 10 downscaled to 8: OTLP buckets 0..=3 are one, 4 the next.
+    assert_eq!(h.schema, 8);
+    assert_eq!((h.count, h.zero_count, h.sum), (7, 1, 3.5));
+    assert_eq!(h.positive_spans, vec![Span::new(1, 2)]);
+    assert_eq!(h.positive_buckets, vec![4, -2]);
+    assert!(native[1].histograms[0].1.is_stale());
+    let meta = t
+        .write
+        .metadata
+        .iter()
+        .find(|m| m.metric == "latency_seconds")
+        .unwrap();
+    assert_eq!(meta.kind, "histogram");
+}
+
+#[test]
+fn exponential_histograms_decode_from_json() {
+    let json = format!(
+        r#"{{"resourceMetrics":[{{"resource":{{"attributes":[
+            {{"key":"service.name","value":{{"stringValue":"api"}}}}]}},
+          "scopeMetrics":[{{"metrics":[
+            {{"name":"lat","unit":"s","exponentialHistogram":{{
+              "aggregationTemporality":2,
+              "dataPoints":[{{"timeUnixNano":"{T}","count":"4","sum":2.5,"scale":3,
+                "zeroCount":"1","positive":{{"offset":-1,"bucketCounts":["2","0","1"]}},
+                "negative":{{"offset":2,"bucketCounts":[]}},"zeroThreshold":0.001}}]}}}}]}}]}}]}}"#
+    );
+    let req = decode(json.as_bytes(), Format::Json, false, &LIMITS).unwrap();
+    let t = translate(&req, &Settings::default());
+    assert!(t.write.rejected.is_empty(), "{:?}", t.write.rejected);
+    let s = t
+        .write
+        .series
+        .iter()
+        .find(|s| !s.histograms.is_empty())
+        .unwrap();
+    let h = s.histograms[0].1.to_float();
+    assert_eq!(h.schema, 3);
+    assert_eq!((h.count, h.zero_count, h.sum), (4.0, 1.0, 2.5));
+    assert_eq!(h.positive_buckets, vec![2.0, 0.0, 1.0]);
+    assert_eq!(h.positive_spans[0].offset, 0);
 }
 
 #[test]
@@ -323,6 +450,15 @@ fn protobuf_gzip_and_json_bodies_decode_alike() {
             metric::Data::Sum(Sum {
                 data_points: vec![NumberDataPoint {
                     value: Some(number_data_point::Value::AsInt(42)),
+                    // OTLP/JSON writes the trace id in hex.
+                    exemplars: vec![Exemplar {
+                        trace_id: vec![
+                            0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33,
+                            0x81, 0x3f, 0xc6, 0x0c,
+                        ],
+                        value: Some(exemplar::Value::AsDouble(1.0)),
+                        ..Default::default()
+                    }],
                     ..number(vec![kv("x", "y")], 0.0)
                 }],
                 aggregation_temporality: TEMPORALITY_CUMULATIVE,
@@ -393,4 +529,121 @@ fn bad_bodies_are_refused_with_the_reason() {
         Format::negotiate(Some("application/x-protobuf"), Some("gzip")).unwrap(),
         (Format::Protobuf, true)
     );
+}
+
+#[test]
+fn exemplars_go_with_sums_bucket_by_bucket_and_with_native_histograms() {
+    let ex = |v: f64, attrs: Vec<KeyValue>| Exemplar {
+        filtered_attributes: attrs,
+        time_unix_nano: T,
+        value: Some(exemplar::Value::AsDouble(v)),
+        span_id: vec![0, 0, 0, 0, 0, 0, 0, 0x2a],
+        trace_id: vec![0xab; 16],
+    };
+    let long = kv("note", &"x".repeat(100));
+    let req = request(
+        service(),
+        vec![
+            metric(
+                "jobs",
+                "",
+                metric::Data::Sum(Sum {
+                    data_points: vec![NumberDataPoint {
+                        exemplars: vec![ex(3.0, vec![kv("user", "u1")]), ex(4.0, vec![long])],
+                        ..number(vec![], 7.0)
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                    is_monotonic: true,
+                }),
+            ),
+            metric(
+                "level",
+                "",
+                metric::Data::Gauge(Gauge {
+                    data_points: vec![NumberDataPoint {
+                        exemplars: vec![ex(1.0, vec![])],
+                        ..number(vec![], 1.0)
+                    }],
+                }),
+            ),
+            metric(
+                "dur",
+                "",
+                metric::Data::Histogram(Histogram {
+                    data_points: vec![HistogramDataPoint {
+                        attributes: vec![],
+                        start_time_unix_nano: 0,
+                        time_unix_nano: T,
+                        count: 6,
+                        sum: Some(12.5),
+                        bucket_counts: vec![1, 2, 3],
+                        explicit_bounds: vec![0.5, 10.0],
+                        exemplars: vec![ex(0.1, vec![]), ex(0.5, vec![]), ex(20.0, vec![])],
+                        flags: 0,
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+            metric(
+                "lat",
+                "",
+                metric::Data::ExponentialHistogram(ExponentialHistogram {
+                    data_points: vec![ExponentialHistogramDataPoint {
+                        exemplars: vec![ex(2.0, vec![])],
+                        ..exponential(0, vec![1], 0)
+                    }],
+                    aggregation_temporality: TEMPORALITY_CUMULATIVE,
+                }),
+            ),
+        ],
+    );
+    let t = translate(&req, &Settings::default());
+    assert!(t.write.rejected.is_empty(), "{:?}", t.write.rejected);
+    // The gauge's exemplar is not read.
+    assert_eq!((t.write.exemplars, t.write.exemplars_dropped), (6, 0));
+    let of = |name: &str, le: Option<&str>| {
+        let s = t
+            .write
+            .series
+            .iter()
+            .find(|s| {
+                s.labels.pairs().any(|(n, v)| n == "__name__" && v == name)
+                    && le.is_none_or(|le| s.labels.pairs().any(|(n, v)| n == "le" && v == le))
+            })
+            .unwrap();
+        s.exemplars
+            .iter()
+            .map(|e| {
+                let labels: Vec<String> = e
+                    .labels
+                    .iter()
+                    .map(|l| format!("{}={}", l.name, l.value))
+                    .collect();
+                (e.v, e.t, labels.join(","))
+            })
+            .collect::<Vec<_>>()
+    };
+    let ids = format!("span_id=000000000000002a,trace_id={}", "ab".repeat(16));
+    let t_ms = (T / 1_000_000) as i64;
+    assert_eq!(
+        of("jobs_total", None),
+        vec![
+            (3.0, t_ms, format!("{ids},user=u1")),
+            // Attributes that would take the labels over 128 characters
+            // are left out.
+            (4.0, t_ms, ids.clone()),
+        ]
+    );
+    assert!(of("level", None).is_empty());
+    let values = |le| {
+        of("dur_bucket", Some(le))
+            .iter()
+            .map(|e| e.0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values("0.5"), vec![0.1, 0.5]);
+    assert!(values("10").is_empty());
+    assert_eq!(values("+Inf"), vec![20.0]);
+    assert!(of("dur_sum", None).is_empty());
+    assert_eq!(of("lat", None), vec![(2.0, t_ms, ids)]);
 }

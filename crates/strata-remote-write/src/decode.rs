@@ -10,6 +10,7 @@ use crate::series::{
 use crate::validate::{check_labels, labels_from_raw};
 use crate::wire::{self, Sample};
 use crate::{Encoding, Version, WriteError};
+use strata_codec::histogram::HistogramSample;
 use strata_codec::render::render_labels;
 use strata_codec::{Exemplar, Label};
 
@@ -37,19 +38,16 @@ impl Default for DecodeLimits {
     }
 }
 
-/// The reason given for series that carry only native histograms.
-pub const HISTOGRAMS_UNSUPPORTED: &str = "native histograms are not supported yet";
-
 /// Decodes and validates a snappy-compressed request body of `version`
 /// ([`decode_encoded`] for zstd).
 ///
 /// Whole-request problems are errors (413 for sizes, 400 for corrupt snappy,
 /// bad protobuf or a malformed 2.0 symbols table). Series-level problems go
-/// to [`DecodedWrite::rejected`]. Series with histograms but no float
-/// samples are rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with both
-/// keeps its floats and gets a rejection entry for its histograms. Series
-/// with neither are valid, kept if they carry valid exemplars and omitted
-/// otherwise. Invalid exemplars are dropped and counted
+/// to [`DecodedWrite::rejected`]. Native histograms are kept with their
+/// series; one failing [`HistogramSample::validate`] is refused alone,
+/// with a rejection entry naming its series and the problem. Series with
+/// neither float samples nor histograms are valid, kept if they carry
+/// valid exemplars and omitted otherwise. Invalid exemplars are dropped and counted
 /// ([`DecodedWrite::exemplars_dropped`]), never an error.
 pub fn decode(
     version: Version,
@@ -230,7 +228,11 @@ fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite<RawSeries> {
             Ok(mut labels) => {
                 let checked = check_labels(&mut labels);
                 let exemplars = exemplars.into_iter().map(crate::exemplar::from_v1);
-                out.accept(labels, checked, samples, histograms.len(), exemplars);
+                let histograms = histograms
+                    .iter()
+                    .map(|h| (h.timestamp, h.to_sample()))
+                    .collect();
+                out.accept(labels, checked, samples, histograms, exemplars);
             }
             Err((rendered, problem)) => {
                 out.histograms += histograms.len();
@@ -299,7 +301,11 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
             }
         }
         let exemplars = exemplars.into_iter().map(|e| symbols.exemplar(&e));
-        out.accept(labels, checked, samples, histograms.len(), exemplars);
+        let histograms = histograms
+            .iter()
+            .map(|h| (h.timestamp, h.to_sample()))
+            .collect();
+        out.accept(labels, checked, samples, histograms, exemplars);
     }
     Ok(out)
 }
@@ -312,7 +318,7 @@ impl DecodedWrite<RawSeries> {
         labels: RawLabels,
         checked: Result<(), String>,
         samples: Vec<Sample>,
-        histograms: usize,
+        histograms: Vec<(i64, HistogramSample)>,
         exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
     ) {
         // Same size and alignment: this collect reuses the decoded buffer.
@@ -329,50 +335,76 @@ impl DecodedWrite<RawSeries> {
         labels: RawLabels,
         checked: Result<(), String>,
         samples: Vec<(i64, f64)>,
-        histograms: usize,
+        histograms: Vec<(i64, HistogramSample)>,
         exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
     ) {
-        self.histograms += histograms;
+        self.histograms += histograms.len();
         if let Err(reason) = checked {
             // The rejection says why; the exemplars go with the series.
             self.exemplars_dropped += exemplars.len();
             self.rejected.push(RejectedSeries {
                 labels: render_labels(&labels),
-                samples: samples.len() + histograms,
+                samples: samples.len() + histograms.len(),
                 reason,
             });
             return;
         }
-        if histograms > 0 {
-            let reason = if samples.is_empty() {
-                HISTOGRAMS_UNSUPPORTED.to_owned()
-            } else {
-                format!(
-                    "{HISTOGRAMS_UNSUPPORTED} (the series' {} float samples were written)",
-                    samples.len()
-                )
-            };
-            self.rejected.push(RejectedSeries {
-                labels: render_labels(&labels),
-                samples: histograms,
-                reason,
-            });
-            if samples.is_empty() {
-                // A histogram-only series is not written at all (its
-                // histograms' exemplars would describe data not stored).
-                self.exemplars_dropped += exemplars.len();
-                return;
-            }
+        let sent = histograms.len();
+        let histograms = self.valid_histograms(&labels, histograms);
+        if sent > histograms.len() && samples.is_empty() && histograms.is_empty() {
+            // Nothing of the series is written: its exemplars would
+            // describe data not stored.
+            self.exemplars_dropped += exemplars.len();
+            return;
         }
         let exemplars = self.valid_exemplars(&labels, exemplars);
-        if samples.is_empty() && exemplars.is_empty() {
+        if samples.is_empty() && histograms.is_empty() && exemplars.is_empty() {
             return;
         }
         self.series.push(RawSeries {
             labels,
             samples,
+            histograms,
             exemplars,
         });
+    }
+
+    /// The histograms that pass [`HistogramSample::validate`], those of
+    /// schemas 9 to 52 first reduced to schema 8 as Prometheus reduces
+    /// them. Invalid ones
+    /// are refused alone, as Prometheus' 2.0 receiver does: one rejection
+    /// entry for the series, naming the first problem and counting all.
+    fn valid_histograms(
+        &mut self,
+        labels: &RawLabels,
+        mut histograms: Vec<(i64, HistogramSample)>,
+    ) -> Vec<(i64, HistogramSample)> {
+        let mut first: Option<String> = None;
+        let before = histograms.len();
+        histograms
+            .iter_mut()
+            .for_each(|(_, h)| crate::histogram::reduce_resolution(h));
+        histograms.retain(|(t, h)| match h.validate() {
+            Ok(()) => true,
+            Err(e) => {
+                if first.is_none() {
+                    first = Some(format!("invalid native histogram at timestamp {t}: {e}"));
+                }
+                false
+            }
+        });
+        if let Some(mut reason) = first {
+            let invalid = before - histograms.len();
+            if invalid > 1 {
+                reason.push_str(&format!(" (and {} more invalid histograms)", invalid - 1));
+            }
+            self.rejected.push(RejectedSeries {
+                labels: render_labels(labels),
+                samples: invalid,
+                reason,
+            });
+        }
+        histograms
     }
 }
 

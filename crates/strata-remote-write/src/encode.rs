@@ -2,6 +2,7 @@
 
 use prost::Message;
 use rustc_hash::FxHashMap;
+use strata_codec::histogram::HistogramSample;
 use strata_codec::{Exemplar, Label};
 
 use crate::proto::{v1, v2};
@@ -136,6 +137,18 @@ impl V2RequestBuilder {
         samples: &[(i64, f64)],
         exemplars: &[Exemplar],
     ) -> &mut Self {
+        self.add_series_with_histograms(labels, samples, &[], exemplars)
+    }
+
+    /// [`Self::add_series_with_exemplars`] with native histogram samples
+    /// `(timestamp ms, histogram)`, sent in the order given.
+    pub fn add_series_with_histograms(
+        &mut self,
+        labels: &[Label],
+        samples: &[(i64, f64)],
+        histograms: &[(i64, HistogramSample)],
+        exemplars: &[Exemplar],
+    ) -> &mut Self {
         let mut labels_refs = Vec::with_capacity(labels.len() * 2);
         for label in labels {
             labels_refs.push(self.symbol(&label.name));
@@ -150,9 +163,14 @@ impl V2RequestBuilder {
             })
             .collect();
         let exemplars = exemplars.iter().map(|e| self.exemplar(e)).collect();
+        let histograms = histograms
+            .iter()
+            .map(|(t, h)| v2::Histogram::from_sample(*t, h))
+            .collect();
         self.timeseries.push(v2::TimeSeries {
             labels_refs,
             samples,
+            histograms,
             exemplars,
             ..Default::default()
         });

@@ -129,7 +129,7 @@ pub(crate) fn decode(raw: &Bytes) -> Option<DecodedWrite<RawSeries>> {
         let (start, end) = r.len_delimited()?;
         let (mut labels, samples) = series(raw, start, end, &mut scratch)?;
         let checked = check_labels(&mut labels);
-        out.accept_samples(labels, checked, samples, 0, std::iter::empty());
+        out.accept_samples(labels, checked, samples, Vec::new(), std::iter::empty());
     }
     Some(out)
 }
@@ -165,7 +165,7 @@ fn series(
                 let (s, e) = r.len_delimited()?;
                 samples.push(sample(body.get(s..e)?)?);
             }
-            // Exemplars and histograms are rare; prost counts them.
+            // Exemplars and histograms are rare; prost reads them.
             (1..=4, _) => return None,
             _ => r.skip(wire)?,
         }

@@ -17,11 +17,15 @@
 //!   must be non-empty UTF-8; labels in any order (sorted on receipt, as
 //!   Prometheus does), names unique; `__name__` present. A bad series is
 //!   rejected alone; the rest of the request is kept.
-//! - Native histograms are counted, not stored: a series with only
-//!   histograms is rejected with [`HISTOGRAMS_UNSUPPORTED`]; a series with
-//!   floats too keeps its floats and gets a rejection entry for its
-//!   histograms. Metric metadata (1.0's list, 2.0's per series) is returned
-//!   for the caller to keep.
+//! - Native histograms (integer or float counts, exponential schemas or
+//!   custom buckets, stale markers) are kept with their series as
+//!   [`strata_codec::histogram::HistogramSample`]s. One failing
+//!   `HistogramSample::validate` (Prometheus' checks) is refused alone, as
+//!   Prometheus' 2.0 receiver refuses it: the series' other samples stand,
+//!   and a rejection entry names the series and the problem (a 400).
+//!   Schemas 9 to 52 (reserved for finer exponential buckets) are reduced
+//!   to 8 first, as Prometheus reduces them. Metric metadata (1.0's list, 2.0's per series) is
+//!   returned for the caller to keep.
 //! - Exemplars are kept with their series, labels in the order sent. One
 //!   with labels that are not UTF-8, a 2.0 reference that cannot be
 //!   resolved, or labels failing [`strata_codec::Exemplar::validate`] is
@@ -32,14 +36,15 @@
 //!   while series exist) refuses the whole request (400); a reference out of
 //!   range, an odd `labels_refs`, or a metadata reference out of range
 //!   rejects the series.
-//! - A valid series with neither a float sample nor a valid exemplar is
-//!   omitted without complaint.
+//! - A valid series with no float sample, no valid histogram and no valid
+//!   exemplar is omitted without complaint.
 
 mod decode;
 mod encode;
 mod error;
 mod exemplar;
 mod fast_v1;
+mod histogram;
 mod negotiate;
 pub mod proto;
 mod series;
@@ -48,7 +53,6 @@ mod wire;
 
 pub use decode::{
     decode, decode_encoded, decode_protobuf, decode_raw, decompress, decompress_zstd, DecodeLimits,
-    HISTOGRAMS_UNSUPPORTED,
 };
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;

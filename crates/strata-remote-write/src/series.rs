@@ -5,19 +5,24 @@
 use std::fmt;
 
 use bytes::Bytes;
+use strata_codec::histogram::HistogramSample;
 use strata_codec::render::render_labels;
 use strata_codec::{Exemplar, Label, LabelPairs};
 
 use crate::Version;
 
 /// The float samples of one valid series, `(timestamp ms, value)` in the
-/// order the client sent them, and its valid exemplars.
+/// order the client sent them, its valid native histograms and its valid
+/// exemplars.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeriesSamples {
     /// Sorted by name, unique, non-empty, with `__name__`.
     pub labels: Vec<Label>,
-    /// May be empty when the series carries exemplars.
+    /// May be empty when the series carries histograms or exemplars.
     pub samples: Vec<(i64, f64)>,
+    /// Native histogram samples `(timestamp ms, histogram)` in the order
+    /// sent, each passing [`HistogramSample::validate`]; usually empty.
+    pub histograms: Vec<(i64, HistogramSample)>,
     /// In the order sent, each passing [`Exemplar::validate`], its labels
     /// in the order sent; usually empty.
     pub exemplars: Vec<Exemplar>,
@@ -73,13 +78,15 @@ impl LabelPairs for RawLabels {
     }
 }
 
-/// The float samples and exemplars of one valid series with borrowed
-/// labels.
+/// The float samples, native histograms and exemplars of one valid series
+/// with borrowed labels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawSeries {
     pub labels: RawLabels,
-    /// May be empty when the series carries exemplars.
+    /// May be empty when the series carries histograms or exemplars.
     pub samples: Vec<(i64, f64)>,
+    /// As [`SeriesSamples::histograms`].
+    pub histograms: Vec<(i64, HistogramSample)>,
     /// As [`SeriesSamples::exemplars`]: owned, as they are rare.
     pub exemplars: Vec<Exemplar>,
 }
@@ -89,6 +96,7 @@ impl From<RawSeries> for SeriesSamples {
         Self {
             labels: r.labels.to_labels(),
             samples: r.samples,
+            histograms: r.histograms,
             exemplars: r.exemplars,
         }
     }
@@ -127,10 +135,12 @@ pub const MAX_REJECTION_LINES: usize = 10;
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecodedWrite<S = SeriesSamples> {
     pub version: Version,
-    /// Valid series with at least one float sample or valid exemplar.
+    /// Valid series with at least one float sample, valid histogram or
+    /// valid exemplar.
     pub series: Vec<S>,
     pub rejected: Vec<RejectedSeries>,
-    /// Native-histogram samples received; none is written yet.
+    /// Native-histogram samples received, valid or not (those to be
+    /// written are in the series: [`DecodedWrite::histogram_count`]).
     pub histograms: usize,
     /// Exemplars received, valid or not.
     pub exemplars: usize,
@@ -230,12 +240,22 @@ impl DecodedWrite<RawSeries> {
     pub fn sample_count(&self) -> usize {
         self.series.iter().map(|s| s.samples.len()).sum()
     }
+
+    /// The number of native histogram samples to be written.
+    pub fn histogram_count(&self) -> usize {
+        self.series.iter().map(|s| s.histograms.len()).sum()
+    }
 }
 
 impl DecodedWrite {
     /// The number of float samples to be written.
     pub fn sample_count(&self) -> usize {
         self.series.iter().map(|s| s.samples.len()).sum()
+    }
+
+    /// The number of native histogram samples to be written.
+    pub fn histogram_count(&self) -> usize {
+        self.series.iter().map(|s| s.histograms.len()).sum()
     }
 }
 

@@ -151,7 +151,7 @@ pub fn apply_limits(
             decoded.exemplars_dropped += s.exemplars.len();
             decoded.rejected.push(RejectedSeries {
                 labels: render_labels(&s.labels),
-                samples: s.samples.len(),
+                samples: s.samples.len() + s.histograms.len(),
                 reason,
             });
             continue;
@@ -171,6 +171,19 @@ pub fn apply_limits(
                     ),
                 });
             }
+            if let Some(&(t, _)) = s.histograms.iter().find(|&&(t, _)| t > max_t) {
+                trimmed = true;
+                let before = s.histograms.len();
+                s.histograms.retain(|&(t, _)| t <= max_t);
+                decoded.rejected.push(RejectedSeries {
+                    labels: render_labels(&s.labels),
+                    samples: before - s.histograms.len(),
+                    reason: format!(
+                        "histogram sample too far in the future: timestamp {t} is after {max_t} \
+                         (now plus limits.max_future)"
+                    ),
+                });
+            }
             if let Some(e) = s.exemplars.iter().find(|e| e.t > max_t) {
                 let t = e.t;
                 trimmed = true;
@@ -183,7 +196,8 @@ pub fn apply_limits(
                     )
                 });
             }
-            if trimmed && s.samples.is_empty() && s.exemplars.is_empty() {
+            if trimmed && s.samples.is_empty() && s.histograms.is_empty() && s.exemplars.is_empty()
+            {
                 continue;
             }
         }
@@ -252,6 +266,7 @@ mod tests {
         RawSeries {
             labels: RawLabels(labels),
             samples: samples.iter().map(|&t| (t, 1.0)).collect(),
+            histograms: Vec::new(),
             exemplars: Vec::new(),
         }
     }
@@ -320,6 +335,46 @@ mod tests {
             .reason
             .starts_with("sample too far in the future: timestamp 1500 is after 1000"));
         assert_eq!(d.rejected[1].samples, 1);
+    }
+
+    #[test]
+    fn histograms_count_in_rejections_and_future_ones_are_rejected_alone() {
+        use strata_codec::histogram::{Histogram, HistogramSample};
+        let with = |mut s: RawSeries, ts: &[i64]| {
+            s.histograms = ts
+                .iter()
+                .map(|&t| (t, HistogramSample::Int(Histogram::default())))
+                .collect();
+            s
+        };
+        let mut d = decoded(vec![
+            with(series(&[("__name__", "h")], &[]), &[500, 1_500, 2_500]),
+            with(series(&[("__name__", "gone")], &[]), &[5_000]),
+            with(
+                series(
+                    &[("__name__", "x"), ("a", "1"), ("b", "2"), ("c", "3")],
+                    &[1],
+                ),
+                &[1, 2],
+            ),
+        ]);
+        apply_limits(&mut d, &limits(), None, 0);
+        assert_eq!(d.series.len(), 1);
+        assert_eq!(d.series[0].histograms.len(), 1);
+        assert_eq!(d.series[0].histograms[0].0, 500);
+        let rejected: Vec<(usize, &str)> = d
+            .rejected
+            .iter()
+            .map(|r| (r.samples, r.reason.as_str()))
+            .collect();
+        assert_eq!(rejected.len(), 3, "{rejected:?}");
+        assert_eq!(rejected[0].0, 2);
+        assert!(rejected[0]
+            .1
+            .starts_with("histogram sample too far in the future: timestamp 1500 is after 1000"));
+        assert_eq!(rejected[1].0, 1);
+        // A label limit refuses the floats and the histograms.
+        assert_eq!(rejected[2].0, 3);
     }
 
     fn exemplar(t: i64) -> strata_codec::Exemplar {

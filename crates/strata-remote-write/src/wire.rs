@@ -4,9 +4,9 @@
 //! symbols as raw bytes, so that invalid UTF-8 rejects the one series that
 //! carries it rather than the whole request (prost refuses a whole message
 //! whose `string` field is not UTF-8); an exemplar's label bytes likewise, so
-//! that a bad one drops only that exemplar. Histograms decode into a
-//! field-less message: prost checks their framing and skips their fields,
-//! and a `Vec` of a zero-sized type counts them without allocating.
+//! that a bad one drops only that exemplar. Histograms decode into the
+//! client's messages ([`crate::proto::v1::Histogram`] and
+//! [`crate::proto::v2::Histogram`]), which hold no strings.
 //!
 //! Label bytes and symbols are `Bytes` slices of the decompressed body:
 //! decoding allocates nothing per label.
@@ -25,12 +25,9 @@ pub(crate) struct Sample {
     pub timestamp: i64,
 }
 
-/// Any histogram: framing checked, fields skipped.
-#[derive(Clone, Copy, PartialEq, prost::Message)]
-pub(crate) struct Histogram {}
-
 pub(crate) mod v1 {
-    use super::{Histogram, Sample};
+    use super::Sample;
+    use crate::proto::v1::Histogram;
 
     /// `prometheus.WriteRequest` as the server reads it.
     #[derive(Clone, PartialEq, prost::Message)]
@@ -89,7 +86,8 @@ pub(crate) mod v1 {
 }
 
 pub(crate) mod v2 {
-    use super::{Histogram, Sample};
+    use super::Sample;
+    use crate::proto::v2::Histogram;
 
     /// `io.prometheus.write.v2.Request` as the server reads it.
     #[derive(Clone, PartialEq, prost::Message)]

@@ -8,7 +8,6 @@ use strata_codec::{Exemplar, Label};
 use strata_remote_write::proto::{v1, v2};
 use strata_remote_write::{
     decode, decode_protobuf, encode_v2, DecodeLimits, DecodedWrite, V2RequestBuilder, Version,
-    HISTOGRAMS_UNSUPPORTED,
 };
 
 mod common;
@@ -293,14 +292,16 @@ fn v2_exemplars_of_rejected_series_are_not_kept() {
 }
 
 #[test]
-fn a_histogram_only_series_is_rejected_with_its_exemplars() {
+fn a_series_of_invalid_histograms_only_is_rejected_with_its_exemplars() {
     let mut builder = V2RequestBuilder::new();
     let labels_refs = vec![builder.symbol("__name__"), builder.symbol("latency")];
     let exemplars = vec![builder.exemplar(&ex(1, &[("trace_id", "a")]))];
     builder.push_series(v2::TimeSeries {
         labels_refs,
+        // A count of 1 with no observation in any bucket: invalid.
         histograms: vec![v2::Histogram {
             count: Some(v2::histogram::Count::CountInt(1)),
+            sum: 1.0,
             timestamp: 1,
             ..Default::default()
         }],
@@ -312,7 +313,13 @@ fn a_histogram_only_series_is_rejected_with_its_exemplars() {
     let d = decode(Version::V2, &body, &DecodeLimits::default()).unwrap();
     assert!(d.series.is_empty());
     assert_eq!(d.rejected.len(), 1);
-    assert_eq!(d.rejected[0].reason, HISTOGRAMS_UNSUPPORTED);
+    assert!(
+        d.rejected[0]
+            .reason
+            .starts_with("invalid native histogram at timestamp 1: "),
+        "{}",
+        d.rejected[0].reason
+    );
     assert_eq!((d.histograms, d.exemplars, d.exemplars_dropped), (1, 1, 1));
     assert_eq!(d.exemplar_problem, None);
 }

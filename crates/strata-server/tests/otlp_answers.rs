@@ -32,6 +32,7 @@ fn point(t_ms: i64, v: f64) -> NumberDataPoint {
         time_unix_nano: u64::try_from(t_ms).unwrap() * 1_000_000,
         value: Some(number_data_point::Value::AsDouble(v)),
         flags: 0,
+        exemplars: Vec::new(),
     }
 }
 

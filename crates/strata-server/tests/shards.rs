@@ -112,6 +112,7 @@ fn otlp_body(t: i64) -> Vec<u8> {
             time_unix_nano: u64::try_from(t).unwrap() * 1_000_000,
             value: Some(number_data_point::Value::AsDouble(i as f64)),
             flags: 0,
+            exemplars: Vec::new(),
         })
         .collect();
     ExportMetricsServiceRequest {

@@ -120,8 +120,8 @@ pub enum MetricType {
     StateSet = 7,
 }
 
-/// `prometheus.Histogram`, a native histogram sample. Strata parses and
-/// counts these but does not store them yet.
+/// `prometheus.Histogram`, a native histogram sample: see
+/// [`Histogram::to_sample`] and [`Histogram::from_sample`].
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Histogram {
     #[prost(oneof = "histogram::Count", tags = "1, 2")]

@@ -89,8 +89,8 @@ pub mod metadata {
     }
 }
 
-/// `io.prometheus.write.v2.Histogram`, a native histogram sample. Strata
-/// parses and counts these but does not store them yet.
+/// `io.prometheus.write.v2.Histogram`, a native histogram sample: see
+/// [`Histogram::to_sample`] and [`Histogram::from_sample`].
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Histogram {
     #[prost(oneof = "histogram::Count", tags = "1, 2")]

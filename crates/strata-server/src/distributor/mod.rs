@@ -181,7 +181,7 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
         Ok(d) => d,
         Err(e) => return text(status_of(e.status()), e.to_string()),
     };
-    let valid_samples = decoded.sample_count();
+    let valid_samples = decoded.sample_count() + decoded.histogram_count();
     state
         .server_metrics
         .samples_received
@@ -236,7 +236,8 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
         }
         r
     } else if let Some((rejected, m)) = rejection {
-        let written: u64 = answers.iter().map(|a| a.written[0]).sum();
+        // Float samples and histograms.
+        let written: u64 = answers.iter().map(|a| a.written[0] + a.written[1]).sum();
         let written = if version == Version::V2 {
             written
         } else {
@@ -263,4 +264,157 @@ async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> R
         }
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use std::sync::Mutex;
+
+    use strata_codec::histogram::{CounterResetHint, Histogram, HistogramSample, Span};
+    use strata_codec::{Exemplar, Label};
+    use strata_remote_write::proto::v1;
+    use strata_remote_write::{decode, encode_v1, encode_v2, V2RequestBuilder};
+
+    use super::*;
+
+    type Received = Arc<Mutex<Vec<(usize, Version, Vec<u8>)>>>;
+    type TestSeries = (Vec<Label>, Vec<(i64, HistogramSample)>, Vec<Exemplar>);
+
+    /// A writer that keeps what it is sent and answers 204 with the 2.0
+    /// counts of what the body holds.
+    async fn fake_writer(shard: usize, received: Received) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().route(
+            "/api/v1/write",
+            post(move |headers: HeaderMap, body: Bytes| {
+                let received = received.clone();
+                async move {
+                    let ct = headers["content-type"].to_str().unwrap();
+                    let version = if ct.contains("io.prometheus.write.v2") {
+                        Version::V2
+                    } else {
+                        Version::V1
+                    };
+                    let d = decode(version, &body, &DecodeLimits::default()).unwrap();
+                    received
+                        .lock()
+                        .unwrap()
+                        .push((shard, version, body.to_vec()));
+                    let mut r = StatusCode::NO_CONTENT.into_response();
+                    let h = r.headers_mut();
+                    h.insert(WRITTEN_HEADERS[0], HeaderValue::from(d.sample_count()));
+                    h.insert(WRITTEN_HEADERS[1], HeaderValue::from(d.histogram_count()));
+                    r
+                }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    fn histogram(n: u64) -> HistogramSample {
+        HistogramSample::Int(Histogram {
+            schema: 1,
+            zero_threshold: 1e-128,
+            count: n,
+            sum: 2.0,
+            positive_spans: vec![Span::new(0, 1)],
+            positive_buckets: vec![n as i64],
+            counter_reset_hint: CounterResetHint::NotReset,
+            ..Histogram::default()
+        })
+    }
+
+    #[tokio::test]
+    async fn histograms_are_forwarded_to_their_shards_in_both_versions() {
+        let received: Received = Arc::default();
+        let writers = [
+            fake_writer(0, received.clone()).await,
+            fake_writer(1, received.clone()).await,
+        ];
+        let config = Config::load(
+            None,
+            [
+                ("STRATA_SERVER_ROLE".to_owned(), "distributor".to_owned()),
+                ("STRATA_SHARDS_WRITERS".to_owned(), writers.join(",")),
+            ],
+            &crate::config::Overrides::default(),
+        )
+        .unwrap();
+        let state = DistributorState::new(&config).unwrap();
+        // 20 series: histograms only, with an exemplar each.
+        let series: Vec<TestSeries> = (0..20)
+            .map(|i| {
+                (
+                    vec![Label::new("__name__", "h"), Label::new("i", i.to_string())],
+                    vec![(1_000, histogram(i + 1)), (2_000, histogram(i + 2))],
+                    vec![Exemplar {
+                        labels: vec![Label::new("trace_id", format!("t{i}"))],
+                        t: 1_000,
+                        v: 0.5,
+                    }],
+                )
+            })
+            .collect();
+        for version in [Version::V1, Version::V2] {
+            received.lock().unwrap().clear();
+            let mut body = Vec::new();
+            match version {
+                Version::V1 => {
+                    let req = v1::WriteRequest {
+                        timeseries: series
+                            .iter()
+                            .map(|(labels, hs, ex)| v1::TimeSeries {
+                                histograms: hs
+                                    .iter()
+                                    .map(|(t, h)| v1::Histogram::from_sample(*t, h))
+                                    .collect(),
+                                exemplars: ex.iter().map(v1::Exemplar::from).collect(),
+                                ..v1::TimeSeries::from_samples(labels, &[])
+                            })
+                            .collect(),
+                        metadata: Vec::new(),
+                    };
+                    encode_v1(&req, &mut body);
+                }
+                Version::V2 => {
+                    let mut b = V2RequestBuilder::new();
+                    for (labels, hs, ex) in &series {
+                        b.add_series_with_histograms(labels, &[], hs, ex);
+                    }
+                    encode_v2(&b.build(), &mut body);
+                }
+            }
+            let mut headers = HeaderMap::new();
+            headers.insert("content-type", version.content_type().parse().unwrap());
+            let resp = handle(&state, &headers, &body).await;
+            assert_eq!(resp.status(), StatusCode::NO_CONTENT, "{version:?}");
+            if version == Version::V2 {
+                assert_eq!(resp.headers()[WRITTEN_HEADERS[1]], "40");
+                assert_eq!(resp.headers()[WRITTEN_HEADERS[0]], "0");
+            }
+            let got = received.lock().unwrap().clone();
+            assert_eq!(got.len(), 2, "{version:?}: both shards get a part");
+            let mut forwarded = Vec::new();
+            for (shard, v, body) in got {
+                assert_eq!(v, version);
+                let d = decode(v, &body, &DecodeLimits::default()).unwrap();
+                assert!(d.rejected.is_empty());
+                for s in d.series {
+                    assert_eq!(shard_map::shard_of(&s.labels, 2) as usize, shard);
+                    assert_eq!(s.exemplars.len(), 1);
+                    forwarded.push(s);
+                }
+            }
+            forwarded.sort_by_key(|s| s.labels[1].value.parse::<u64>().unwrap());
+            assert_eq!(forwarded.len(), 20);
+            for (s, (labels, hs, _)) in forwarded.iter().zip(&series) {
+                assert_eq!(&s.labels, labels);
+                assert_eq!(&s.histograms, hs);
+            }
+        }
+    }
 }

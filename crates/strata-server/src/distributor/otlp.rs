@@ -60,10 +60,10 @@ async fn handle(
     drop(request);
     let refused = std::mem::take(&mut translated.write.rejected);
     let decoded = translated.write.into_owned();
-    state
-        .server_metrics
-        .samples_received
-        .fetch_add(decoded.sample_count() as u64, Ordering::Relaxed);
+    state.server_metrics.samples_received.fetch_add(
+        (decoded.sample_count() + decoded.histogram_count()) as u64,
+        Ordering::Relaxed,
+    );
     let parts = split::split(
         Version::V1,
         decoded.series,

@@ -16,12 +16,14 @@ pub struct Part {
     pub shard: usize,
     pub body: Vec<u8>,
     pub series: usize,
+    /// Float and native histogram samples.
     pub samples: usize,
 }
 
 /// Groups `series` by owning shard among `count` and encodes each non-empty
 /// group as a `version` body (snappy-compressed protobuf). Series keep their
-/// order within a part. Metric metadata travels as it came: 1.0's list to
+/// order within a part, with their float samples, native histograms and
+/// exemplars. Metric metadata travels as it came: 1.0's list to
 /// shard 0 (readers merge every shard's), 2.0's on each series of the
 /// metric it describes.
 pub fn split(
@@ -52,7 +54,10 @@ pub fn split(
         .filter(|(shard, g)| !g.is_empty() || (*shard == 0 && !v1_metadata.is_empty()))
         .map(|(shard, group)| {
             let series = group.len();
-            let samples = group.iter().map(|s| s.samples.len()).sum();
+            let samples = group
+                .iter()
+                .map(|s| s.samples.len() + s.histograms.len())
+                .sum();
             let mut body = Vec::new();
             match version {
                 Version::V1 => {
@@ -72,7 +77,12 @@ pub fn split(
                                 b.push_series(series);
                             }
                             None => {
-                                b.add_series_with_exemplars(&s.labels, &s.samples, &s.exemplars);
+                                b.add_series_with_histograms(
+                                    &s.labels,
+                                    &s.samples,
+                                    &s.histograms,
+                                    &s.exemplars,
+                                );
                             }
                         }
                     }
@@ -116,6 +126,11 @@ fn v2_series(b: &mut V2RequestBuilder, s: &SeriesSamples, m: &MetricMetadata) ->
                 start_timestamp: 0,
             })
             .collect(),
+        histograms: s
+            .histograms
+            .iter()
+            .map(|(t, h)| v2::Histogram::from_sample(*t, h))
+            .collect(),
         exemplars: s.exemplars.iter().map(|e| b.exemplar(e)).collect(),
         metadata: Some(v2::Metadata {
             r#type: metric_kind_number(m.kind),
@@ -145,7 +160,11 @@ fn to_v1(group: Vec<SeriesSamples>) -> v1::WriteRequest {
                     .map(|(timestamp, value)| v1::Sample { value, timestamp })
                     .collect(),
                 exemplars: s.exemplars.iter().map(v1::Exemplar::from).collect(),
-                ..Default::default()
+                histograms: s
+                    .histograms
+                    .iter()
+                    .map(|(t, h)| v1::Histogram::from_sample(*t, h))
+                    .collect(),
             })
             .collect(),
         ..Default::default()
@@ -154,16 +173,60 @@ fn to_v1(group: Vec<SeriesSamples>) -> v1::WriteRequest {
 
 #[cfg(test)]
 mod tests {
+    use strata_codec::histogram::{
+        CounterResetHint, Histogram, HistogramSample, Span, CUSTOM_BUCKETS_SCHEMA,
+    };
     use strata_codec::Label;
     use strata_remote_write::{decode, DecodeLimits};
 
     use super::*;
 
+    /// A native histogram of `i` observations (float counts when `i` is
+    /// odd, custom buckets when it is a multiple of 5).
+    fn histogram(i: usize) -> HistogramSample {
+        let n = i as u64 + 1;
+        let h = Histogram {
+            schema: if i % 5 == 0 { CUSTOM_BUCKETS_SCHEMA } else { 2 },
+            zero_threshold: if i % 5 == 0 { 0.0 } else { 1e-128 },
+            count: n,
+            sum: 1.5 * n as f64,
+            positive_spans: vec![Span::new(-1, 1)],
+            positive_buckets: vec![n as i64],
+            custom_values: if i % 5 == 0 { vec![0.5] } else { Vec::new() },
+            counter_reset_hint: CounterResetHint::NotReset,
+            ..Histogram::default()
+        };
+        let h = if i % 5 == 0 {
+            Histogram {
+                positive_spans: vec![Span::new(0, 1)],
+                ..h
+            }
+        } else {
+            h
+        };
+        if i % 2 == 1 {
+            HistogramSample::Float(h.to_float())
+        } else {
+            HistogramSample::Int(h)
+        }
+    }
+
     fn series(n: usize) -> Vec<SeriesSamples> {
         (0..n)
             .map(|i| SeriesSamples {
                 labels: vec![Label::new("__name__", "m"), Label::new("i", i.to_string())],
-                samples: vec![(1_000, i as f64), (2_000, -(i as f64))],
+                // Every fourth series has only histograms.
+                samples: if i % 4 == 3 {
+                    Vec::new()
+                } else {
+                    vec![(1_000, i as f64), (2_000, -(i as f64))]
+                },
+                // Every other one has some.
+                histograms: if i % 2 == 1 {
+                    vec![(1_500, histogram(i)), (2_500, histogram(i + 2))]
+                } else {
+                    Vec::new()
+                },
                 // Every third series has an exemplar, which travels with it.
                 exemplars: (i % 3 == 0)
                     .then(|| strata_codec::Exemplar {
@@ -188,7 +251,7 @@ mod tests {
                 let d = decode(version, &p.body, &DecodeLimits::default()).unwrap();
                 assert!(d.rejected.is_empty());
                 assert_eq!(d.series.len(), p.series);
-                assert_eq!(d.sample_count(), p.samples);
+                assert_eq!(d.sample_count() + d.histogram_count(), p.samples);
                 for s in &d.series {
                     assert_eq!(shard_of(&s.labels, 3) as usize, p.shard);
                 }
@@ -197,7 +260,18 @@ mod tests {
             back.sort_by(|a, b| a.labels.cmp(&b.labels));
             let mut want = all;
             want.sort_by(|a, b| a.labels.cmp(&b.labels));
+            assert_eq!(back.len(), want.len());
+            // Histograms compared bit for bit (a stale NaN sum is not
+            // equal to itself).
+            for (b, w) in back.iter().zip(&want) {
+                assert_eq!(b.histograms.len(), w.histograms.len(), "{:?}", w.labels);
+                for ((bt, bh), (wt, wh)) in b.histograms.iter().zip(&w.histograms) {
+                    assert_eq!(bt, wt);
+                    assert!(bh.bit_eq(wh), "{bh:?} != {wh:?}");
+                }
+            }
             assert_eq!(back, want);
+            assert_eq!(back.iter().map(|s| s.histograms.len()).sum::<usize>(), 100);
         }
     }
 
@@ -226,12 +300,13 @@ mod tests {
         // their exemplars.
         let parts = split(Version::V2, series(20), described.clone(), 3);
         assert_eq!(parts.len(), 3);
-        let mut exemplars = 0;
+        let (mut exemplars, mut histograms) = (0, 0);
         for p in &parts {
             let d = decode(Version::V2, &p.body, &DecodeLimits::default()).unwrap();
             assert_eq!(d.metadata, described, "shard {}", p.shard);
             exemplars += d.series.iter().map(|s| s.exemplars.len()).sum::<usize>();
+            histograms += d.histogram_count();
         }
-        assert_eq!(exemplars, 7);
+        assert_eq!((exemplars, histograms), (7, 20));
     }
 }

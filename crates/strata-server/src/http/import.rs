@@ -490,6 +490,7 @@ fn parse_body(reader: impl Read, options: &Options, tx: &mpsc::Sender<Batch>) ->
             _ => batch.series.push(RawSeries {
                 labels: labels.clone(),
                 samples: vec![(t, sample.value)],
+                histograms: Vec::new(),
                 exemplars: Vec::new(),
             }),
         }

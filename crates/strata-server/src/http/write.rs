@@ -139,7 +139,7 @@ pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabel
             labels: s.labels,
             samples: s.samples,
             exemplars: s.exemplars,
-            histograms: Vec::new(),
+            histograms: s.histograms,
         })
         .collect()
 }
@@ -203,7 +203,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
         );
         h.insert(
             "x-prometheus-remote-write-histograms-written",
-            HeaderValue::from(0),
+            HeaderValue::from(outcome.histograms),
         );
         h.insert(
             "x-prometheus-remote-write-exemplars-written",
@@ -215,11 +215,14 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
 
 /// What became of a decoded write's samples.
 pub(crate) struct Ingested {
-    /// Samples stored, duplicates of stored ones included.
+    /// Float samples stored, duplicates of stored ones included.
     pub written: usize,
-    /// Samples refused, by the decoder or its limits and by storage.
+    /// Native histogram samples stored, duplicates included.
+    pub histograms: usize,
+    /// Samples (floats and histograms) refused, by the decoder or its
+    /// limits and by storage.
     pub rejected: usize,
-    /// Samples offered in all.
+    /// Samples (floats and histograms) offered in all.
     pub offered: usize,
     /// The refusals, one per line, as a 400 body lists them.
     pub reasons: Option<String>,
@@ -233,7 +236,9 @@ impl Ingested {
         (self.rejected > 0).then(|| {
             let mut msg = format!(
                 "{} of {} samples rejected ({} written)",
-                self.rejected, self.offered, self.written
+                self.rejected,
+                self.offered,
+                self.written + self.histograms
             );
             if let Some(r) = &self.reasons {
                 msg.push('\n');
@@ -266,7 +271,9 @@ pub(crate) async fn ingest(
             ),
         ));
     }
-    let n = decoded.sample_count();
+    // Histograms count as samples for the limits, as they are for
+    // Prometheus' shards.
+    let n = decoded.sample_count() + decoded.histogram_count();
     if n > limits.max_samples_per_request {
         return Err(text(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -301,7 +308,7 @@ pub(crate) async fn ingest(
             return Err(storage_error(&e));
         }
     }
-    let n = decoded.sample_count();
+    let n = decoded.sample_count() + decoded.histogram_count();
     // As Prometheus' receiver: an exemplar that cannot be stored is logged,
     // never a failed write.
     if let Some(problem) = decoded.exemplar_problem.take() {
@@ -340,6 +347,7 @@ pub(crate) async fn ingest(
     }
     Ok(Ingested {
         written: outcome.appended + outcome.duplicates,
+        histograms: outcome.histograms,
         rejected: rejected_invalid + outcome.rejected,
         offered: rejected_invalid + n,
         reasons,
