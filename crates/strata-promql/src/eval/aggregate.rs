@@ -273,6 +273,7 @@ impl Evaluator<'_> {
             .map(|labels| MatrixSeries {
                 labels,
                 points: Vec::new(),
+                histograms: Vec::new(),
             })
             .collect();
         let mut cursors = vec![0usize; input.len()];
@@ -387,7 +388,7 @@ impl Evaluator<'_> {
                 })
                 .collect();
             if !points.is_empty() {
-                out.push(MatrixSeries { labels, points });
+                out.push(MatrixSeries::floats(labels, points));
             }
         }
         Ok(out)
@@ -432,6 +433,7 @@ impl Evaluator<'_> {
                         out.push(MatrixSeries {
                             labels,
                             points: Vec::new(),
+                            histograms: Vec::new(),
                         });
                         counts.push(0.0);
                         out.len() - 1

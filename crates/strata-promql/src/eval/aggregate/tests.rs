@@ -67,7 +67,7 @@ fn input_strategy(steps: usize) -> impl Strategy<Value = Matrix> {
                         }
                     })
                     .collect();
-                MatrixSeries { labels, points }
+                MatrixSeries::floats(labels, points)
             })
             .collect()
     })

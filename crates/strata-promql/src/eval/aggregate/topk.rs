@@ -102,6 +102,7 @@ impl Evaluator<'_> {
                         out.push(MatrixSeries {
                             labels: labels.clone(),
                             points: Vec::new(),
+                            histograms: Vec::new(),
                         });
                     }
                     if let Some(series) = out.get_mut(i) {
