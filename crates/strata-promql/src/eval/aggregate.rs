@@ -248,6 +248,9 @@ impl Evaluator<'_> {
     ) -> Result<Matrix> {
         let input = self.eval_matrix(expr)?;
         let (series_group, group_labels) = group_series(grouping, &input);
+        if input.iter().any(|s| !s.histograms.is_empty()) {
+            return self.aggregate_mixed(op, &input, &series_group, group_labels, params);
+        }
         if op != AggOp::Quantile
             && group_labels.len().saturating_mul(self.num_steps()) <= SERIES_MAJOR_MAX_CELLS
         {
@@ -394,6 +397,176 @@ impl Evaluator<'_> {
         Ok(out)
     }
 
+    /// Aggregates an input with histograms step by step, as Prometheus'
+    /// `aggregation`: `sum` and `avg` of histograms, `count` and `group` of
+    /// both kinds, the others ignoring histograms (with an info); a group
+    /// of floats and histograms under `sum` or `avg` gives nothing (with a
+    /// warning).
+    fn aggregate_mixed(
+        &self,
+        op: AggOp,
+        input: &Matrix,
+        series_group: &[usize],
+        group_labels: Vec<Labels>,
+        params: &[f64],
+    ) -> Result<Matrix> {
+        use crate::annotations as anno;
+        use crate::float_histogram as fh;
+        use strata_codec::histogram::CounterResetHint;
+
+        #[derive(Default, Clone)]
+        struct HistState {
+            value: Option<strata_codec::histogram::FloatHistogram>,
+            has_float: bool,
+            has_histogram: bool,
+            incompatible: bool,
+            reset: bool,
+            not_reset: bool,
+        }
+        let annos = &self.annotations;
+        let op_name = match op {
+            AggOp::Min => "min",
+            AggOp::Max => "max",
+            AggOp::Stddev => "stddev",
+            AggOp::Stdvar => "stdvar",
+            AggOp::Quantile => "quantile",
+            _ => "",
+        };
+        let mut out: Matrix = group_labels
+            .into_iter()
+            .map(|labels| MatrixSeries::floats(labels, Vec::new()))
+            .collect();
+        let mut cursors = vec![(0usize, 0usize); input.len()];
+        let mut groups: Vec<Group> = vec![Group::default(); out.len()];
+        let mut hists: Vec<HistState> = vec![HistState::default(); out.len()];
+        let mut values: Vec<Vec<f64>> = vec![Vec::new(); out.len()];
+        let (first, interval) = (self.start, self.interval.max(1));
+        for step in 0..self.num_steps() {
+            let ts = first + step as i64 * interval;
+            self.check_deadline()?;
+            let param = params.get(step).copied().unwrap_or(0.0);
+            groups.iter_mut().for_each(|g| g.seen = false);
+            for ((s, cursor), &gi) in input.iter().zip(&mut cursors).zip(series_group) {
+                let float = next_value(ts, &s.points, &mut cursor.0);
+                let hist = if float.is_none() {
+                    next_histogram(ts, &s.histograms, &mut cursor.1)
+                } else {
+                    None
+                };
+                if float.is_none() && hist.is_none() {
+                    continue;
+                }
+                let (Some(g), Some(hs), Some(vs)) =
+                    (groups.get_mut(gi), hists.get_mut(gi), values.get_mut(gi))
+                else {
+                    continue;
+                };
+                let f = float.unwrap_or(0.0);
+                if let Some(h) = hist {
+                    if matches!(
+                        op,
+                        AggOp::Min | AggOp::Max | AggOp::Stddev | AggOp::Stdvar | AggOp::Quantile
+                    ) {
+                        annos.add(anno::histogram_ignored_in_aggregation(op_name));
+                        continue;
+                    }
+                    if matches!(op, AggOp::Sum | AggOp::Avg) {
+                        if !g.seen {
+                            *g = Group::start(op, 0.0);
+                            *hs = HistState::default();
+                            vs.clear();
+                        } else {
+                            g.count += 1.0;
+                        }
+                        hs.has_histogram = true;
+                        match h.counter_reset_hint {
+                            CounterResetHint::Reset => hs.reset = true,
+                            CounterResetHint::NotReset => hs.not_reset = true,
+                            _ => {}
+                        }
+                        if hs.incompatible {
+                            continue;
+                        }
+                        match &mut hs.value {
+                            None if !hs.has_float => hs.value = Some(h.clone()),
+                            None => {}
+                            Some(sum) => match fh::add(sum, h, false) {
+                                Ok(c) => {
+                                    if c.nhcb_bounds_reconciled {
+                                        annos.add(anno::mismatched_custom_buckets("aggregation"));
+                                    }
+                                }
+                                Err(_) => {
+                                    annos.add(anno::mixed_exponential_custom(
+                                        crate::value::get_label(&s.labels, "__name__"),
+                                    ));
+                                    hs.incompatible = true;
+                                }
+                            },
+                        }
+                        continue;
+                    }
+                }
+                // A float, or a histogram under count or group.
+                if g.seen {
+                    if matches!(op, AggOp::Sum | AggOp::Avg) {
+                        hs.has_float = true;
+                    }
+                    g.add(op, f);
+                } else {
+                    *g = Group::start(op, f);
+                    *hs = HistState {
+                        has_float: true,
+                        ..HistState::default()
+                    };
+                    vs.clear();
+                }
+                if op == AggOp::Quantile {
+                    vs.push(f);
+                }
+            }
+            for ((g, hs), (series, vs)) in groups
+                .iter_mut()
+                .zip(&mut hists)
+                .zip(out.iter_mut().zip(&mut values))
+            {
+                if !g.seen {
+                    continue;
+                }
+                if matches!(op, AggOp::Sum | AggOp::Avg) && hs.has_histogram {
+                    if hs.has_float {
+                        annos.add(anno::mixed_floats_histograms_agg());
+                        continue;
+                    }
+                    if hs.reset && hs.not_reset {
+                        annos.add(anno::counter_reset_collision("aggregation"));
+                    }
+                    if hs.incompatible {
+                        continue;
+                    }
+                    if let Some(mut h) = hs.value.take() {
+                        if op == AggOp::Avg {
+                            fh::div(&mut h, g.count);
+                        }
+                        fh::compact(&mut h);
+                        series.histograms.push((ts, h));
+                    }
+                    continue;
+                }
+                let v = if op == AggOp::Quantile {
+                    let q = quantile(param, vs);
+                    vs.clear();
+                    q
+                } else {
+                    g.finish(op)
+                };
+                series.points.push(Point { t: ts, v });
+            }
+        }
+        out.retain(|s| !s.is_empty());
+        Ok(out)
+    }
+
     fn eval_count_values(&mut self, a: &AggregateExpr, grouping: Grouping) -> Result<Matrix> {
         let label = match a.param.as_deref().map(unwrap_parens) {
             Some(Expr::StringLiteral(s)) => s.val.clone(),
@@ -407,7 +580,10 @@ impl Evaluator<'_> {
             grouping.labels.push(label.clone());
         }
         let original = self.current_samples;
-        let input = self.eval_matrix(&a.expr)?;
+        let mut input = self.eval_matrix(&a.expr)?;
+        // Histogram values are not counted (Prometheus labels them with
+        // the histogram's text form, which Strata does not write).
+        input.iter_mut().for_each(|s| s.histograms.clear());
         // A series' output group for a value is worked out once (labels set,
         // grouped, looked up) and then found by (series, value bits): each
         // step only counts.
@@ -643,6 +819,26 @@ fn group_series(grouping: &Grouping, input: &Matrix) -> (Vec<usize>, Vec<Labels>
         series_group.push(g);
     }
     (series_group, group_labels)
+}
+
+/// The histogram of a series at step `ts`, advancing its cursor.
+fn next_histogram<'h>(
+    ts: i64,
+    hs: &'h [crate::value::HPoint],
+    cursor: &mut usize,
+) -> Option<&'h strata_codec::histogram::FloatHistogram> {
+    while let Some((t, h)) = hs.get(*cursor) {
+        if *t < ts {
+            *cursor += 1;
+            continue;
+        }
+        if *t == ts {
+            *cursor += 1;
+            return Some(h);
+        }
+        return None;
+    }
+    None
 }
 
 /// The value of a series at step `ts`, advancing its cursor.
