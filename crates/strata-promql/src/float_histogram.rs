@@ -58,12 +58,71 @@ pub fn exponential_bound(idx: i32, schema: i32) -> f64 {
 }
 
 /// The bound in `[0.5, 1)` of fraction index `i` in `schema` (0..=8):
-/// `2^(i / 2^schema) / 2`.
+/// `2^(i / 2^schema) / 2`, correctly rounded (as Prometheus' table of
+/// them), computed once per schema.
 fn exponential_frac(schema: i32, i: i32) -> f64 {
+    static TABLES: [std::sync::OnceLock<Vec<f64>>; 9] = [const { std::sync::OnceLock::new() }; 9];
+    let Some(table) = usize::try_from(schema).ok().and_then(|s| TABLES.get(s)) else {
+        return f64::NAN;
+    };
+    let table = table.get_or_init(|| {
+        let n = 1u32 << schema;
+        (0..n).map(|i| correctly_rounded_frac(i, n)).collect()
+    });
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| table.get(i).copied())
+        .unwrap_or(f64::NAN)
+}
+
+/// The `f64` nearest to `2^(i/n - 1)` (`0 <= i < n`, `n` a power of two):
+/// `exp2`'s answer, moved by an ulp while the midpoint to its neighbour,
+/// raised to the `n`th power exactly, shows the neighbour is nearer.
+fn correctly_rounded_frac(i: u32, n: u32) -> f64 {
     if i == 0 {
         return 0.5;
     }
-    (f64::from(i) / f64::from(1 << schema)).exp2() / 2.0
+    // y^n against 2^(i - n), for y in [0.5, 1): y = m * 2^-53.
+    let target = i64::from(i) - i64::from(n);
+    let mut y = (f64::from(i) / f64::from(n)).exp2() / 2.0;
+    for _ in 0..4 {
+        let m = (y * 2f64.powi(53)) as u64;
+        // The midpoints below and above y: (2m -/+ 1) * 2^-54.
+        if pow_cmp(2 * m - 1, -54, n, target) == std::cmp::Ordering::Greater {
+            y = f64::from_bits(y.to_bits() - 1);
+        } else if pow_cmp(2 * m + 1, -54, n, target) == std::cmp::Ordering::Less {
+            y = f64::from_bits(y.to_bits() + 1);
+        } else {
+            break;
+        }
+    }
+    y
+}
+
+/// `(m * 2^e)^n` against `2^target`, exactly (`m` odd).
+fn pow_cmp(m: u64, e: i64, n: u32, target: i64) -> std::cmp::Ordering {
+    // m^n as little-endian 64-bit limbs.
+    let mut limbs: Vec<u64> = vec![1];
+    for _ in 0..n {
+        let mut carry = 0u128;
+        for l in &mut limbs {
+            let x = u128::from(*l) * u128::from(m) + carry;
+            *l = x as u64;
+            carry = x >> 64;
+        }
+        if carry > 0 {
+            limbs.push(carry as u64);
+        }
+    }
+    let top = limbs.last().copied().unwrap_or(0);
+    let bits = (limbs.len() as i64 - 1) * 64 + (64 - i64::from(top.leading_zeros()));
+    // m^n is odd, so it equals no power of two but 1 (m = 1).
+    let k = target - e * i64::from(n);
+    if m == 1 && k == 0 {
+        return std::cmp::Ordering::Equal;
+    }
+    // 2^k has k + 1 bits; an odd number of as many bits is larger.
+    (bits - 1).cmp(&k).then(std::cmp::Ordering::Greater)
 }
 
 /// `frac * 2^exp`, exact (as Go's `math.Ldexp`), with over- and underflow.
@@ -234,11 +293,12 @@ fn adjust_counter_reset(h: &mut FloatHistogram, other: &FloatHistogram) -> bool 
     use CounterResetHint::*;
     match (h.counter_reset_hint, other.counter_reset_hint) {
         (a, b) if a == b => false,
-        (Gauge, _) | (Unknown, _) => false,
+        (Gauge, _) => false,
         (_, Gauge) => {
             h.counter_reset_hint = Gauge;
             false
         }
+        (Unknown, _) => false,
         (_, Unknown) => {
             h.counter_reset_hint = Unknown;
             false

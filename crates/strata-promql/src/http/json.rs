@@ -573,6 +573,7 @@ mod tests {
                     v: j as f64 / 3.0,
                 })
                 .collect(),
+            histograms: Vec::new(),
         };
         let empty: Matrix = Vec::new();
         assert_eq!(streamed(&empty), (whole(&empty), 1));
