@@ -142,7 +142,9 @@ pub(crate) fn quantile_nan_result(metric: &str) -> String {
 
 pub(crate) fn quantile_nan_skew(metric: &str) -> String {
     maybe_metric(
-        format!("{INFO}: input to histogram_quantile has NaN observations, result is skewed higher"),
+        format!(
+            "{INFO}: input to histogram_quantile has NaN observations, result is skewed higher"
+        ),
         metric,
     )
 }

@@ -384,8 +384,8 @@ impl Engine {
             deadline.into(),
             self.load(loads, steps, annotations.clone()),
         )
-            .await
-            .map_err(|_| QueryError::timeout())??;
+        .await
+        .map_err(|_| QueryError::timeout())??;
         let load_time = loading.elapsed();
         let loaded: usize = data
             .values()
@@ -447,7 +447,9 @@ impl Engine {
             let annotations = annotations.clone();
             async move {
                 let error = FirstError::default();
-                let map = l.reduce.map(|r| series_map(r, steps, error.clone(), annotations.clone()));
+                let map = l
+                    .reduce
+                    .map(|r| series_map(r, steps, error.clone(), annotations.clone()));
                 let mut all: Vec<Series> = Vec::new();
                 for matchers in &l.matcher_sets {
                     let mut got = match &map {

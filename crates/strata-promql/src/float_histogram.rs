@@ -383,7 +383,8 @@ fn reconcile_zero_buckets(h: &mut FloatHistogram, other: &FloatHistogram) -> f64
     let mut other_threshold = other.zero_threshold;
     while other_threshold != h.zero_threshold {
         if h.zero_threshold > other_threshold {
-            (other_zero, other_threshold) = zero_count_for_larger_threshold(other, h.zero_threshold);
+            (other_zero, other_threshold) =
+                zero_count_for_larger_threshold(other, h.zero_threshold);
         }
         if other_threshold > h.zero_threshold {
             (h.zero_count, h.zero_threshold) = zero_count_for_larger_threshold(h, other_threshold);
@@ -698,11 +699,7 @@ pub fn all_buckets(h: &FloatHistogram) -> Vec<Bucket> {
         }
         b
     };
-    let mut out: Vec<Bucket> = side_buckets(h, false)
-        .into_iter()
-        .rev()
-        .map(clip)
-        .collect();
+    let mut out: Vec<Bucket> = side_buckets(h, false).into_iter().rev().map(clip).collect();
     if h.zero_count > 0.0 {
         out.push(Bucket {
             lower: -zt,

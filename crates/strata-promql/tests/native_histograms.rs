@@ -2,6 +2,8 @@
 //! are worked out by hand or taken from Prometheus' own
 //! `native_histograms.test` cases (named after the series there).
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -67,7 +69,10 @@ async fn float(e: &Engine, q: &str, t: i64) -> f64 {
 async fn histogram(e: &Engine, q: &str, t: i64) -> FloatHistogram {
     let (v, _) = instant(e, q, t).await;
     match v.as_slice() {
-        [s] => *s.h.clone().unwrap_or_else(|| panic!("{q}: a float: {}", s.v)),
+        [s] => {
+            *s.h.clone()
+                .unwrap_or_else(|| panic!("{q}: a float: {}", s.v))
+        }
         other => panic!("{q}: expected one histogram, got {other:?}"),
     }
 }
@@ -124,7 +129,7 @@ async fn histogram_functions_of_one_histogram() {
     );
     assert_close(
         float(&e, "histogram_quantile(0.5, single_histogram)", t).await,
-        1.414213562373095,
+        std::f64::consts::SQRT_2,
         "median",
     );
     assert_eq!(
@@ -231,7 +236,7 @@ async fn rate_of_a_histogram_counter() {
     assert_close(h.count, 2.0, "increase");
     assert_close(
         float(&e, "histogram_quantile(0.5, rate(incr_histogram[10m]))", t).await,
-        1.414213562373095,
+        std::f64::consts::SQRT_2,
         "quantile of rate",
     );
     let (_, annos) = instant(&e, "rate(incr_histogram[10m])", t).await;
@@ -250,7 +255,10 @@ async fn rate_of_a_histogram_counter() {
     assert_close(h.count, 1.0 / 300.0, "irate");
     assert_eq!(float(&e, "resets(incr_histogram[1h])", t).await, 0.0);
     assert_eq!(float(&e, "changes(incr_histogram[1h])", t).await, 10.0);
-    assert_eq!(float(&e, "count_over_time(incr_histogram[1h])", t).await, 11.0);
+    assert_eq!(
+        float(&e, "count_over_time(incr_histogram[1h])", t).await,
+        11.0
+    );
     let last = histogram(&e, "last_over_time(incr_histogram[1h])", t).await;
     assert_eq!(last.count, 14.0);
     // A range query: one histogram per step, none before two samples.
@@ -315,8 +323,16 @@ async fn rate_with_zero_and_negative_buckets() {
     assert_close(h.sum, 1.2266666666666652, "sum");
     assert_close(h.zero_count, r, "zero");
     let want = [(0, r), (1, r), (3, r), (4, r)];
-    assert_buckets(&populated(&h.positive_spans, &h.positive_buckets), &want, "pos");
-    assert_buckets(&populated(&h.negative_spans, &h.negative_buckets), &want, "neg");
+    assert_buckets(
+        &populated(&h.positive_spans, &h.positive_buckets),
+        &want,
+        "pos",
+    );
+    assert_buckets(
+        &populated(&h.negative_spans, &h.negative_buckets),
+        &want,
+        "neg",
+    );
 }
 
 #[tokio::test]
@@ -419,7 +435,10 @@ async fn floats_and_histograms_mixed() {
                 .to_string()
         ]
     );
-    assert_eq!(float(&e, "count_over_time(turning[5m])", 3 * MIN).await, 4.0);
+    assert_eq!(
+        float(&e, "count_over_time(turning[5m])", 3 * MIN).await,
+        4.0
+    );
     assert_eq!(float(&e, "changes(turning[5m])", 3 * MIN).await, 3.0);
     let (v, annos) = instant(&e, "max_over_time(turning[5m])", 3 * MIN).await;
     assert_eq!(v.len(), 1);
@@ -453,11 +472,7 @@ async fn stale_markers_end_histogram_series() {
 #[tokio::test]
 async fn binary_operators_with_histograms() {
     let src = single();
-    src.append_histogram(
-        &name("other"),
-        0,
-        hist(0, 2.0, 1.0, 1, &[2.0]),
-    );
+    src.append_histogram(&name("other"), 0, hist(0, 2.0, 1.0, 1, &[2.0]));
     src.append(&name("f"), 0, 3.0);
     let e = engine(src);
     let t = MIN;
@@ -520,7 +535,7 @@ async fn histogram_quantile_of_classic_and_native() {
     assert_eq!(v.len(), 2);
     assert!(v[0].labels.is_empty());
     assert_eq!(v[1].labels.as_ref(), labels(&[("job", "a")]).as_slice());
-    assert_close(v[0].v, 1.414213562373095, "native");
+    assert_close(v[0].v, std::f64::consts::SQRT_2, "native");
     assert_close(v[1].v, 1.5, "classic");
 }
 

@@ -116,7 +116,10 @@ impl Evaluator<'_> {
                 let (Some(l), Some(r)) = (lhs.first(), rhs.first()) else {
                     return Ok(Vec::new());
                 };
-                Ok(vec![Sample::float(empty_labels(), scalar_binop(op, l.v, r.v)?)])
+                Ok(vec![Sample::float(
+                    empty_labels(),
+                    scalar_binop(op, l.v, r.v)?,
+                )])
             }),
             (ValueType::Vector, ValueType::Vector) => {
                 let set_op = matches!(op, T_LAND | T_LOR | T_LUNLESS);
@@ -264,9 +267,7 @@ fn elem_binop_histogram(
     rh: Option<&FloatHistogram>,
 ) -> std::result::Result<Elem, Dropped> {
     let kind = |h: Option<&FloatHistogram>| if h.is_some() { "histogram" } else { "float" };
-    let incompatible = || {
-        anno::incompatible_types_in_bin_op(kind(lh), op_str(op), kind(rh))
-    };
+    let incompatible = || anno::incompatible_types_in_bin_op(kind(lh), op_str(op), kind(rh));
     let hist = |h: FloatHistogram| Elem {
         v: 0.0,
         h: Some(h),
@@ -292,7 +293,11 @@ fn elem_binop_histogram(
         }
         (Some(a), Some(b)) if op == T_ADD || op == T_SUB => {
             let mut h = a.clone();
-            let operation = if op == T_ADD { "addition" } else { "subtraction" };
+            let operation = if op == T_ADD {
+                "addition"
+            } else {
+                "subtraction"
+            };
             let c = fh::add(&mut h, b, op == T_SUB)
                 .map_err(|_| anno::incompatible_bucket_layout(op_str(op)))?;
             if op == T_SUB {
@@ -338,7 +343,11 @@ fn vector_scalar_binop(
                 (value, None, keep)
             }
             Some(h) => {
-                let (lh, rh) = if swap { (None, Some(h)) } else { (Some(h), None) };
+                let (lh, rh) = if swap {
+                    (None, Some(h))
+                } else {
+                    (Some(h), None)
+                };
                 match elem_binop_histogram(op, l, r, lh, rh) {
                     Ok(e) => (e.v, e.h, e.keep),
                     Err(text) => {

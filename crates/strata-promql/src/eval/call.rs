@@ -165,9 +165,7 @@ fn histogram_quantile(q: f64, v: &[Sample], annos: &Shared) -> Vector {
     result.extend(
         out.into_iter()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(labels, mut buckets)| {
-                Sample::float(labels, bucket_quantile(q, &mut buckets))
-            }),
+            .map(|(labels, mut buckets)| Sample::float(labels, bucket_quantile(q, &mut buckets))),
     );
     result
 }
@@ -193,7 +191,13 @@ impl Evaluator<'_> {
                 let i = function
                     .range_arg()
                     .ok_or_else(|| QueryError::exec("expected a range vector argument"))?;
-                return self.eval_matrix_call(f, super::hist_range::hist_fn(name), output, &args, i);
+                return self.eval_matrix_call(
+                    f,
+                    super::hist_range::hist_fn(name),
+                    output,
+                    &args,
+                    i,
+                );
             }
             Eval::LabelReplace => {
                 let lr = LabelReplace::new(

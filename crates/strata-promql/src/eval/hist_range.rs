@@ -20,9 +20,14 @@ pub(crate) enum HistFn {
     /// (with an info), a window of histograms only gives nothing.
     FloatsOnly,
     /// `rate`, `increase` (counters) and `delta`.
-    Rate { counter: bool, rate: bool },
+    Rate {
+        counter: bool,
+        rate: bool,
+    },
     /// `irate` and `idelta`.
-    Instant { rate: bool },
+    Instant {
+        rate: bool,
+    },
     Resets,
     Changes,
     /// `count_over_time`.

@@ -134,7 +134,7 @@ impl<'a> Evaluator<'a> {
             Expr::NumberLiteral(n) => {
                 let v = n.val;
                 self.range_eval(&[], &mut |_, _| Ok(vec![Sample::float(empty_labels(), v)]))
-                .map(Value::Matrix)
+                    .map(Value::Matrix)
             }
             Expr::StringLiteral(_) => Ok(Value::String),
             Expr::VectorSelector(vs) => self.eval_vector_selector(vs).map(Value::Matrix),

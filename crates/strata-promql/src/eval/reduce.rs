@@ -15,10 +15,10 @@ use super::hist_range::eval_series_mixed;
 use super::range_steps::{eval_series_with, Columns, SeriesScratch, StepGrid};
 use super::selector::{instant_points, instant_points_mixed, RangeSeries};
 use crate::annotations::Shared;
-use crate::value::{HPoint, Point};
 use crate::error::QueryError;
 use crate::plan::Reduce;
 use crate::source::Series;
+use crate::value::{HPoint, Point};
 
 /// The query's steps and the limits its evaluation runs under.
 #[derive(Clone, Copy)]

@@ -62,7 +62,10 @@ fn reducing_the_resolution_merges_buckets() {
     );
     // Index 0 of schema 2 ((0.84, 1]) falls in index 0 of schema 0.
     let y = copy_to_schema(&h(2, 1.0, 1.0, -1, &[1.0, 1.0]), 0);
-    assert_eq!(sparse(&y.positive_spans, &y.positive_buckets), vec![(0, 2.0)]);
+    assert_eq!(
+        sparse(&y.positive_spans, &y.positive_buckets),
+        vec![(0, 2.0)]
+    );
 }
 
 #[test]
@@ -195,7 +198,10 @@ fn equality_is_bitwise_on_the_layout() {
 fn scaling() {
     let mut a = h(0, 4.0, 8.0, 0, &[2.0, 2.0]);
     mul(&mut a, 0.5);
-    assert_eq!((a.count, a.sum, a.positive_buckets.clone()), (2.0, 4.0, vec![1.0, 1.0]));
+    assert_eq!(
+        (a.count, a.sum, a.positive_buckets.clone()),
+        (2.0, 4.0, vec![1.0, 1.0])
+    );
     div(&mut a, -1.0);
     assert_eq!(a.counter_reset_hint, CounterResetHint::Gauge);
     div(&mut a, 0.0);
@@ -212,7 +218,15 @@ fn all_buckets_lowest_first() {
     let b = all_buckets(&x);
     let bounds: Vec<(f64, f64, bool, bool, f64)> = b
         .iter()
-        .map(|b| (b.lower, b.upper, b.lower_inclusive, b.upper_inclusive, b.count))
+        .map(|b| {
+            (
+                b.lower,
+                b.upper,
+                b.lower_inclusive,
+                b.upper_inclusive,
+                b.count,
+            )
+        })
         .collect();
     assert_eq!(
         bounds,

@@ -118,10 +118,13 @@ use strata_codec::histogram::FloatHistogram;
 
 use crate::float_histogram::all_buckets;
 
+/// An annotation's text from the metric name.
+pub(crate) type InfoFn = fn(&str) -> String;
+
 /// `histogram_quantile(q, h)` of a native histogram, as Prometheus'
 /// `HistogramQuantile`; the info it gives, if any, as a function of the
 /// metric name (`annotations::quantile_nan_result` or `_skew`).
-pub(crate) fn native_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<fn(&str) -> String>) {
+pub(crate) fn native_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<InfoFn>) {
     if q < 0.0 {
         return (f64::NEG_INFINITY, None);
     }
@@ -193,7 +196,7 @@ pub(crate) fn native_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<fn(&st
             count += b.count;
         }
         if count < h.count {
-            info = Some(crate::annotations::quantile_nan_skew as fn(&str) -> String);
+            info = Some(crate::annotations::quantile_nan_skew as InfoFn);
         }
     }
     let fraction = rank / bucket.count;
@@ -206,7 +209,10 @@ pub(crate) fn native_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<fn(&st
     let log_lower = bucket.lower.abs().log2();
     let log_upper = bucket.upper.abs().log2();
     if bucket.lower > 0.0 {
-        return ((log_lower + (log_upper - log_lower) * fraction).exp2(), info);
+        return (
+            (log_lower + (log_upper - log_lower) * fraction).exp2(),
+            info,
+        );
     }
     (
         -(log_upper + (log_lower - log_upper) * (1.0 - fraction)).exp2(),

@@ -225,12 +225,7 @@ static FUNCTIONS: &[Function] = &[
         V,
         Eval::HistogramStat(histogram::native_count),
     ),
-    Function::new(
-        "histogram_fraction",
-        &[S, S, V],
-        V,
-        Eval::HistogramFraction,
-    ),
+    Function::new("histogram_fraction", &[S, S, V], V, Eval::HistogramFraction),
     Function::new("histogram_quantile", &[S, V], V, Eval::HistogramQuantile),
     Function::new(
         "histogram_stddev",

@@ -127,9 +127,7 @@ fn error(e: &QueryError) -> Response {
 
 /// A query's answer: a matrix streamed as it is written, any other value
 /// written whole.
-fn respond_value(
-    r: Result<(QueryValue, Option<QueryStats>, Annotations), QueryError>,
-) -> Response {
+fn respond_value(r: Result<(QueryValue, Option<QueryStats>, Annotations), QueryError>) -> Response {
     let stats = |s: Option<QueryStats>| {
         s.map(|s| {
             let mut out = String::new();
