@@ -537,6 +537,32 @@ async fn histogram_quantile_of_classic_and_native() {
     assert_eq!(v[1].labels.as_ref(), labels(&[("job", "a")]).as_slice());
     assert_close(v[0].v, std::f64::consts::SQRT_2, "native");
     assert_close(v[1].v, 1.5, "classic");
+    let (v, _) = instant(
+        &e,
+        "histogram_fraction(1, 2, {__name__=~\"single_histogram|classic_bucket\"})",
+        MIN,
+    )
+    .await;
+    assert_eq!(v.len(), 2);
+    assert_eq!((v[0].v, v[1].v), (0.5, 0.5));
+    // A native histogram with the labels of a classic group drops both.
+    let src = single();
+    src.append(
+        &labels(&[("__name__", "single_histogram"), ("le", "+Inf")]),
+        0,
+        4.0,
+    );
+    let (v, annos) = instant(
+        &engine(src),
+        "histogram_quantile(0.5, single_histogram)",
+        MIN,
+    )
+    .await;
+    assert!(v.is_empty());
+    assert_eq!(
+        annos.warnings,
+        vec!["PromQL warning: vector contains a mix of classic and native histograms".to_string()]
+    );
 }
 
 async fn get(app: axum::Router, uri: &str) -> String {

@@ -10,7 +10,9 @@ use crate::error::QueryError;
 use strata_codec::histogram::FloatHistogram;
 
 use crate::annotations::{self as anno, Shared};
-use crate::functions::histogram::{bucket_quantile, native_fraction, native_quantile, Bucket};
+use crate::functions::histogram::{
+    bucket_fraction, bucket_quantile, native_fraction, native_quantile, Bucket,
+};
 use crate::functions::labels::{absent_labels, label_join, LabelReplace};
 use crate::functions::registry::{lookup, Eval};
 use crate::functions::{math, time};
@@ -72,21 +74,6 @@ fn map_histograms(v: &[Sample], f: fn(&FloatHistogram) -> f64) -> Vector {
         .collect()
 }
 
-/// `histogram_fraction(lower, upper, v)` over native histograms.
-fn histogram_fraction(lower: f64, upper: f64, v: &[Sample], annos: &Shared) -> Vector {
-    v.iter()
-        .filter_map(|s| {
-            let h = s.h.as_deref()?;
-            let labels = drop_metric_name(&s.labels);
-            let (f, nans) = native_fraction(lower, upper, h);
-            if nans {
-                annos.add(anno::fraction_nans(get_label(&s.labels, "__name__")));
-            }
-            Some(Sample::float(labels, f))
-        })
-        .collect()
-}
-
 /// Sorts by value, NaN last, as `sort` (ascending) and `sort_desc`.
 fn sort_by_value(mut v: Vector, descending: bool) -> Vector {
     v.sort_by(|a, b| {
@@ -109,13 +96,53 @@ fn sort_by_value(mut v: Vector, descending: bool) -> Vector {
 }
 
 /// `histogram_quantile(q, buckets)` at one step: native histograms, and
-/// classic buckets grouped by their labels without `le`; a native histogram
-/// with the labels of a classic group drops both (Prometheus'
-/// `resetHistograms`).
+/// classic buckets grouped by their labels without `le`.
 fn histogram_quantile(q: f64, v: &[Sample], annos: &Shared) -> Vector {
     if q.is_nan() || !(0.0..=1.0).contains(&q) {
         annos.add(anno::invalid_quantile(q));
     }
+    of_histograms(
+        v,
+        annos,
+        |s, h| {
+            let (value, info) = native_quantile(q, h);
+            if let Some(info) = info {
+                annos.add(info(get_label(&s.labels, "__name__")));
+            }
+            value
+        },
+        |buckets| bucket_quantile(q, buckets),
+    )
+}
+
+/// `histogram_fraction(lower, upper, v)` at one step, of native
+/// histograms and of classic buckets.
+fn histogram_fraction(lower: f64, upper: f64, v: &[Sample], annos: &Shared) -> Vector {
+    of_histograms(
+        v,
+        annos,
+        |s, h| {
+            let (f, nans) = native_fraction(lower, upper, h);
+            if nans {
+                annos.add(anno::fraction_nans(get_label(&s.labels, "__name__")));
+            }
+            f
+        },
+        |buckets| bucket_fraction(lower, upper, buckets),
+    )
+}
+
+/// A function of the histograms of `v` at one step: of each native
+/// histogram (`native`), and of the classic buckets of each label set
+/// without `le` (`classic`); a native histogram with the labels of a
+/// classic group drops both, with a warning (Prometheus'
+/// `resetHistograms`). Native results come first.
+fn of_histograms(
+    v: &[Sample],
+    annos: &Shared,
+    native: impl Fn(&Sample, &FloatHistogram) -> f64,
+    classic: impl Fn(&mut Vec<Bucket>) -> f64,
+) -> Vector {
     let mut groups: HashMap<Labels, usize> = HashMap::new();
     let mut out: Vec<(Labels, Vec<Bucket>)> = Vec::new();
     for s in v.iter().filter(|s| s.h.is_none()) {
@@ -156,16 +183,13 @@ fn histogram_quantile(q: f64, v: &[Sample], annos: &Shared) -> Vector {
             annos.add(anno::mixed_classic_native(""));
             continue;
         }
-        let (value, info) = native_quantile(q, h);
-        if let Some(info) = info {
-            annos.add(info(get_label(&s.labels, "__name__")));
-        }
+        let value = native(s, h);
         result.push(Sample::float(drop_metric_name(&s.labels), value));
     }
     result.extend(
         out.into_iter()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(labels, mut buckets)| Sample::float(labels, bucket_quantile(q, &mut buckets))),
+            .map(|(labels, mut buckets)| Sample::float(labels, classic(&mut buckets))),
     );
     result
 }

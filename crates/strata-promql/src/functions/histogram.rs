@@ -62,6 +62,76 @@ pub(crate) fn bucket_quantile(q: f64, buckets: &mut Vec<Bucket>) -> f64 {
     bucket_start + (bucket_end - bucket_start) * (rank / count)
 }
 
+/// `histogram_fraction(lower, upper, buckets)` over classic buckets, as
+/// Prometheus' `BucketFraction`.
+pub(crate) fn bucket_fraction(lower: f64, upper: f64, buckets: &mut Vec<Bucket>) -> f64 {
+    buckets.sort_by(|a, b| {
+        a.upper_bound
+            .partial_cmp(&b.upper_bound)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    match buckets.last() {
+        Some(b) if b.upper_bound == f64::INFINITY => {}
+        _ => return f64::NAN,
+    }
+    coalesce(buckets);
+    let count = buckets.last().map_or(0.0, |b| b.count);
+    if count == 0.0 || lower.is_nan() || upper.is_nan() {
+        return f64::NAN;
+    }
+    if lower >= upper {
+        return 0.0;
+    }
+    let (mut rank, mut lower_rank, mut upper_rank) = (0.0, 0.0, 0.0);
+    let (mut lower_set, mut upper_set) = (false, false);
+    let mut lower_bound = match buckets.first() {
+        Some(b) if b.upper_bound <= 0.0 => f64::NEG_INFINITY,
+        _ => 0.0,
+    };
+    for (i, b) in buckets.iter().enumerate() {
+        if let Some(prev) = i.checked_sub(1).and_then(|p| buckets.get(p)) {
+            lower_bound = prev.upper_bound;
+        }
+        let upper_bound = b.upper_bound;
+        let linear = |v: f64| {
+            if lower_bound == f64::NEG_INFINITY {
+                return b.count;
+            }
+            rank + (b.count - rank) * (v - lower_bound) / (upper_bound - lower_bound)
+        };
+        if !lower_set && lower_bound >= lower {
+            lower_rank = rank;
+            lower_set = true;
+        }
+        if !upper_set && lower_bound >= upper {
+            upper_rank = rank;
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        if !lower_set && lower_bound < lower && upper_bound > lower {
+            lower_rank = linear(lower);
+            lower_set = true;
+        }
+        if !upper_set && lower_bound < upper && upper_bound > upper {
+            upper_rank = linear(upper);
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        rank = b.count;
+    }
+    if !lower_set || lower_rank > count {
+        lower_rank = count;
+    }
+    if !upper_set || upper_rank > count {
+        upper_rank = count;
+    }
+    (upper_rank - lower_rank) / count
+}
+
 /// Merges buckets with the same upper bound (sorted input).
 fn coalesce(buckets: &mut Vec<Bucket>) {
     let mut out: Vec<Bucket> = Vec::with_capacity(buckets.len());
