@@ -136,7 +136,8 @@ impl MemSource {
     }
 
     /// Adds one sample to the series with exactly these labels (sorted here),
-    /// creating the series if needed.
+    /// creating the series if needed; a histogram at the same time is
+    /// replaced.
     pub fn append(&self, labels: &[Label], t: i64, v: f64) {
         let mut labels = labels.to_vec();
         labels.sort();
@@ -155,6 +156,8 @@ impl MemSource {
             }
         };
         if let Some(s) = all.get_mut(idx) {
+            // A float replaces a histogram at the same time.
+            s.histograms.retain(|(x, _)| *x != t);
             let pos = s.timestamps.partition_point(|&x| x <= t);
             if pos > 0 && s.timestamps.get(pos - 1) == Some(&t) {
                 if let Some(slot) = s.values.get_mut(pos - 1) {
