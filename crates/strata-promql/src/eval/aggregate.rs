@@ -414,9 +414,14 @@ impl Evaluator<'_> {
         use crate::float_histogram as fh;
         use strata_codec::histogram::CounterResetHint;
 
+        #[derive(Clone)]
+        enum Acc {
+            Sum(fh::KahanSum),
+            Mean(fh::KahanMean),
+        }
         #[derive(Default, Clone)]
         struct HistState {
-            value: Option<strata_codec::histogram::FloatHistogram>,
+            value: Option<Acc>,
             has_float: bool,
             has_histogram: bool,
             incompatible: bool,
@@ -487,10 +492,22 @@ impl Evaluator<'_> {
                         if hs.incompatible {
                             continue;
                         }
-                        match &mut hs.value {
-                            None if !hs.has_float => hs.value = Some(h.clone()),
+                        let added = match &mut hs.value {
+                            None if !hs.has_float => {
+                                hs.value = Some(if op == AggOp::Avg {
+                                    Acc::Mean(fh::KahanMean::new(h.clone()))
+                                } else {
+                                    Acc::Sum(fh::KahanSum::new(h.clone()))
+                                });
+                                None
+                            }
+                            None => None,
+                            Some(Acc::Sum(sum)) => Some(sum.add(h)),
+                            Some(Acc::Mean(mean)) => Some(mean.add(h)),
+                        };
+                        match added {
                             None => {}
-                            Some(sum) => match fh::add(sum, h, false) {
+                            Some(result) => match result {
                                 Ok(c) => {
                                     if c.nhcb_bounds_reconciled {
                                         annos.add(anno::mismatched_custom_buckets("aggregation"));
@@ -544,10 +561,11 @@ impl Evaluator<'_> {
                     if hs.incompatible {
                         continue;
                     }
-                    if let Some(mut h) = hs.value.take() {
-                        if op == AggOp::Avg {
-                            fh::div(&mut h, g.count);
-                        }
+                    if let Some(acc) = hs.value.take() {
+                        let mut h = match acc {
+                            Acc::Sum(sum) => sum.finish(),
+                            Acc::Mean(mean) => mean.finish(),
+                        };
                         fh::compact(&mut h);
                         series.histograms.push((ts, h));
                     }
@@ -580,10 +598,7 @@ impl Evaluator<'_> {
             grouping.labels.push(label.clone());
         }
         let original = self.current_samples;
-        let mut input = self.eval_matrix(&a.expr)?;
-        // Histogram values are not counted (Prometheus labels them with
-        // the histogram's text form, which Strata does not write).
-        input.iter_mut().for_each(|s| s.histograms.clear());
+        let input = self.eval_matrix(&a.expr)?;
         // A series' output group for a value is worked out once (labels set,
         // grouped, looked up) and then found by (series, value bits): each
         // step only counts.
@@ -592,29 +607,32 @@ impl Evaluator<'_> {
         let mut out: Matrix = Vec::new();
         let mut counts: Vec<f64> = Vec::new();
         let mut touched: Vec<usize> = Vec::new();
-        let mut cursors = vec![0usize; input.len()];
+        let mut cursors = vec![(0usize, 0usize); input.len()];
         let (first, interval) = (self.start, self.interval.max(1));
         let mut produced = 0usize;
         for step in 0..self.num_steps() {
             let ts = first + step as i64 * interval;
             self.check_deadline()?;
             for (i, (series, cursor)) in input.iter().zip(&mut cursors).enumerate() {
-                let Some(v) = next_value(ts, &series.points, cursor) else {
-                    continue;
-                };
-                let key = *key_of.entry((i, v.to_bits())).or_insert_with(|| {
-                    let metric = set_label(&series.labels, &label, &format_go_float(v));
+                let mut group_of = |value: &str| {
+                    let metric = set_label(&series.labels, &label, value);
                     let labels = grouping.group_labels(&metric);
                     *keys.entry(labels.clone()).or_insert_with(|| {
-                        out.push(MatrixSeries {
-                            labels,
-                            points: Vec::new(),
-                            histograms: Vec::new(),
-                        });
+                        out.push(MatrixSeries::floats(labels, Vec::new()));
                         counts.push(0.0);
                         out.len() - 1
                     })
-                });
+                };
+                let key = match next_value(ts, &series.points, &mut cursor.0) {
+                    Some(v) => *key_of
+                        .entry((i, v.to_bits()))
+                        .or_insert_with(|| group_of(&format_go_float(v))),
+                    // A histogram counts under its text form.
+                    None => match next_histogram(ts, &series.histograms, &mut cursor.1) {
+                        Some(h) => group_of(&crate::float_histogram::to_string(h)),
+                        None => continue,
+                    },
+                };
                 if let Some(c) = counts.get_mut(key) {
                     if *c == 0.0 {
                         touched.push(key);

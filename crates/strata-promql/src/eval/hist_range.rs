@@ -208,13 +208,13 @@ fn step(
                 annos.add(anno::mixed_floats_histograms(metric));
                 return Out::None;
             }
-            match sum_histograms(hw.iter().map(|(_, h)| h), "aggregation", annos) {
-                Some(mut sum) => {
-                    if hf == HistFn::Avg {
-                        fh::div(&mut sum, hw.len() as f64);
-                    }
-                    Out::Hist(sum)
-                }
+            let result = if hf == HistFn::Avg {
+                mean_histograms(hw.iter().map(|(_, h)| h), annos)
+            } else {
+                sum_histograms(hw.iter().map(|(_, h)| h), "aggregation", annos)
+            };
+            match result {
+                Some(h) => Out::Hist(h),
                 None => {
                     annos.add(anno::mixed_exponential_custom(metric));
                     Out::None
@@ -222,6 +222,37 @@ fn step(
             }
         }
     }
+}
+
+/// The mean of histograms as `avg_over_time` computes it; `None` when
+/// exponential and custom buckets meet.
+fn mean_histograms<'h>(
+    mut hs: impl Iterator<Item = &'h FloatHistogram>,
+    annos: &Shared,
+) -> Option<FloatHistogram> {
+    let first = hs.next()?;
+    let (mut reset, mut not_reset, mut reconciled) = (false, false, false);
+    let mut track = |h: &FloatHistogram| match h.counter_reset_hint {
+        CounterResetHint::Reset => reset = true,
+        CounterResetHint::NotReset => not_reset = true,
+        _ => {}
+    };
+    track(first);
+    let mut mean = fh::KahanMean::new(first.clone());
+    for h in hs {
+        track(h);
+        match mean.add(h) {
+            Ok(c) => reconciled |= c.nhcb_bounds_reconciled,
+            Err(_) => return None,
+        }
+    }
+    if reset && not_reset {
+        annos.add(anno::counter_reset_collision("aggregation"));
+    }
+    if reconciled {
+        annos.add(anno::mismatched_custom_buckets("aggregation"));
+    }
+    Some(mean.finish())
 }
 
 /// The sum of histograms, with the annotations of conflicting counter
@@ -232,17 +263,18 @@ pub(crate) fn sum_histograms<'h>(
     operation: &str,
     annos: &Shared,
 ) -> Option<FloatHistogram> {
-    let mut sum = hs.next()?.clone();
+    let first = hs.next()?;
     let (mut reset, mut not_reset, mut reconciled) = (false, false, false);
     let mut track = |h: &FloatHistogram| match h.counter_reset_hint {
         CounterResetHint::Reset => reset = true,
         CounterResetHint::NotReset => not_reset = true,
         _ => {}
     };
-    track(&sum);
+    track(first);
+    let mut sum = fh::KahanSum::new(first.clone());
     for h in hs {
         track(h);
-        match fh::add(&mut sum, h, false) {
+        match sum.add(h) {
             Ok(c) => reconciled |= c.nhcb_bounds_reconciled,
             Err(_) => return None,
         }
@@ -253,7 +285,7 @@ pub(crate) fn sum_histograms<'h>(
     if reconciled {
         annos.add(anno::mismatched_custom_buckets(operation));
     }
-    Some(sum)
+    Some(sum.finish())
 }
 
 /// A sample of a window that has both kinds.
