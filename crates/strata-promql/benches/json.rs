@@ -29,6 +29,7 @@ fn matrix(series: usize, points: usize) -> QueryValue {
                     },
                 })
                 .collect(),
+            histograms: Vec::new(),
         })
         .collect();
     QueryValue::Matrix(m)

@@ -261,11 +261,20 @@ impl Engine {
                 result
                     .into_iter()
                     .filter_map(|s| {
+                        if let Some((_, h)) = s.histograms.into_iter().next() {
+                            return Some(InstantSample {
+                                labels: s.labels,
+                                t: time_ms,
+                                v: 0.0,
+                                h: Some(Box::new(h)),
+                            });
+                        }
                         let p = s.points.first()?;
                         Some(InstantSample {
                             labels: s.labels,
                             t: time_ms,
                             v: p.v,
+                            h: None,
                         })
                     })
                     .collect(),
@@ -370,14 +379,18 @@ impl Engine {
             max_samples: self.limits.max_samples,
         };
         let loading = Instant::now();
-        let data = tokio::time::timeout_at(deadline.into(), self.load(loads, steps))
-            .await
-            .map_err(|_| QueryError::timeout())??;
+        let annotations = crate::annotations::Shared::default();
+        let data = tokio::time::timeout_at(
+            deadline.into(),
+            self.load(loads, steps, annotations.clone()),
+        )
+        .await
+        .map_err(|_| QueryError::timeout())??;
         let load_time = loading.elapsed();
         let loaded: usize = data
             .values()
             .flat_map(|v| v.series.iter())
-            .map(|s| s.timestamps.len())
+            .map(|s| s.timestamps.len() + s.histograms.len())
             .sum();
         if loaded > self.limits.max_samples {
             return Err(QueryError::too_many_samples());
@@ -389,6 +402,7 @@ impl Engine {
         // selector data is keyed by node address, which the boxed AST keeps
         // stable across the move.
         let evaluating = Instant::now();
+        let eval_annotations = annotations.clone();
         let task = tokio::task::spawn_blocking(move || {
             let mut ev = Evaluator {
                 start,
@@ -402,6 +416,7 @@ impl Engine {
                 max_samples,
                 current_samples: 0,
                 default_subquery_step: DEFAULT_SUBQUERY_STEP_MS,
+                annotations: eval_annotations,
             };
             ev.eval_matrix(&expr)
         });
@@ -414,6 +429,7 @@ impl Engine {
             load_time,
             eval_time: evaluating.elapsed(),
             total_time: began.elapsed(),
+            annotations: annotations.take(),
         };
         Ok((matrix, stats))
     }
@@ -424,12 +440,16 @@ impl Engine {
         &self,
         loads: Vec<SelectorLoad>,
         steps: QuerySteps,
+        annotations: crate::annotations::Shared,
     ) -> Result<SelectorData, QueryError> {
         let futures = loads.into_iter().map(|l| {
             let source = self.source.clone();
+            let annotations = annotations.clone();
             async move {
                 let error = FirstError::default();
-                let map = l.reduce.map(|r| series_map(r, steps, error.clone()));
+                let map = l
+                    .reduce
+                    .map(|r| series_map(r, steps, error.clone(), annotations.clone()));
                 let mut all: Vec<Series> = Vec::new();
                 for matchers in &l.matcher_sets {
                     let mut got = match &map {
@@ -470,7 +490,7 @@ fn string_value(expr: &Expr) -> String {
 }
 
 /// What a query cost: the `stats` a query answers with when asked.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueryStats {
     /// Samples the selectors loaded (a selector the plan reduces to its
     /// steps while reading counts its reduced points).
@@ -482,6 +502,9 @@ pub struct QueryStats {
     /// Evaluating the expression over what was read.
     pub eval_time: Duration,
     pub total_time: Duration,
+    /// The warnings and infos the evaluation met (Prometheus'
+    /// `warnings` and `infos` beside the result).
+    pub annotations: crate::annotations::Annotations,
 }
 
 /// Prometheus' message for a range query with too many steps.

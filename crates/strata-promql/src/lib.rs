@@ -24,10 +24,12 @@
 //! # });
 //! ```
 
+pub mod annotations;
 pub mod cardinality;
 pub mod engine;
 pub mod error;
 pub(crate) mod eval;
+pub mod float_histogram;
 pub(crate) mod functions;
 pub mod gate;
 pub mod http;
@@ -35,6 +37,7 @@ pub(crate) mod plan;
 pub mod source;
 pub mod value;
 
+pub use annotations::Annotations;
 pub use cardinality::{CardinalityCounter, TsdbStatus};
 pub use engine::{Engine, QueryLimits, QueryStats};
 pub use error::QueryError;

@@ -36,6 +36,8 @@ pub(crate) enum Reduce {
     /// (`rate(x[5m])`), at each step.
     Range {
         f: RangeFn,
+        /// What the function does with histograms.
+        hf: crate::eval::hist_range::HistFn,
         range: i64,
         offset: i64,
         at: Option<i64>,
@@ -242,6 +244,7 @@ fn walk(
                     let mut load = load_for(&ms.vs, start, end, range, ctx)?;
                     load.reduce = Some(Reduce::Range {
                         f,
+                        hf: crate::eval::hist_range::hist_fn(c.func.name),
                         range,
                         offset: offset_ms(&ms.vs.offset),
                         at: ctx.at(&ms.vs.at),

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::RwLock;
 
+use strata_codec::histogram::FloatHistogram;
 use strata_codec::{Label, Matcher, SeriesExemplars, SeriesMap};
 
 /// One series as returned by [`Queryable::select`]: its labels sorted by
@@ -135,7 +136,8 @@ impl MemSource {
     }
 
     /// Adds one sample to the series with exactly these labels (sorted here),
-    /// creating the series if needed.
+    /// creating the series if needed; a histogram at the same time is
+    /// replaced.
     pub fn append(&self, labels: &[Label], t: i64, v: f64) {
         let mut labels = labels.to_vec();
         labels.sort();
@@ -154,6 +156,8 @@ impl MemSource {
             }
         };
         if let Some(s) = all.get_mut(idx) {
+            // A float replaces a histogram at the same time.
+            s.histograms.retain(|(x, _)| *x != t);
             let pos = s.timestamps.partition_point(|&x| x <= t);
             if pos > 0 && s.timestamps.get(pos - 1) == Some(&t) {
                 if let Some(slot) = s.values.get_mut(pos - 1) {
@@ -162,6 +166,44 @@ impl MemSource {
             } else {
                 s.timestamps.insert(pos, t);
                 s.values.insert(pos, v);
+            }
+        }
+    }
+
+    /// Adds one native histogram sample to the series with exactly these
+    /// labels (sorted here), creating the series if needed; a float sample
+    /// at the same time is replaced.
+    pub fn append_histogram(&self, labels: &[Label], t: i64, h: FloatHistogram) {
+        let mut labels = labels.to_vec();
+        labels.sort();
+        let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
+        let idx = match all.binary_search_by(|s| s.labels.as_slice().cmp(labels.as_slice())) {
+            Ok(i) => i,
+            Err(i) => {
+                all.insert(
+                    i,
+                    Series {
+                        labels,
+                        ..Series::default()
+                    },
+                );
+                i
+            }
+        };
+        if let Some(s) = all.get_mut(idx) {
+            if let Ok(i) = s.timestamps.binary_search(&t) {
+                s.timestamps.remove(i);
+                if i < s.values.len() {
+                    s.values.remove(i);
+                }
+            }
+            let pos = s.histograms.partition_point(|(x, _)| *x <= t);
+            if pos > 0 && s.histograms.get(pos - 1).is_some_and(|(x, _)| *x == t) {
+                if let Some(slot) = s.histograms.get_mut(pos - 1) {
+                    slot.1 = h;
+                }
+            } else {
+                s.histograms.insert(pos, (t, h));
             }
         }
     }
@@ -187,15 +229,17 @@ impl MemSource {
             .filter(|s| matchers.iter().all(|m| m.matches_labels(&s.labels)))
             .filter_map(|s| {
                 let lo = s.timestamps.partition_point(|&t| t < mint);
-                let hi = s.timestamps.partition_point(|&t| t <= maxt);
-                if lo >= hi {
+                let hi = s.timestamps.partition_point(|&t| t <= maxt).max(lo);
+                let hlo = s.histograms.partition_point(|(t, _)| *t < mint);
+                let hhi = s.histograms.partition_point(|(t, _)| *t <= maxt).max(hlo);
+                if lo >= hi && hlo >= hhi {
                     return None;
                 }
                 Some(Series {
                     labels: s.labels.clone(),
                     timestamps: s.timestamps.get(lo..hi)?.to_vec(),
                     values: s.values.get(lo..hi)?.to_vec(),
-                    histograms: Vec::new(),
+                    histograms: s.histograms.get(hlo..hhi)?.to_vec(),
                 })
             })
             .collect()

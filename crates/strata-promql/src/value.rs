@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use strata_codec::histogram::FloatHistogram;
 use strata_codec::Label;
 
 /// A label set, sorted by name. Shared, because the same set is handed to
@@ -65,23 +66,69 @@ pub struct Point {
     pub v: f64,
 }
 
+/// One histogram point: its time and value (Prometheus' `HPoint`), as
+/// storage hands them over in [`crate::Series::histograms`].
+pub type HPoint = (i64, FloatHistogram);
+
 /// A series over the evaluation range: at most one point per step for
 /// instant-vector expressions, raw samples for range-vector expressions.
+/// Float points and histogram points are kept apart (Prometheus' `Series`
+/// with `Floats` and `Histograms`); no time is in both.
 #[derive(Clone, Debug)]
 pub struct MatrixSeries {
     pub labels: Labels,
     pub points: Vec<Point>,
+    /// Histogram points in time order; empty for a float series.
+    pub histograms: Vec<HPoint>,
+}
+
+impl MatrixSeries {
+    /// A series of float points only.
+    pub fn floats(labels: Labels, points: Vec<Point>) -> Self {
+        Self {
+            labels,
+            points,
+            histograms: Vec::new(),
+        }
+    }
+
+    /// How many points (float and histogram) it has.
+    pub fn len(&self) -> usize {
+        self.points.len() + self.histograms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty() && self.histograms.is_empty()
+    }
 }
 
 /// A list of series; what every instant-vector and scalar node evaluates to
 /// (a scalar is one series with no labels and one point per step).
 pub type Matrix = Vec<MatrixSeries>;
 
-/// One element of an instant vector at one step.
+/// One element of an instant vector at one step: a float `v`, or, when
+/// `h` is set, a histogram (`v` is then unused).
 #[derive(Clone, Debug)]
 pub struct Sample {
     pub labels: Labels,
     pub v: f64,
+    pub h: Option<Box<FloatHistogram>>,
+}
+
+impl Sample {
+    /// A float sample.
+    pub fn float(labels: Labels, v: f64) -> Self {
+        Self { labels, v, h: None }
+    }
+
+    /// A histogram sample.
+    pub fn histogram(labels: Labels, h: FloatHistogram) -> Self {
+        Self {
+            labels,
+            v: 0.0,
+            h: Some(Box::new(h)),
+        }
+    }
 }
 
 /// The samples of an instant vector at one step.
@@ -95,12 +142,14 @@ pub(crate) enum Value {
     String,
 }
 
-/// One sample of an instant-query vector result.
+/// One sample of an instant-query vector result: a float `v`, or, when
+/// `h` is set, a histogram (written as `"histogram"`, `v` unused).
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstantSample {
     pub labels: Labels,
     pub t: i64,
     pub v: f64,
+    pub h: Option<Box<FloatHistogram>>,
 }
 
 /// The result of a query, shaped as the Prometheus API returns it.

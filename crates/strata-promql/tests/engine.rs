@@ -152,7 +152,10 @@ async fn unsupported_constructs_name_themselves() {
         ("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters"),
         ("sort_by_label(c_total, \"job\")", "sort_by_label"),
         ("limit_ratio(0.5, c_total)", "limit_ratio"),
-        ("histogram_fraction(0, 1, c_total)", "histogram_fraction"),
+        (
+            "histogram_quantiles(c_total, \"q\", 0.5)",
+            "histogram_quantiles",
+        ),
     ] {
         match engine.instant_query(q, 0, None).await {
             Err(QueryError::BadData(msg)) => {

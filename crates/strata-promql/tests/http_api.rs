@@ -298,7 +298,7 @@ async fn unsupported_features_are_refused_by_name() {
     for (q, name) in [
         ("mad_over_time(up[5m])", "mad_over_time"),
         ("limitk(1, up)", "limitk"),
-        ("histogram_count(up)", "histogram_count"),
+        ("histogram_quantiles(up, \"q\", 0.5)", "histogram_quantiles"),
     ] {
         let (status, body) = get(&format!(
             "/api/v1/query?query={}&time=1700000000",

@@ -7,20 +7,162 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use strata_codec::histogram::{CounterResetHint, FloatHistogram, Span};
 use strata_codec::Label;
+use strata_promql::float_histogram as fh;
 use strata_promql::{Engine, MemSource, QueryLimits, QueryValue, STALE_NAN_BITS};
 
-/// A series value in a script: a number, or a stale marker, or nothing.
-#[derive(Clone, Copy, Debug)]
+/// A series value in a script: a number, a native histogram, or a stale
+/// marker, or nothing.
+#[derive(Clone, Debug)]
 enum Slot {
     Value(f64),
+    Hist(Box<FloatHistogram>),
     Missing,
+}
+
+/// Splits a series' values into tokens, a `{{…}}` histogram (with any
+/// `+{{…}}xN` after it) being one token however many spaces it holds.
+fn tokenize(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '{' && chars.get(i + 1) == Some(&'{') {
+            depth += 1;
+            cur.push_str("{{");
+            i += 2;
+            continue;
+        }
+        if c == '}' && chars.get(i + 1) == Some(&'}') && depth > 0 {
+            depth -= 1;
+            cur.push_str("}}");
+            i += 2;
+            continue;
+        }
+        if c.is_whitespace() && depth == 0 {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+        i += 1;
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Parses the inside of `{{schema:0 sum:5 count:4 buckets:[1 2 1]}}`.
+fn parse_histogram(s: &str) -> Result<FloatHistogram, String> {
+    let mut h = FloatHistogram::default();
+    let (mut offset, mut n_offset) = (0i32, 0i32);
+    let mut rest = s.trim();
+    while !rest.is_empty() {
+        let colon = rest
+            .find(':')
+            .ok_or(format!("bad histogram field in {s:?}"))?;
+        let key = rest[..colon].trim();
+        rest = rest[colon + 1..].trim_start();
+        let value;
+        if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']').ok_or("unterminated list")?;
+            value = &r[..end];
+            rest = r[end + 1..].trim_start();
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            value = &rest[..end];
+            rest = rest[end..].trim_start();
+        }
+        let list =
+            || -> Result<Vec<f64>, String> { value.split_whitespace().map(parse_number).collect() };
+        match key {
+            "schema" => h.schema = value.parse().map_err(|_| "bad schema")?,
+            "sum" => h.sum = parse_number(value)?,
+            "count" => h.count = parse_number(value)?,
+            "z_bucket" => h.zero_count = parse_number(value)?,
+            "z_bucket_w" => h.zero_threshold = parse_number(value)?,
+            "offset" => offset = value.parse().map_err(|_| "bad offset")?,
+            "n_offset" => n_offset = value.parse().map_err(|_| "bad n_offset")?,
+            "buckets" => h.positive_buckets = list()?,
+            "n_buckets" => h.negative_buckets = list()?,
+            "custom_values" => h.custom_values = list()?,
+            "counter_reset_hint" => {
+                h.counter_reset_hint = match value {
+                    "gauge" => CounterResetHint::Gauge,
+                    "reset" => CounterResetHint::Reset,
+                    "not_reset" => CounterResetHint::NotReset,
+                    _ => CounterResetHint::Unknown,
+                }
+            }
+            other => return Err(format!("unknown histogram field {other}")),
+        }
+    }
+    if !h.positive_buckets.is_empty() {
+        h.positive_spans = vec![Span::new(offset, h.positive_buckets.len() as u32)];
+    }
+    if !h.negative_buckets.is_empty() {
+        h.negative_spans = vec![Span::new(n_offset, h.negative_buckets.len() as u32)];
+    }
+    Ok(h)
+}
+
+/// Expands `{{A}}`, `{{A}}xN`, `{{A}}+{{B}}xN` and `{{A}}-{{B}}xN`.
+fn parse_histogram_token(tok: &str, out: &mut Vec<Slot>) -> Result<(), String> {
+    let end = tok.find("}}").ok_or("unterminated histogram")?;
+    let first = parse_histogram(&tok[2..end])?;
+    let rest = &tok[end + 2..];
+    if rest.is_empty() {
+        out.push(Slot::Hist(Box::new(first)));
+        return Ok(());
+    }
+    if let Some(n) = rest.strip_prefix('x') {
+        let n: usize = n.parse().map_err(|_| format!("bad repeat {tok}"))?;
+        for _ in 0..=n {
+            out.push(Slot::Hist(Box::new(first.clone())));
+        }
+        return Ok(());
+    }
+    let negate = rest.starts_with('-');
+    let inc = rest
+        .get(1..)
+        .and_then(|r| r.strip_prefix("{{"))
+        .ok_or(format!("bad histogram series {tok}"))?;
+    let end = inc.find("}}").ok_or("unterminated histogram")?;
+    let delta = parse_histogram(&inc[..end])?;
+    let n: usize = inc[end + 2..]
+        .strip_prefix('x')
+        .and_then(|n| n.parse().ok())
+        .ok_or(format!("bad repeat {tok}"))?;
+    let mut cur = first;
+    for _ in 0..=n {
+        out.push(Slot::Hist(Box::new(cur.clone())));
+        let hint = cur.counter_reset_hint;
+        let mut d = delta.clone();
+        d.counter_reset_hint = hint;
+        fh::add(&mut cur, &d, negate).map_err(|_| "incompatible increment")?;
+        cur.counter_reset_hint = hint;
+    }
+    Ok(())
 }
 
 /// Expands `1+2x3 _ stale 5x2` into one slot per step.
 fn parse_values(tokens: &[&str]) -> Result<Vec<Slot>, String> {
     let mut out = Vec::new();
     for tok in tokens {
+        // A comment ends the values.
+        if tok.starts_with('#') {
+            break;
+        }
+        if tok.starts_with("{{") {
+            parse_histogram_token(tok, &mut out)?;
+            continue;
+        }
         if *tok == "_" {
             out.push(Slot::Missing);
             continue;
@@ -179,8 +321,48 @@ fn fmt_labels(l: &[Label]) -> String {
     format!("{{{}}}", inner.join(", "))
 }
 
-/// A result series: labels and (timestamp, value) points.
-type ActualSeries = (Vec<Label>, Vec<(i64, f64)>);
+/// A result series: labels and (timestamp, value) points, in time order.
+type ActualSeries = (Vec<Label>, Vec<(i64, Slot)>);
+
+/// Whether two histograms are equal as promqltest compares them: counts
+/// and sums almost equal, the same populated buckets.
+fn histograms_match(a: &FloatHistogram, b: &FloatHistogram) -> bool {
+    let side = |spans: &[Span], buckets: &[f64]| -> Vec<(i32, f64)> {
+        fh::sparse(spans, buckets)
+            .into_iter()
+            .filter(|(_, c)| *c != 0.0)
+            .collect()
+    };
+    let same = |x: Vec<(i32, f64)>, y: Vec<(i32, f64)>| {
+        x.len() == y.len()
+            && x.iter()
+                .zip(&y)
+                .all(|(p, q)| p.0 == q.0 && almost_equal(p.1, q.1))
+    };
+    a.schema == b.schema
+        && almost_equal(a.count, b.count)
+        && almost_equal(a.sum, b.sum)
+        && almost_equal(a.zero_count, b.zero_count)
+        && (a.zero_count == 0.0 || a.zero_threshold == b.zero_threshold)
+        && a.custom_values == b.custom_values
+        && same(
+            side(&a.positive_spans, &a.positive_buckets),
+            side(&b.positive_spans, &b.positive_buckets),
+        )
+        && same(
+            side(&a.negative_spans, &a.negative_buckets),
+            side(&b.negative_spans, &b.negative_buckets),
+        )
+}
+
+fn slots_match(a: &Slot, b: &Slot) -> bool {
+    match (a, b) {
+        (Slot::Value(x), Slot::Value(y)) => almost_equal(*x, *y),
+        (Slot::Hist(x), Slot::Hist(y)) => histograms_match(x, y),
+        (Slot::Missing, Slot::Missing) => true,
+        _ => false,
+    }
+}
 
 enum Expect {
     /// Label set and one slot per step (one for instant queries).
@@ -224,15 +406,29 @@ fn check(cmd: &EvalCmd, got: Result<QueryValue, strata_promql::QueryError>) -> R
         }
         QueryValue::Vector(v) => v
             .into_iter()
-            .map(|s| (s.labels.to_vec(), vec![(s.t, s.v)]))
+            .map(|s| {
+                let value = match s.h {
+                    Some(h) => Slot::Hist(h),
+                    None => Slot::Value(s.v),
+                };
+                (s.labels.to_vec(), vec![(s.t, value)])
+            })
             .collect(),
         QueryValue::Matrix(m) => m
             .into_iter()
             .map(|s| {
-                (
-                    s.labels.to_vec(),
-                    s.points.iter().map(|p| (p.t, p.v)).collect(),
-                )
+                let mut points: Vec<(i64, Slot)> = s
+                    .points
+                    .iter()
+                    .map(|p| (p.t, Slot::Value(p.v)))
+                    .chain(
+                        s.histograms
+                            .into_iter()
+                            .map(|(t, h)| (t, Slot::Hist(Box::new(h)))),
+                    )
+                    .collect();
+                points.sort_by_key(|p| p.0);
+                (s.labels.to_vec(), points)
             })
             .collect(),
         QueryValue::String { v, .. } => return Err(format!("got string {v:?}")),
@@ -262,41 +458,33 @@ fn check(cmd: &EvalCmd, got: Result<QueryValue, strata_promql::QueryError>) -> R
             ));
         }
         let points = &actual[pos].1;
-        let expected_points: Vec<(i64, f64)> = match cmd.range {
+        let expected_points: Vec<(i64, Slot)> = match cmd.range {
             Some((start, _, step)) => slots
                 .iter()
                 .enumerate()
-                .filter_map(|(k, s)| match s {
-                    Slot::Value(v) => Some((start + k as i64 * step, *v)),
-                    Slot::Missing => None,
-                })
+                .filter(|(_, s)| !matches!(s, Slot::Missing))
+                .map(|(k, s)| (start + k as i64 * step, s.clone()))
                 .collect(),
             None => match slots.first() {
-                Some(Slot::Value(v)) => vec![(cmd.at, *v)],
-                _ => Vec::new(),
+                Some(Slot::Missing) | None => Vec::new(),
+                Some(s) => vec![(cmd.at, s.clone())],
             },
         };
         // An instant query of a range vector returns raw samples: compare
         // their values in order.
         let same = if instant_matrix {
-            let values: Vec<f64> = slots
+            let values: Vec<&Slot> = slots
                 .iter()
-                .filter_map(|s| match s {
-                    Slot::Value(v) => Some(*v),
-                    Slot::Missing => None,
-                })
+                .filter(|s| !matches!(s, Slot::Missing))
                 .collect();
             values.len() == points.len()
-                && values
-                    .iter()
-                    .zip(points)
-                    .all(|(e, a)| almost_equal(*e, a.1))
+                && values.iter().zip(points).all(|(e, a)| slots_match(e, &a.1))
         } else {
             expected_points.len() == points.len()
                 && expected_points
                     .iter()
                     .zip(points)
-                    .all(|(e, a)| e.0 == a.0 && almost_equal(e.1, a.1))
+                    .all(|(e, a)| e.0 == a.0 && slots_match(&e.1, &a.1))
         };
         if !same {
             return Err(format!(
@@ -342,12 +530,25 @@ async fn run_script(path: &Path) -> (usize, Vec<String>) {
         if let Some(interval) = line.strip_prefix("load ") {
             let interval = parse_duration_ms(interval.trim()).expect("load interval");
             for b in body {
-                let (labels, rest) = parse_series_labels(b).expect("series labels");
-                let tokens: Vec<&str> = rest.split_whitespace().collect();
-                let values = parse_values(&tokens).expect("series values");
+                let parsed = parse_series_labels(b).and_then(|(labels, rest)| {
+                    let tokens = tokenize(rest);
+                    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+                    Ok((labels, parse_values(&tokens)?))
+                });
+                let (labels, values) = match parsed {
+                    Ok(p) => p,
+                    Err(e) => {
+                        failures.push(format!("{name}:{lineno}: cannot load {b:?}: {e}"));
+                        continue;
+                    }
+                };
                 for (k, v) in values.iter().enumerate() {
-                    if let Slot::Value(v) = v {
-                        source.append(&labels, k as i64 * interval, *v);
+                    match v {
+                        Slot::Value(v) => source.append(&labels, k as i64 * interval, *v),
+                        Slot::Hist(h) => {
+                            source.append_histogram(&labels, k as i64 * interval, (**h).clone())
+                        }
+                        Slot::Missing => {}
                     }
                 }
             }
@@ -388,13 +589,26 @@ async fn run_script(path: &Path) -> (usize, Vec<String>) {
                 fail_message = Some(m.to_string());
                 continue;
             }
+            // Annotation expectations are not checked here.
+            if b.starts_with("expect ") || b.starts_with('#') {
+                continue;
+            }
             if let Ok(v) = parse_number(b) {
                 scalar = Some(v);
                 continue;
             }
-            let (labels, rest) = parse_series_labels(b).expect("expected labels");
-            let tokens: Vec<&str> = rest.split_whitespace().collect();
-            series.push((labels, parse_values(&tokens).expect("expected values")));
+            let parsed = parse_series_labels(b).and_then(|(labels, rest)| {
+                let tokens = tokenize(rest);
+                let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+                Ok((labels, parse_values(&tokens)?))
+            });
+            match parsed {
+                Ok(s) => series.push(s),
+                Err(e) => {
+                    failures.push(format!("{name}:{lineno}: cannot read {b:?}: {e}"));
+                    continue;
+                }
+            }
         }
         let cmd = EvalCmd {
             line: lineno,
@@ -431,6 +645,11 @@ async fn promql_scripts() {
         .collect();
     paths.sort();
     assert!(!paths.is_empty(), "no scripts found");
+    // More scripts to run, from outside the repository (say Prometheus'
+    // own), separated by `:`.
+    if let Ok(extra) = std::env::var("STRATA_PROMQLTEST_EXTRA") {
+        paths.extend(extra.split(':').filter(|p| !p.is_empty()).map(Into::into));
+    }
     let mut total = 0;
     let mut failures = Vec::new();
     for p in &paths {

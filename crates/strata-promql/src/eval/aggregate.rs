@@ -248,6 +248,9 @@ impl Evaluator<'_> {
     ) -> Result<Matrix> {
         let input = self.eval_matrix(expr)?;
         let (series_group, group_labels) = group_series(grouping, &input);
+        if input.iter().any(|s| !s.histograms.is_empty()) {
+            return self.aggregate_mixed(op, &input, &series_group, group_labels, params);
+        }
         if op != AggOp::Quantile
             && group_labels.len().saturating_mul(self.num_steps()) <= SERIES_MAJOR_MAX_CELLS
         {
@@ -273,6 +276,7 @@ impl Evaluator<'_> {
             .map(|labels| MatrixSeries {
                 labels,
                 points: Vec::new(),
+                histograms: Vec::new(),
             })
             .collect();
         let mut cursors = vec![0usize; input.len()];
@@ -387,9 +391,197 @@ impl Evaluator<'_> {
                 })
                 .collect();
             if !points.is_empty() {
-                out.push(MatrixSeries { labels, points });
+                out.push(MatrixSeries::floats(labels, points));
             }
         }
+        Ok(out)
+    }
+
+    /// Aggregates an input with histograms step by step, as Prometheus'
+    /// `aggregation`: `sum` and `avg` of histograms, `count` and `group` of
+    /// both kinds, the others ignoring histograms (with an info); a group
+    /// of floats and histograms under `sum` or `avg` gives nothing (with a
+    /// warning).
+    fn aggregate_mixed(
+        &self,
+        op: AggOp,
+        input: &Matrix,
+        series_group: &[usize],
+        group_labels: Vec<Labels>,
+        params: &[f64],
+    ) -> Result<Matrix> {
+        use crate::annotations as anno;
+        use crate::float_histogram as fh;
+        use strata_codec::histogram::CounterResetHint;
+
+        #[derive(Clone)]
+        enum Acc {
+            Sum(fh::KahanSum),
+            Mean(fh::KahanMean),
+        }
+        #[derive(Default, Clone)]
+        struct HistState {
+            value: Option<Acc>,
+            has_float: bool,
+            has_histogram: bool,
+            incompatible: bool,
+            reset: bool,
+            not_reset: bool,
+        }
+        let annos = &self.annotations;
+        let op_name = match op {
+            AggOp::Min => "min",
+            AggOp::Max => "max",
+            AggOp::Stddev => "stddev",
+            AggOp::Stdvar => "stdvar",
+            AggOp::Quantile => "quantile",
+            _ => "",
+        };
+        let mut out: Matrix = group_labels
+            .into_iter()
+            .map(|labels| MatrixSeries::floats(labels, Vec::new()))
+            .collect();
+        let mut cursors = vec![(0usize, 0usize); input.len()];
+        let mut groups: Vec<Group> = vec![Group::default(); out.len()];
+        let mut hists: Vec<HistState> = vec![HistState::default(); out.len()];
+        let mut values: Vec<Vec<f64>> = vec![Vec::new(); out.len()];
+        let (first, interval) = (self.start, self.interval.max(1));
+        for step in 0..self.num_steps() {
+            let ts = first + step as i64 * interval;
+            self.check_deadline()?;
+            let param = params.get(step).copied().unwrap_or(0.0);
+            groups.iter_mut().for_each(|g| g.seen = false);
+            for ((s, cursor), &gi) in input.iter().zip(&mut cursors).zip(series_group) {
+                let float = next_value(ts, &s.points, &mut cursor.0);
+                let hist = if float.is_none() {
+                    next_histogram(ts, &s.histograms, &mut cursor.1)
+                } else {
+                    None
+                };
+                if float.is_none() && hist.is_none() {
+                    continue;
+                }
+                let (Some(g), Some(hs), Some(vs)) =
+                    (groups.get_mut(gi), hists.get_mut(gi), values.get_mut(gi))
+                else {
+                    continue;
+                };
+                let f = float.unwrap_or(0.0);
+                if let Some(h) = hist {
+                    if matches!(
+                        op,
+                        AggOp::Min | AggOp::Max | AggOp::Stddev | AggOp::Stdvar | AggOp::Quantile
+                    ) {
+                        annos.add(anno::histogram_ignored_in_aggregation(op_name));
+                        continue;
+                    }
+                    if matches!(op, AggOp::Sum | AggOp::Avg) {
+                        if !g.seen {
+                            *g = Group::start(op, 0.0);
+                            *hs = HistState::default();
+                            vs.clear();
+                        } else {
+                            g.count += 1.0;
+                        }
+                        hs.has_histogram = true;
+                        match h.counter_reset_hint {
+                            CounterResetHint::Reset => hs.reset = true,
+                            CounterResetHint::NotReset => hs.not_reset = true,
+                            _ => {}
+                        }
+                        if hs.incompatible {
+                            continue;
+                        }
+                        let added = match &mut hs.value {
+                            None if !hs.has_float => {
+                                hs.value = Some(if op == AggOp::Avg {
+                                    Acc::Mean(fh::KahanMean::new(h.clone()))
+                                } else {
+                                    Acc::Sum(fh::KahanSum::new(h.clone()))
+                                });
+                                None
+                            }
+                            None => None,
+                            Some(Acc::Sum(sum)) => Some(sum.add(h)),
+                            Some(Acc::Mean(mean)) => Some(mean.add(h)),
+                        };
+                        match added {
+                            None => {}
+                            Some(result) => match result {
+                                Ok(c) => {
+                                    if c.nhcb_bounds_reconciled {
+                                        annos.add(anno::mismatched_custom_buckets("aggregation"));
+                                    }
+                                }
+                                Err(_) => {
+                                    annos.add(anno::mixed_exponential_custom(
+                                        crate::value::get_label(&s.labels, "__name__"),
+                                    ));
+                                    hs.incompatible = true;
+                                }
+                            },
+                        }
+                        continue;
+                    }
+                }
+                // A float, or a histogram under count or group.
+                if g.seen {
+                    if matches!(op, AggOp::Sum | AggOp::Avg) {
+                        hs.has_float = true;
+                    }
+                    g.add(op, f);
+                } else {
+                    *g = Group::start(op, f);
+                    *hs = HistState {
+                        has_float: true,
+                        ..HistState::default()
+                    };
+                    vs.clear();
+                }
+                if op == AggOp::Quantile {
+                    vs.push(f);
+                }
+            }
+            for ((g, hs), (series, vs)) in groups
+                .iter_mut()
+                .zip(&mut hists)
+                .zip(out.iter_mut().zip(&mut values))
+            {
+                if !g.seen {
+                    continue;
+                }
+                if matches!(op, AggOp::Sum | AggOp::Avg) && hs.has_histogram {
+                    if hs.has_float {
+                        annos.add(anno::mixed_floats_histograms_agg());
+                        continue;
+                    }
+                    if hs.reset && hs.not_reset {
+                        annos.add(anno::counter_reset_collision("aggregation"));
+                    }
+                    if hs.incompatible {
+                        continue;
+                    }
+                    if let Some(acc) = hs.value.take() {
+                        let mut h = match acc {
+                            Acc::Sum(sum) => sum.finish(),
+                            Acc::Mean(mean) => mean.finish(),
+                        };
+                        fh::compact(&mut h);
+                        series.histograms.push((ts, h));
+                    }
+                    continue;
+                }
+                let v = if op == AggOp::Quantile {
+                    let q = quantile(param, vs);
+                    vs.clear();
+                    q
+                } else {
+                    g.finish(op)
+                };
+                series.points.push(Point { t: ts, v });
+            }
+        }
+        out.retain(|s| !s.is_empty());
         Ok(out)
     }
 
@@ -415,28 +607,32 @@ impl Evaluator<'_> {
         let mut out: Matrix = Vec::new();
         let mut counts: Vec<f64> = Vec::new();
         let mut touched: Vec<usize> = Vec::new();
-        let mut cursors = vec![0usize; input.len()];
+        let mut cursors = vec![(0usize, 0usize); input.len()];
         let (first, interval) = (self.start, self.interval.max(1));
         let mut produced = 0usize;
         for step in 0..self.num_steps() {
             let ts = first + step as i64 * interval;
             self.check_deadline()?;
             for (i, (series, cursor)) in input.iter().zip(&mut cursors).enumerate() {
-                let Some(v) = next_value(ts, &series.points, cursor) else {
-                    continue;
-                };
-                let key = *key_of.entry((i, v.to_bits())).or_insert_with(|| {
-                    let metric = set_label(&series.labels, &label, &format_go_float(v));
+                let mut group_of = |value: &str| {
+                    let metric = set_label(&series.labels, &label, value);
                     let labels = grouping.group_labels(&metric);
                     *keys.entry(labels.clone()).or_insert_with(|| {
-                        out.push(MatrixSeries {
-                            labels,
-                            points: Vec::new(),
-                        });
+                        out.push(MatrixSeries::floats(labels, Vec::new()));
                         counts.push(0.0);
                         out.len() - 1
                     })
-                });
+                };
+                let key = match next_value(ts, &series.points, &mut cursor.0) {
+                    Some(v) => *key_of
+                        .entry((i, v.to_bits()))
+                        .or_insert_with(|| group_of(&format_go_float(v))),
+                    // A histogram counts under its text form.
+                    None => match next_histogram(ts, &series.histograms, &mut cursor.1) {
+                        Some(h) => group_of(&crate::float_histogram::to_string(h)),
+                        None => continue,
+                    },
+                };
                 if let Some(c) = counts.get_mut(key) {
                     if *c == 0.0 {
                         touched.push(key);
@@ -641,6 +837,26 @@ fn group_series(grouping: &Grouping, input: &Matrix) -> (Vec<usize>, Vec<Labels>
         series_group.push(g);
     }
     (series_group, group_labels)
+}
+
+/// The histogram of a series at step `ts`, advancing its cursor.
+fn next_histogram<'h>(
+    ts: i64,
+    hs: &'h [crate::value::HPoint],
+    cursor: &mut usize,
+) -> Option<&'h strata_codec::histogram::FloatHistogram> {
+    while let Some((t, h)) = hs.get(*cursor) {
+        if *t < ts {
+            *cursor += 1;
+            continue;
+        }
+        if *t == ts {
+            *cursor += 1;
+            return Some(h);
+        }
+        return None;
+    }
+    None
 }
 
 /// The value of a series at step `ts`, advancing its cursor.

@@ -12,8 +12,12 @@ use promql_parser::parser::value::ValueType;
 use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 use strata_codec::Label;
 
+use strata_codec::histogram::FloatHistogram;
+
 use super::{Evaluator, Result};
+use crate::annotations::{self as anno, Shared};
 use crate::error::QueryError;
+use crate::float_histogram as fh;
 use crate::value::{
     drop_metric_name, empty_labels, is_metadata_label, labels_to_string, Labels, Matrix, Sample,
     Vector,
@@ -112,38 +116,45 @@ impl Evaluator<'_> {
                 let (Some(l), Some(r)) = (lhs.first(), rhs.first()) else {
                     return Ok(Vec::new());
                 };
-                Ok(vec![Sample {
-                    labels: empty_labels(),
-                    v: scalar_binop(op, l.v, r.v)?,
-                }])
+                Ok(vec![Sample::float(
+                    empty_labels(),
+                    scalar_binop(op, l.v, r.v)?,
+                )])
             }),
             (ValueType::Vector, ValueType::Vector) => {
                 let set_op = matches!(op, T_LAND | T_LOR | T_LUNLESS);
                 let matching = Matching::from_expr(b, set_op);
+                let annos = self.annotations.clone();
                 self.range_eval(&args, &mut |v, _| {
                     let (lhs, rhs) = operands(v);
                     match op {
                         T_LAND => Ok(vector_and(lhs, rhs, &matching)),
                         T_LOR => Ok(vector_or(lhs, rhs, &matching)),
                         T_LUNLESS => Ok(vector_unless(lhs, rhs, &matching)),
-                        _ => vector_binop(op, lhs, rhs, &matching, return_bool),
+                        _ => vector_binop(op, lhs, rhs, &matching, return_bool, &annos),
                     }
                 })
             }
-            (ValueType::Vector, ValueType::Scalar) => self.range_eval(&args, &mut |v, _| {
-                let (vector, scalar) = operands(v);
-                match scalar.first() {
-                    Some(s) => vector_scalar_binop(op, vector, s.v, false, return_bool),
-                    None => Ok(Vec::new()),
-                }
-            }),
-            (ValueType::Scalar, ValueType::Vector) => self.range_eval(&args, &mut |v, _| {
-                let (scalar, vector) = operands(v);
-                match scalar.first() {
-                    Some(s) => vector_scalar_binop(op, vector, s.v, true, return_bool),
-                    None => Ok(Vec::new()),
-                }
-            }),
+            (ValueType::Vector, ValueType::Scalar) => {
+                let annos = self.annotations.clone();
+                self.range_eval(&args, &mut |v, _| {
+                    let (vector, scalar) = operands(v);
+                    match scalar.first() {
+                        Some(s) => vector_scalar_binop(op, vector, s.v, false, return_bool, &annos),
+                        None => Ok(Vec::new()),
+                    }
+                })
+            }
+            (ValueType::Scalar, ValueType::Vector) => {
+                let annos = self.annotations.clone();
+                self.range_eval(&args, &mut |v, _| {
+                    let (scalar, vector) = operands(v);
+                    match scalar.first() {
+                        Some(s) => vector_scalar_binop(op, vector, s.v, true, return_bool, &annos),
+                        None => Ok(Vec::new()),
+                    }
+                })
+            }
             _ => Err(QueryError::exec(format!(
                 "binary operator not allowed between {lt} and {rt}"
             ))),
@@ -215,22 +226,144 @@ fn elem_binop(op: u16, l: f64, r: f64) -> Result<(f64, bool)> {
     })
 }
 
+/// The operator's text, as Prometheus' `ItemTypeStr`.
+fn op_str(op: u16) -> &'static str {
+    match op {
+        T_ADD => "+",
+        T_SUB => "-",
+        T_MUL => "*",
+        T_DIV => "/",
+        T_POW => "^",
+        T_MOD => "%",
+        T_EQLC => "==",
+        T_NEQ => "!=",
+        T_GTR => ">",
+        T_LSS => "<",
+        T_GTE => ">=",
+        T_LTE => "<=",
+        T_ATAN2 => "atan2",
+        _ => "",
+    }
+}
+
+/// The result of an operation on two elements of which at least one is a
+/// histogram, as Prometheus' `vectorElemBinop`.
+struct Elem {
+    v: f64,
+    h: Option<FloatHistogram>,
+    keep: bool,
+    /// An annotation the element is kept with.
+    info: Option<String>,
+}
+
+/// Why an element with a histogram gives no result: the annotation.
+type Dropped = String;
+
+fn elem_binop_histogram(
+    op: u16,
+    l: f64,
+    r: f64,
+    lh: Option<&FloatHistogram>,
+    rh: Option<&FloatHistogram>,
+) -> std::result::Result<Elem, Dropped> {
+    let kind = |h: Option<&FloatHistogram>| if h.is_some() { "histogram" } else { "float" };
+    let incompatible = || anno::incompatible_types_in_bin_op(kind(lh), op_str(op), kind(rh));
+    let hist = |h: FloatHistogram| Elem {
+        v: 0.0,
+        h: Some(h),
+        keep: true,
+        info: None,
+    };
+    match (lh, rh) {
+        (None, Some(h)) if op == T_MUL => {
+            let mut h = h.clone();
+            fh::mul(&mut h, l);
+            fh::compact(&mut h);
+            Ok(hist(h))
+        }
+        (Some(h), None) if op == T_MUL || op == T_DIV => {
+            let mut h = h.clone();
+            if op == T_MUL {
+                fh::mul(&mut h, r);
+            } else {
+                fh::div(&mut h, r);
+            }
+            fh::compact(&mut h);
+            Ok(hist(h))
+        }
+        (Some(a), Some(b)) if op == T_ADD || op == T_SUB => {
+            let mut h = a.clone();
+            let operation = if op == T_ADD {
+                "addition"
+            } else {
+                "subtraction"
+            };
+            let c = fh::add(&mut h, b, op == T_SUB)
+                .map_err(|_| anno::incompatible_bucket_layout(op_str(op)))?;
+            if op == T_SUB {
+                h.counter_reset_hint = strata_codec::histogram::CounterResetHint::Gauge;
+            }
+            if c.counter_reset_collision {
+                return Err(anno::counter_reset_collision(operation));
+            }
+            fh::compact(&mut h);
+            Ok(Elem {
+                info: c
+                    .nhcb_bounds_reconciled
+                    .then(|| anno::mismatched_custom_buckets(operation)),
+                ..hist(h)
+            })
+        }
+        (Some(a), Some(b)) if op == T_EQLC || op == T_NEQ => {
+            let equal = fh::equals(a, b);
+            Ok(Elem {
+                keep: equal == (op == T_EQLC),
+                ..hist(a.clone())
+            })
+        }
+        _ => Err(incompatible()),
+    }
+}
+
 fn vector_scalar_binop(
     op: u16,
     vec: &[Sample],
     scalar: f64,
     swap: bool,
     return_bool: bool,
+    annos: &Shared,
 ) -> Result<Vector> {
     let mut out = Vec::with_capacity(vec.len());
+    let mut last_annotation = None;
     for s in vec {
         let (l, r) = if swap { (scalar, s.v) } else { (s.v, scalar) };
-        let (mut value, mut keep) = elem_binop(op, l, r)?;
+        let (mut value, mut histogram, mut keep) = match s.h.as_deref() {
+            None => {
+                let (value, keep) = elem_binop(op, l, r)?;
+                (value, None, keep)
+            }
+            Some(h) => {
+                let (lh, rh) = if swap {
+                    (None, Some(h))
+                } else {
+                    (Some(h), None)
+                };
+                match elem_binop_histogram(op, l, r, lh, rh) {
+                    Ok(e) => (e.v, e.h, e.keep),
+                    Err(text) => {
+                        last_annotation = Some(text);
+                        continue;
+                    }
+                }
+            }
+        };
         if is_comparison(op) && swap {
             value = r;
+            histogram = s.h.as_deref().cloned();
         }
         if return_bool {
             value = bool_to_f64(keep);
+            histogram = None;
             keep = true;
         }
         if keep {
@@ -239,8 +372,15 @@ fn vector_scalar_binop(
             } else {
                 s.labels.clone()
             };
-            out.push(Sample { labels, v: value });
+            out.push(Sample {
+                labels,
+                v: value,
+                h: histogram.map(Box::new),
+            });
         }
+    }
+    if let Some(text) = last_annotation {
+        annos.add(text);
     }
     Ok(out)
 }
@@ -290,10 +430,12 @@ fn vector_binop(
     rhs: &[Sample],
     m: &Matching,
     return_bool: bool,
+    annos: &Shared,
 ) -> Result<Vector> {
     if lhs.is_empty() || rhs.is_empty() {
         return Ok(Vec::new());
     }
+    let mut last_annotation = None;
     let (lhs, rhs) = if m.card == Card::OneToMany {
         (rhs, lhs)
     } else {
@@ -329,14 +471,31 @@ fn vector_binop(
         let Some(rs) = right.get(&sig) else {
             continue;
         };
-        let (fl, fr) = if m.card == Card::OneToMany {
-            (rs.v, ls.v)
+        let (fl, fr, hl, hr) = if m.card == Card::OneToMany {
+            (rs.v, ls.v, rs.h.as_deref(), ls.h.as_deref())
         } else {
-            (ls.v, rs.v)
+            (ls.v, rs.v, ls.h.as_deref(), rs.h.as_deref())
         };
-        let (mut value, keep) = elem_binop(op, fl, fr)?;
+        let (mut value, mut histogram, keep) = if hl.is_none() && hr.is_none() {
+            let (value, keep) = elem_binop(op, fl, fr)?;
+            (value, None, keep)
+        } else {
+            match elem_binop_histogram(op, fl, fr, hl, hr) {
+                Ok(e) => {
+                    if e.info.is_some() {
+                        last_annotation = e.info;
+                    }
+                    (e.v, e.h, e.keep)
+                }
+                Err(text) => {
+                    last_annotation = Some(text);
+                    continue;
+                }
+            }
+        };
         if return_bool {
             value = bool_to_f64(keep);
+            histogram = None;
         }
         let metric = result_metric(&ls.labels, &rs.labels, op, m, return_bool);
         if m.card == Card::OneToOne {
@@ -356,7 +515,11 @@ fn vector_binop(
         out.push(Sample {
             labels: metric,
             v: value,
+            h: histogram.map(Box::new),
         });
+    }
+    if let Some(text) = last_annotation {
+        annos.add(text);
     }
     Ok(out)
 }

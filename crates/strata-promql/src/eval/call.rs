@@ -7,12 +7,17 @@ use promql_parser::parser::{Call, Expr};
 
 use super::{merge_same_labelset, unwrap_parens, Evaluator, Result};
 use crate::error::QueryError;
-use crate::functions::histogram::{bucket_quantile, Bucket};
+use strata_codec::histogram::FloatHistogram;
+
+use crate::annotations::{self as anno, Shared};
+use crate::functions::histogram::{
+    bucket_fraction, bucket_quantile, native_fraction, native_quantile, Bucket,
+};
 use crate::functions::labels::{absent_labels, label_join, LabelReplace};
 use crate::functions::registry::{lookup, Eval};
 use crate::functions::{math, time};
 use crate::value::{
-    drop_metric_name, empty_labels, labels_without, Labels, Matrix, Sample, Vector,
+    drop_metric_name, empty_labels, get_label, labels_without, Labels, Matrix, Sample, Vector,
 };
 
 /// A string argument of a call.
@@ -42,20 +47,31 @@ fn scalar_at(v: &[Vector], i: usize) -> f64 {
     v.get(i).and_then(|x| x.first()).map_or(f64::NAN, |s| s.v)
 }
 
+/// `f` of each float sample (histograms are left out, as Prometheus'
+/// `simpleFloatFunc` does).
 fn map_values(v: &[Sample], f: impl Fn(f64) -> f64) -> Vector {
     v.iter()
-        .map(|s| Sample {
-            labels: drop_metric_name(&s.labels),
-            v: f(s.v),
-        })
+        .filter(|s| s.h.is_none())
+        .map(|s| Sample::float(drop_metric_name(&s.labels), f(s.v)))
         .collect()
 }
 
 fn single(v: f64) -> Vector {
-    vec![Sample {
-        labels: empty_labels(),
-        v,
-    }]
+    vec![Sample::float(empty_labels(), v)]
+}
+
+/// `f` of each histogram sample, floats left out, the metric name
+/// dropped (Prometheus' `simpleHistogramFunc`).
+fn map_histograms(v: &[Sample], f: fn(&FloatHistogram) -> f64) -> Vector {
+    v.iter()
+        .filter_map(|s| {
+            let h = s.h.as_deref()?;
+            Some(Sample::float(
+                labels_without(&s.labels, |n| n == "__name__"),
+                f(h),
+            ))
+        })
+        .collect()
 }
 
 /// Sorts by value, NaN last, as `sort` (ascending) and `sort_desc`.
@@ -79,13 +95,60 @@ fn sort_by_value(mut v: Vector, descending: bool) -> Vector {
     v
 }
 
-/// `histogram_quantile(q, buckets)` over classic buckets at one step.
-fn histogram_quantile(q: f64, v: &[Sample]) -> Vector {
+/// `histogram_quantile(q, buckets)` at one step: native histograms, and
+/// classic buckets grouped by their labels without `le`.
+fn histogram_quantile(q: f64, v: &[Sample], annos: &Shared) -> Vector {
+    if q.is_nan() || !(0.0..=1.0).contains(&q) {
+        annos.add(anno::invalid_quantile(q));
+    }
+    of_histograms(
+        v,
+        annos,
+        |s, h| {
+            let (value, info) = native_quantile(q, h);
+            if let Some(info) = info {
+                annos.add(info(get_label(&s.labels, "__name__")));
+            }
+            value
+        },
+        |buckets| bucket_quantile(q, buckets),
+    )
+}
+
+/// `histogram_fraction(lower, upper, v)` at one step, of native
+/// histograms and of classic buckets.
+fn histogram_fraction(lower: f64, upper: f64, v: &[Sample], annos: &Shared) -> Vector {
+    of_histograms(
+        v,
+        annos,
+        |s, h| {
+            let (f, nans) = native_fraction(lower, upper, h);
+            if nans {
+                annos.add(anno::fraction_nans(get_label(&s.labels, "__name__")));
+            }
+            f
+        },
+        |buckets| bucket_fraction(lower, upper, buckets),
+    )
+}
+
+/// A function of the histograms of `v` at one step: of each native
+/// histogram (`native`), and of the classic buckets of each label set
+/// without `le` (`classic`); a native histogram with the labels of a
+/// classic group drops both, with a warning (Prometheus'
+/// `resetHistograms`). Native results come first.
+fn of_histograms(
+    v: &[Sample],
+    annos: &Shared,
+    native: impl Fn(&Sample, &FloatHistogram) -> f64,
+    classic: impl Fn(&mut Vec<Bucket>) -> f64,
+) -> Vector {
     let mut groups: HashMap<Labels, usize> = HashMap::new();
     let mut out: Vec<(Labels, Vec<Bucket>)> = Vec::new();
-    for s in v {
+    for s in v.iter().filter(|s| s.h.is_none()) {
         let le = crate::value::get_label(&s.labels, "le");
         let Some(upper_bound) = parse_go_float(le) else {
+            annos.add(anno::bad_bucket_label(le));
             continue;
         };
         let key = labels_without(&s.labels, |n| n == "le");
@@ -105,13 +168,30 @@ fn histogram_quantile(q: f64, v: &[Sample]) -> Vector {
             });
         }
     }
-    out.into_iter()
-        .filter(|(_, b)| !b.is_empty())
-        .map(|(labels, mut buckets)| Sample {
-            labels,
-            v: bucket_quantile(q, &mut buckets),
-        })
-        .collect()
+    let mut result = Vec::new();
+    for s in v {
+        let Some(h) = s.h.as_deref() else {
+            continue;
+        };
+        if let Some(buckets) = groups
+            .get(&s.labels)
+            .and_then(|&i| out.get_mut(i))
+            .map(|(_, b)| b)
+            .filter(|b| !b.is_empty())
+        {
+            buckets.clear();
+            annos.add(anno::mixed_classic_native(""));
+            continue;
+        }
+        let value = native(s, h);
+        result.push(Sample::float(drop_metric_name(&s.labels), value));
+    }
+    result.extend(
+        out.into_iter()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(labels, mut buckets)| Sample::float(labels, classic(&mut buckets))),
+    );
+    result
 }
 
 /// Go's `strconv.ParseFloat` for the values an `le` label holds.
@@ -135,7 +215,13 @@ impl Evaluator<'_> {
                 let i = function
                     .range_arg()
                     .ok_or_else(|| QueryError::exec("expected a range vector argument"))?;
-                return self.eval_matrix_call(f, output, &args, i);
+                return self.eval_matrix_call(
+                    f,
+                    super::hist_range::hist_fn(name),
+                    output,
+                    &args,
+                    i,
+                );
             }
             Eval::LabelReplace => {
                 let lr = LabelReplace::new(
@@ -212,7 +298,7 @@ impl Evaluator<'_> {
             Eval::Round => return self.map_points(&args, name, |x, _| Some(math::round(x, 1.0))),
             _ => {}
         }
-        let mut f = vector_function(function.eval, &args)?;
+        let mut f = vector_function(function.eval, &args, self.annotations.clone())?;
         self.range_eval(&args, &mut |v, ts| Ok(f(v, ts)))
     }
 }
@@ -239,6 +325,8 @@ impl Evaluator<'_> {
         let (start, interval) = (self.start, self.interval.max(1));
         for s in &mut m {
             s.labels = drop_metric_name(&s.labels);
+            // Functions of floats leave histograms out.
+            s.histograms.clear();
             s.points.retain_mut(|p| {
                 let i = usize::try_from((p.t - start) / interval).unwrap_or(usize::MAX);
                 match f(p.v, i) {
@@ -283,7 +371,7 @@ impl Evaluator<'_> {
 type StepFn = Box<dyn FnMut(&[Vector], i64) -> Vector>;
 
 /// How `eval`, a function of instant vectors and scalars, computes a step.
-fn vector_function(eval: Eval, args: &[&Expr]) -> Result<StepFn> {
+fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> {
     Ok(match eval {
         Eval::Map(f) => Box::new(move |v, _| map_values(vector_at(v, 0), f)),
         Eval::Date(f) if args.is_empty() => {
@@ -309,10 +397,19 @@ fn vector_function(eval: Eval, args: &[&Expr]) -> Result<StepFn> {
             let to = if v.len() > 1 { scalar_at(v, 1) } else { 1.0 };
             map_values(vector_at(v, 0), |x| math::round(x, to))
         }),
-        Eval::HistogramQuantile => Box::new(|v, _| match v {
-            [q, buckets, ..] if !q.is_empty() => histogram_quantile(scalar_at(v, 0), buckets),
+        Eval::HistogramQuantile => Box::new(move |v, _| match v {
+            [q, buckets, ..] if !q.is_empty() => {
+                histogram_quantile(scalar_at(v, 0), buckets, &annos)
+            }
             _ => Vec::new(),
         }),
+        Eval::HistogramFraction => Box::new(move |v, _| match v {
+            [lo, hi, hs, ..] if !lo.is_empty() && !hi.is_empty() => {
+                histogram_fraction(scalar_at(v, 0), scalar_at(v, 1), hs, &annos)
+            }
+            _ => Vec::new(),
+        }),
+        Eval::HistogramStat(f) => Box::new(move |v, _| map_histograms(vector_at(v, 0), f)),
         Eval::Absent => {
             let labels = match args.first() {
                 Some(Expr::VectorSelector(vs)) => absent_labels(vs),
@@ -320,10 +417,7 @@ fn vector_function(eval: Eval, args: &[&Expr]) -> Result<StepFn> {
             };
             Box::new(move |v, _| {
                 if vector_at(v, 0).is_empty() {
-                    vec![Sample {
-                        labels: labels.clone(),
-                        v: 1.0,
-                    }]
+                    vec![Sample::float(labels.clone(), 1.0)]
                 } else {
                     Vec::new()
                 }
@@ -331,18 +425,25 @@ fn vector_function(eval: Eval, args: &[&Expr]) -> Result<StepFn> {
         }
         Eval::Vector => Box::new(|v, _| single(scalar_at(v, 0))),
         Eval::Scalar => Box::new(|v, _| {
-            let v = match vector_at(v, 0) {
-                [only] => only.v,
+            let mut floats = vector_at(v, 0).iter().filter(|s| s.h.is_none());
+            let v = match (floats.next(), floats.next()) {
+                (Some(only), None) => only.v,
                 _ => f64::NAN,
             };
             single(v)
         }),
         Eval::Time => Box::new(|_, ts| single(ts as f64 / 1000.0)),
         Eval::Pi => Box::new(|_, _| single(std::f64::consts::PI)),
-        Eval::Timestamp => Box::new(|v, ts| map_values(vector_at(v, 0), |_| ts as f64 / 1000.0)),
-        Eval::Sort { descending } => {
-            Box::new(move |v, _| sort_by_value(vector_at(v, 0).to_vec(), descending))
-        }
+        Eval::Timestamp => Box::new(|v, ts| {
+            vector_at(v, 0)
+                .iter()
+                .map(|s| Sample::float(drop_metric_name(&s.labels), ts as f64 / 1000.0))
+                .collect()
+        }),
+        Eval::Sort { descending } => Box::new(move |v, _| {
+            let floats = vector_at(v, 0).iter().filter(|s| s.h.is_none()).cloned();
+            sort_by_value(floats.collect(), descending)
+        }),
         Eval::Range(..) | Eval::LabelJoin | Eval::LabelReplace => {
             return Err(QueryError::exec(
                 "expected a function of instant vectors and scalars",

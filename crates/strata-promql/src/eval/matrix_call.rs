@@ -3,6 +3,7 @@
 
 use promql_parser::parser::Expr;
 
+use super::hist_range::{eval_series_mixed, HistFn};
 use super::range_steps::{eval_series_all, RangeFn, StepGrid};
 use super::selector::{reduced_matrix, RangeInput, SeriesLabels};
 use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
@@ -18,6 +19,7 @@ impl Evaluator<'_> {
     pub fn eval_matrix_call(
         &mut self,
         f: RangeFn,
+        hf: HistFn,
         output: RangeOutput,
         args: &[&Expr],
         matrix_arg: usize,
@@ -68,9 +70,13 @@ impl Evaluator<'_> {
         let results = eval_series_all(&grid, f, &input.series);
         let mut out: Matrix = Vec::new();
         for (s, points) in input.series.iter().zip(results) {
-            let points = points?;
-            if !points.is_empty() {
-                self.add_samples(points.len())?;
+            let (points, histograms) = if s.h.is_empty() {
+                (points?, Vec::new())
+            } else {
+                eval_series_mixed(&grid, f, hf, s, &self.annotations)
+            };
+            if !points.is_empty() || !histograms.is_empty() {
+                self.add_samples(points.len() + histograms.len())?;
                 out.push(MatrixSeries {
                     labels: if keep_name {
                         s.labels.to_labels()
@@ -78,6 +84,7 @@ impl Evaluator<'_> {
                         s.labels.without_metric_name()
                     },
                     points,
+                    histograms,
                 });
             }
         }
@@ -94,7 +101,12 @@ impl<'a> Evaluator<'a> {
     /// The call's output from its selector's series, each reduced to the
     /// call's points as it was read.
     fn reduced_call(&mut self, series: &'a [Series], output: RangeOutput) -> Result<Matrix> {
-        self.add_samples(series.iter().map(|s| s.timestamps.len()).sum())?;
+        self.add_samples(
+            series
+                .iter()
+                .map(|s| s.timestamps.len() + s.histograms.len())
+                .sum(),
+        )?;
         let out = reduced_matrix(series, |s| {
             let labels = SeriesLabels::Loaded(&s.labels);
             if output == RangeOutput::SeriesWithName {
@@ -119,8 +131,9 @@ fn absent_over_time(
 ) -> Matrix {
     let mut covered = vec![false; n];
     for s in present {
-        for p in &s.points {
-            if let Some(c) = usize::try_from((p.t - first) / interval)
+        let times = s.points.iter().map(|p| p.t);
+        for t in times.chain(s.histograms.iter().map(|(t, _)| *t)) {
+            if let Some(c) = usize::try_from((t - first) / interval)
                 .ok()
                 .and_then(|i| covered.get_mut(i))
             {
@@ -144,5 +157,5 @@ fn absent_over_time(
         .selector
         .as_ref()
         .map_or_else(empty_labels, absent_labels);
-    vec![MatrixSeries { labels, points }]
+    vec![MatrixSeries::floats(labels, points)]
 }

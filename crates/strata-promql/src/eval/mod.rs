@@ -10,6 +10,7 @@
 pub(crate) mod aggregate;
 pub(crate) mod binary;
 pub(crate) mod call;
+pub(crate) mod hist_range;
 pub(crate) mod matrix_call;
 pub(crate) mod range_steps;
 pub(crate) mod reduce;
@@ -63,6 +64,8 @@ pub(crate) struct Evaluator<'a> {
     pub current_samples: usize,
     /// Interval of subqueries written without a step (`[5m:]`).
     pub default_subquery_step: i64,
+    /// The warnings and infos met so far.
+    pub annotations: crate::annotations::Shared,
 }
 
 impl<'a> Evaluator<'a> {
@@ -108,6 +111,7 @@ impl<'a> Evaluator<'a> {
             max_samples: self.max_samples,
             current_samples: self.current_samples,
             default_subquery_step: self.default_subquery_step,
+            annotations: self.annotations.clone(),
         }
     }
 
@@ -129,13 +133,8 @@ impl<'a> Evaluator<'a> {
             Expr::Paren(p) => self.eval(&p.expr),
             Expr::NumberLiteral(n) => {
                 let v = n.val;
-                self.range_eval(&[], &mut |_, _| {
-                    Ok(vec![Sample {
-                        labels: empty_labels(),
-                        v,
-                    }])
-                })
-                .map(Value::Matrix)
+                self.range_eval(&[], &mut |_, _| Ok(vec![Sample::float(empty_labels(), v)]))
+                    .map(Value::Matrix)
             }
             Expr::StringLiteral(_) => Ok(Value::String),
             Expr::VectorSelector(vs) => self.eval_vector_selector(vs).map(Value::Matrix),
@@ -147,6 +146,9 @@ impl<'a> Evaluator<'a> {
                     s.labels = drop_metric_name(&s.labels);
                     for p in &mut s.points {
                         p.v = -p.v;
+                    }
+                    for (_, h) in &mut s.histograms {
+                        crate::float_histogram::mul(h, -1.0);
                     }
                 }
                 merge_same_labelset(mat).map(Value::Matrix)
@@ -185,7 +187,8 @@ impl<'a> Evaluator<'a> {
                 Value::String => inputs.push(Vec::new()),
             }
         }
-        let mut cursors: Vec<Vec<usize>> = inputs.iter().map(|m| vec![0; m.len()]).collect();
+        let mut cursors: Vec<Vec<(usize, usize)>> =
+            inputs.iter().map(|m| vec![(0, 0); m.len()]).collect();
         let mut vectors: Vec<Vector> = vec![Vec::new(); inputs.len()];
         let mut out: Matrix = Vec::new();
         let mut index: HashMap<Labels, usize> = HashMap::new();
@@ -209,9 +212,13 @@ impl<'a> Evaluator<'a> {
                 check_same_labelset(&result)?;
                 out = result
                     .into_iter()
-                    .map(|s| MatrixSeries {
-                        labels: s.labels,
-                        points: vec![Point { t: ts, v: s.v }],
+                    .map(|s| {
+                        let mut series = MatrixSeries::floats(s.labels, Vec::new());
+                        match s.h {
+                            Some(h) => series.histograms.push((ts, *h)),
+                            None => series.points.push(Point { t: ts, v: s.v }),
+                        }
+                        series
                     })
                     .collect();
                 break;
@@ -219,17 +226,24 @@ impl<'a> Evaluator<'a> {
             for s in result {
                 match index.get(&s.labels).and_then(|&i| out.get_mut(i)) {
                     Some(series) => {
-                        if series.points.last().is_some_and(|p| p.t == ts) {
+                        if series.points.last().is_some_and(|p| p.t == ts)
+                            || series.histograms.last().is_some_and(|p| p.0 == ts)
+                        {
                             return Err(same_labelset_error());
                         }
-                        series.points.push(Point { t: ts, v: s.v });
+                        match s.h {
+                            Some(h) => series.histograms.push((ts, *h)),
+                            None => series.points.push(Point { t: ts, v: s.v }),
+                        }
                     }
                     None => {
                         index.insert(s.labels.clone(), out.len());
-                        out.push(MatrixSeries {
-                            labels: s.labels,
-                            points: vec![Point { t: ts, v: s.v }],
-                        });
+                        let mut series = MatrixSeries::floats(s.labels, Vec::new());
+                        match s.h {
+                            Some(h) => series.histograms.push((ts, *h)),
+                            None => series.points.push(Point { t: ts, v: s.v }),
+                        }
+                        out.push(series);
                     }
                 }
             }
@@ -241,20 +255,28 @@ impl<'a> Evaluator<'a> {
 
 /// Fills `out` with the samples of `m` at step `ts`, advancing each series'
 /// cursor past it.
-fn gather(ts: i64, m: &Matrix, cursors: &mut [usize], out: &mut Vector) {
+fn gather(ts: i64, m: &Matrix, cursors: &mut [(usize, usize)], out: &mut Vector) {
     out.clear();
-    for (s, c) in m.iter().zip(cursors.iter_mut()) {
+    for (s, (c, hc)) in m.iter().zip(cursors.iter_mut()) {
         while let Some(p) = s.points.get(*c) {
             if p.t < ts {
                 *c += 1;
                 continue;
             }
             if p.t == ts {
-                out.push(Sample {
-                    labels: s.labels.clone(),
-                    v: p.v,
-                });
+                out.push(Sample::float(s.labels.clone(), p.v));
                 *c += 1;
+            }
+            break;
+        }
+        while let Some((t, h)) = s.histograms.get(*hc) {
+            if *t < ts {
+                *hc += 1;
+                continue;
+            }
+            if *t == ts {
+                out.push(Sample::histogram(s.labels.clone(), h.clone()));
+                *hc += 1;
             }
             break;
         }
@@ -262,7 +284,7 @@ fn gather(ts: i64, m: &Matrix, cursors: &mut [usize], out: &mut Vector) {
 }
 
 pub(crate) fn total_points(m: &Matrix) -> usize {
-    m.iter().map(|s| s.points.len()).sum()
+    m.iter().map(MatrixSeries::len).sum()
 }
 
 pub(crate) fn same_labelset_error() -> QueryError {
@@ -305,7 +327,10 @@ pub(crate) fn merge_same_labelset(m: Matrix) -> Result<Matrix> {
     let mut out: Matrix = Vec::new();
     for s in m {
         match index.get(&s.labels).and_then(|&i| out.get_mut(i)) {
-            Some(merged) => merged.points.extend(s.points),
+            Some(merged) => {
+                merged.points.extend(s.points);
+                merged.histograms.extend(s.histograms);
+            }
             None => {
                 index.insert(s.labels.clone(), out.len());
                 out.push(s);
@@ -314,9 +339,16 @@ pub(crate) fn merge_same_labelset(m: Matrix) -> Result<Matrix> {
     }
     for s in &mut out {
         s.points.sort_by_key(|p| p.t);
+        s.histograms.sort_by_key(|p| p.0);
         if s.points
             .windows(2)
             .any(|w| matches!(w, [a, b] if a.t == b.t))
+            || s.histograms
+                .windows(2)
+                .any(|w| matches!(w, [a, b] if a.0 == b.0))
+            || s.histograms
+                .iter()
+                .any(|(t, _)| s.points.binary_search_by_key(t, |p| p.t).is_ok())
         {
             return Err(same_labelset_error());
         }

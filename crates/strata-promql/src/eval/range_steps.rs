@@ -58,7 +58,7 @@ impl StepGrid<'_> {
     /// Step `i`'s timestamp and the window `(range_start, range_end]` it
     /// reads.
     #[inline(always)]
-    fn step(&self, i: usize) -> (i64, i64, i64) {
+    pub(crate) fn step(&self, i: usize) -> (i64, i64, i64) {
         let ts = self.first + i as i64 * self.interval;
         let range_end = self.at.unwrap_or(ts).saturating_sub(self.offset);
         (ts, range_end.saturating_sub(self.range), range_end)

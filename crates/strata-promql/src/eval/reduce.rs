@@ -11,11 +11,14 @@ use std::time::Instant;
 
 use strata_codec::SeriesMap;
 
+use super::hist_range::eval_series_mixed;
 use super::range_steps::{eval_series_with, Columns, SeriesScratch, StepGrid};
-use super::selector::{instant_points, RangeSeries};
+use super::selector::{instant_points, instant_points_mixed, RangeSeries};
+use crate::annotations::Shared;
 use crate::error::QueryError;
 use crate::plan::Reduce;
 use crate::source::Series;
+use crate::value::{HPoint, Point};
 
 /// The query's steps and the limits its evaluation runs under.
 #[derive(Clone, Copy)]
@@ -47,8 +50,33 @@ thread_local! {
 
 /// The function that reduces each series of a selector as `reduce` says;
 /// what it cannot evaluate (the deadline passed) is left in `error`.
-pub(crate) fn series_map(reduce: Reduce, steps: QuerySteps, error: FirstError) -> SeriesMap {
+pub(crate) fn series_map(
+    reduce: Reduce,
+    steps: QuerySteps,
+    error: FirstError,
+    annotations: Shared,
+) -> SeriesMap {
     Arc::new(move |s: Series| {
+        if !s.histograms.is_empty() {
+            return match mixed_points(reduce, &steps, &s, &annotations) {
+                Ok((points, histograms)) if !points.is_empty() || !histograms.is_empty() => {
+                    let (timestamps, values) = points.iter().map(|p| (p.t, p.v)).unzip();
+                    Some(Series {
+                        labels: s.labels,
+                        timestamps,
+                        values,
+                        histograms,
+                    })
+                }
+                Ok(_) => None,
+                Err(e) => {
+                    if let Ok(mut slot) = error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    None
+                }
+            };
+        }
         let points = match points(reduce, &steps, &s) {
             Ok(points) => points,
             Err(e) => {
@@ -70,6 +98,56 @@ pub(crate) fn series_map(reduce: Reduce, steps: QuerySteps, error: FirstError) -
     })
 }
 
+/// The float and histogram points at each step of a series with
+/// histograms.
+fn mixed_points(
+    reduce: Reduce,
+    steps: &QuerySteps,
+    s: &Series,
+    annotations: &Shared,
+) -> Result<(Vec<Point>, Vec<HPoint>), QueryError> {
+    if steps.deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(QueryError::timeout());
+    }
+    let interval = steps.interval.max(1);
+    match reduce {
+        Reduce::Instant { offset, at } => {
+            let times = (0..steps.count() as i64).map(|i| steps.start + i * interval);
+            Ok(instant_points_mixed(
+                s,
+                times,
+                at,
+                offset,
+                steps.lookback,
+                false,
+            ))
+        }
+        Reduce::Range {
+            f,
+            hf,
+            range,
+            offset,
+            at,
+        } => {
+            let grid = StepGrid {
+                first: steps.start,
+                interval,
+                steps: steps.count(),
+                range,
+                offset,
+                at,
+                query_start: steps.start,
+                param: &[],
+                deadline: steps.deadline,
+                max_samples: steps.max_samples,
+                held_samples: 0,
+            };
+            let input = RangeSeries::without_stale_markers(s);
+            Ok(eval_series_mixed(&grid, f, hf, &input, annotations))
+        }
+    }
+}
+
 /// `s`'s points at each step.
 fn points(reduce: Reduce, steps: &QuerySteps, s: &Series) -> Result<Columns, QueryError> {
     if steps.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -86,6 +164,7 @@ fn points(reduce: Reduce, steps: &QuerySteps, s: &Series) -> Result<Columns, Que
             range,
             offset,
             at,
+            ..
         } => {
             let grid = StepGrid {
                 first: steps.start,

@@ -16,7 +16,7 @@ use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
 use crate::error::QueryError;
 use crate::source::Series;
 use crate::value::{
-    drop_metric_name, is_metadata_label, is_stale_nan, labels_without, Labels, Matrix,
+    drop_metric_name, is_metadata_label, is_stale_nan, labels_without, HPoint, Labels, Matrix,
     MatrixSeries, Point, Samples,
 };
 
@@ -80,13 +80,19 @@ impl<'a> Evaluator<'a> {
         }
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
-            let points: Vec<Point> =
-                instant_points(s, self.steps(), at, offset, self.lookback, timestamps);
-            if !points.is_empty() {
-                count += points.len();
+            let (points, histograms) = if s.histograms.is_empty() {
+                let points: Vec<Point> =
+                    instant_points(s, self.steps(), at, offset, self.lookback, timestamps);
+                (points, Vec::new())
+            } else {
+                instant_points_mixed(s, self.steps(), at, offset, self.lookback, timestamps)
+            };
+            if !points.is_empty() || !histograms.is_empty() {
+                count += points.len() + histograms.len();
                 out.push(MatrixSeries {
                     labels: Labels::from(s.labels.as_slice()),
                     points,
+                    histograms,
                 });
             }
         }
@@ -108,11 +114,13 @@ impl<'a> Evaluator<'a> {
         let r = self.reference_time(self.start, input.at, input.offset);
         for s in &input.series {
             let w = window(s.samples(), r.saturating_sub(input.range), r);
-            if !w.is_empty() {
-                count += w.len();
+            let hw = histogram_window(&s.h, r.saturating_sub(input.range), r);
+            if !w.is_empty() || !hw.is_empty() {
+                count += w.len() + hw.len();
                 out.push(MatrixSeries {
                     labels: s.labels.to_labels(),
                     points: w.points().collect(),
+                    histograms: hw.to_vec(),
                 });
             }
         }
@@ -172,6 +180,64 @@ pub(crate) fn instant_points<P: PointSink>(
     points
 }
 
+/// [`instant_points`] of a series that has histograms: the newest sample,
+/// float or histogram, at each step (a histogram's time in seconds with
+/// `timestamps`).
+pub(crate) fn instant_points_mixed(
+    s: &Series,
+    steps: impl Iterator<Item = i64>,
+    at: Option<i64>,
+    offset: i64,
+    lookback: i64,
+    timestamps: bool,
+) -> (Vec<Point>, Vec<HPoint>) {
+    let (mut points, mut histograms) = (Vec::new(), Vec::new());
+    let hts: Vec<i64> = s.histograms.iter().map(|(t, _)| *t).collect();
+    let (mut idx, mut hidx) = (0, 0);
+    for ts in steps {
+        let r = at.unwrap_or(ts).saturating_sub(offset);
+        idx = skip_to(&s.timestamps, idx, r);
+        hidx = skip_to(&hts, hidx, r);
+        let float = idx
+            .checked_sub(1)
+            .and_then(|i| Some((*s.timestamps.get(i)?, *s.values.get(i)?)));
+        let hist = hidx.checked_sub(1).and_then(|i| s.histograms.get(i));
+        let newest_is_hist = match (float, hist) {
+            (Some((ft, _)), Some((ht, _))) => *ht > ft,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if newest_is_hist {
+            let Some((t, h)) = hist else { continue };
+            if *t <= r.saturating_sub(lookback) || h.is_stale() {
+                continue;
+            }
+            if timestamps {
+                points.push(Point {
+                    t: ts,
+                    v: *t as f64 / 1000.0,
+                });
+            } else {
+                histograms.push((ts, h.clone()));
+            }
+        } else if let Some((t, v)) = float {
+            if t <= r.saturating_sub(lookback) || is_stale_nan(v) {
+                continue;
+            }
+            let v = if timestamps { t as f64 / 1000.0 } else { v };
+            points.push(Point { t: ts, v });
+        }
+    }
+    (points, histograms)
+}
+
+/// The histogram samples of `h` in `(mint, maxt]`.
+pub(crate) fn histogram_window(h: &[HPoint], mint: i64, maxt: i64) -> &[HPoint] {
+    let lo = h.partition_point(|(t, _)| *t <= mint);
+    let hi = h.partition_point(|(t, _)| *t <= maxt);
+    h.get(lo..hi.max(lo)).unwrap_or(&[])
+}
+
 /// A reduced series' points.
 fn reduced_points(s: &Series) -> Vec<Point> {
     s.timestamps
@@ -196,10 +262,14 @@ pub(crate) fn reduced_matrix(
             .map(|s| MatrixSeries {
                 labels: labels(s),
                 points: reduced_points(s),
+                histograms: s.histograms.clone(),
             })
             .collect()
     };
-    let points: usize = series.iter().map(|s| s.timestamps.len()).sum();
+    let points: usize = series
+        .iter()
+        .map(|s| s.timestamps.len() + s.histograms.len())
+        .sum();
     let threads = available_threads().min(series.len());
     if threads < 2 || points < PARALLEL_MIN_POINTS {
         return convert(series);
@@ -254,12 +324,25 @@ pub(crate) struct RangeSeries<'a> {
     pub labels: SeriesLabels<'a>,
     pub t: Cow<'a, [i64]>,
     pub v: Cow<'a, [f64]>,
+    /// The histogram samples, stale markers left out.
+    pub h: Cow<'a, [HPoint]>,
 }
 
 impl<'a> RangeSeries<'a> {
     /// `s` with its stale markers left out (copied only if it has any).
     pub fn without_stale_markers(s: &'a Series) -> Self {
         let labels = SeriesLabels::Loaded(&s.labels);
+        let h: Cow<'a, [HPoint]> = if s.histograms.iter().any(|(_, h)| h.is_stale()) {
+            Cow::Owned(
+                s.histograms
+                    .iter()
+                    .filter(|(_, h)| !h.is_stale())
+                    .cloned()
+                    .collect(),
+            )
+        } else {
+            Cow::Borrowed(&s.histograms)
+        };
         let n = s.timestamps.len().min(s.values.len());
         let (t, v) = (
             s.timestamps.get(..n).unwrap_or(&[]),
@@ -272,6 +355,7 @@ impl<'a> RangeSeries<'a> {
                 labels,
                 t: Cow::Borrowed(t),
                 v: Cow::Borrowed(v),
+                h,
             };
         }
         let (t, v): (Vec<i64>, Vec<f64>) = t
@@ -284,6 +368,7 @@ impl<'a> RangeSeries<'a> {
             labels,
             t: Cow::Owned(t),
             v: Cow::Owned(v),
+            h,
         }
     }
 
@@ -294,6 +379,7 @@ impl<'a> RangeSeries<'a> {
             labels: SeriesLabels::Shared(s.labels),
             t: Cow::Owned(t),
             v: Cow::Owned(v),
+            h: Cow::Owned(s.histograms),
         }
     }
 

@@ -2,6 +2,7 @@
 //! for the whole query, then read like a range selector.
 
 use promql_parser::parser::SubqueryExpr;
+use strata_codec::histogram::CounterResetHint;
 
 use super::selector::{RangeInput, RangeSeries};
 use super::{duration_ms, offset_ms, Evaluator, Result};
@@ -41,7 +42,20 @@ impl Evaluator<'_> {
 
     /// A subquery as the range vector a function reads.
     pub fn eval_subquery(&mut self, sq: &SubqueryExpr) -> Result<RangeInput<'static>> {
-        let series = self.subquery_series(sq)?;
+        let mut series = self.subquery_series(sq)?;
+        // Explicit counter reset hints say nothing about a subquery's
+        // points, which can skip or repeat samples: they are made unknown,
+        // as Prometheus does.
+        for s in &mut series {
+            for (_, h) in &mut s.histograms {
+                if matches!(
+                    h.counter_reset_hint,
+                    CounterResetHint::Reset | CounterResetHint::NotReset
+                ) {
+                    h.counter_reset_hint = CounterResetHint::Unknown;
+                }
+            }
+        }
         Ok(RangeInput {
             series: series.into_iter().map(RangeSeries::from_points).collect(),
             range: duration_ms(&sq.range),

@@ -62,6 +62,76 @@ pub(crate) fn bucket_quantile(q: f64, buckets: &mut Vec<Bucket>) -> f64 {
     bucket_start + (bucket_end - bucket_start) * (rank / count)
 }
 
+/// `histogram_fraction(lower, upper, buckets)` over classic buckets, as
+/// Prometheus' `BucketFraction`.
+pub(crate) fn bucket_fraction(lower: f64, upper: f64, buckets: &mut Vec<Bucket>) -> f64 {
+    buckets.sort_by(|a, b| {
+        a.upper_bound
+            .partial_cmp(&b.upper_bound)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    match buckets.last() {
+        Some(b) if b.upper_bound == f64::INFINITY => {}
+        _ => return f64::NAN,
+    }
+    coalesce(buckets);
+    let count = buckets.last().map_or(0.0, |b| b.count);
+    if count == 0.0 || lower.is_nan() || upper.is_nan() {
+        return f64::NAN;
+    }
+    if lower >= upper {
+        return 0.0;
+    }
+    let (mut rank, mut lower_rank, mut upper_rank) = (0.0, 0.0, 0.0);
+    let (mut lower_set, mut upper_set) = (false, false);
+    let mut lower_bound = match buckets.first() {
+        Some(b) if b.upper_bound <= 0.0 => f64::NEG_INFINITY,
+        _ => 0.0,
+    };
+    for (i, b) in buckets.iter().enumerate() {
+        if let Some(prev) = i.checked_sub(1).and_then(|p| buckets.get(p)) {
+            lower_bound = prev.upper_bound;
+        }
+        let upper_bound = b.upper_bound;
+        let linear = |v: f64| {
+            if lower_bound == f64::NEG_INFINITY {
+                return b.count;
+            }
+            rank + (b.count - rank) * (v - lower_bound) / (upper_bound - lower_bound)
+        };
+        if !lower_set && lower_bound >= lower {
+            lower_rank = rank;
+            lower_set = true;
+        }
+        if !upper_set && lower_bound >= upper {
+            upper_rank = rank;
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        if !lower_set && lower_bound < lower && upper_bound > lower {
+            lower_rank = linear(lower);
+            lower_set = true;
+        }
+        if !upper_set && lower_bound < upper && upper_bound > upper {
+            upper_rank = linear(upper);
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        rank = b.count;
+    }
+    if !lower_set || lower_rank > count {
+        lower_rank = count;
+    }
+    if !upper_set || upper_rank > count {
+        upper_rank = count;
+    }
+    (upper_rank - lower_rank) / count
+}
+
 /// Merges buckets with the same upper bound (sorted input).
 fn coalesce(buckets: &mut Vec<Bucket>) {
     let mut out: Vec<Bucket> = Vec::with_capacity(buckets.len());
@@ -112,4 +182,247 @@ fn almost_equal(a: f64, b: f64, epsilon: f64) -> bool {
         return diff < epsilon * MIN_NORMAL;
     }
     diff / abs_sum.min(f64::MAX) < epsilon
+}
+
+use strata_codec::histogram::FloatHistogram;
+
+use crate::float_histogram::all_buckets;
+
+/// An annotation's text from the metric name.
+pub(crate) type InfoFn = fn(&str) -> String;
+
+/// `histogram_quantile(q, h)` of a native histogram, as Prometheus'
+/// `HistogramQuantile`; the info it gives, if any, as a function of the
+/// metric name (`annotations::quantile_nan_result` or `_skew`).
+pub(crate) fn native_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<InfoFn>) {
+    if q < 0.0 {
+        return (f64::NEG_INFINITY, None);
+    }
+    if q > 1.0 {
+        return (f64::INFINITY, None);
+    }
+    if h.count == 0.0 || q.is_nan() {
+        return (f64::NAN, None);
+    }
+    let mut buckets = all_buckets(h);
+    let mut rank;
+    let forward = h.sum.is_nan() || q < 0.5;
+    if forward {
+        rank = q * h.count;
+    } else {
+        buckets.reverse();
+        rank = (1.0 - q) * h.count;
+    }
+    let mut count = 0.0;
+    let mut at = 0;
+    let mut bucket = None;
+    while let Some(b) = buckets.get(at) {
+        at += 1;
+        bucket = Some(*b);
+        if b.count == 0.0 {
+            continue;
+        }
+        count += b.count;
+        if count >= rank {
+            break;
+        }
+    }
+    let Some(mut bucket) = bucket else {
+        return (f64::NAN, None);
+    };
+    if !h.uses_custom_buckets() && bucket.lower < 0.0 && bucket.upper > 0.0 {
+        if h.negative_buckets.is_empty() && !h.positive_buckets.is_empty() {
+            bucket.lower = 0.0;
+        } else if h.positive_buckets.is_empty() && !h.negative_buckets.is_empty() {
+            bucket.upper = 0.0;
+        }
+    } else if h.uses_custom_buckets() {
+        if bucket.lower == f64::NEG_INFINITY {
+            if bucket.upper <= 0.0 {
+                return (bucket.upper, None);
+            }
+            bucket.lower = 0.0;
+        } else if bucket.upper == f64::INFINITY {
+            return (bucket.lower, None);
+        }
+    }
+    if count > h.count {
+        count = h.count;
+    }
+    if count < rank {
+        if h.sum.is_nan() {
+            return (f64::NAN, Some(crate::annotations::quantile_nan_result));
+        }
+        return (bucket.upper, None);
+    }
+    if forward {
+        rank -= count - bucket.count;
+    } else {
+        rank = count - rank;
+    }
+    let mut info = None;
+    if h.sum.is_nan() {
+        for b in buckets.get(at..).unwrap_or(&[]) {
+            count += b.count;
+        }
+        if count < h.count {
+            info = Some(crate::annotations::quantile_nan_skew as InfoFn);
+        }
+    }
+    let fraction = rank / bucket.count;
+    if h.uses_custom_buckets() || (bucket.lower <= 0.0 && bucket.upper >= 0.0) {
+        return (
+            bucket.lower + (bucket.upper - bucket.lower) * fraction,
+            info,
+        );
+    }
+    let log_lower = bucket.lower.abs().log2();
+    let log_upper = bucket.upper.abs().log2();
+    if bucket.lower > 0.0 {
+        return (
+            (log_lower + (log_upper - log_lower) * fraction).exp2(),
+            info,
+        );
+    }
+    (
+        -(log_upper + (log_lower - log_upper) * (1.0 - fraction)).exp2(),
+        info,
+    )
+}
+
+/// `histogram_fraction(lower, upper, h)` of a native histogram, as
+/// Prometheus' `HistogramFraction`; true when NaN observations were left
+/// out (the info `annotations::fraction_nans`).
+pub(crate) fn native_fraction(lower: f64, upper: f64, h: &FloatHistogram) -> (f64, bool) {
+    if h.count == 0.0 || lower.is_nan() || upper.is_nan() {
+        return (f64::NAN, false);
+    }
+    if lower >= upper {
+        return (0.0, false);
+    }
+    let (mut count, mut rank, mut lower_rank, mut upper_rank) = (0.0, 0.0, 0.0, 0.0);
+    let (mut lower_set, mut upper_set) = (false, false);
+    let buckets = all_buckets(h);
+    let mut at = 0;
+    while let Some(&orig) = buckets.get(at) {
+        at += 1;
+        let mut b = orig;
+        count += b.count;
+        let mut zero_bucket = false;
+        if b.lower <= 0.0 && b.upper >= 0.0 {
+            zero_bucket = true;
+            if h.negative_buckets.is_empty() && !h.positive_buckets.is_empty() {
+                b.lower = 0.0;
+            } else if h.positive_buckets.is_empty() && !h.negative_buckets.is_empty() {
+                b.upper = 0.0;
+            }
+        }
+        let linear = |v: f64| {
+            if b.lower == f64::NEG_INFINITY {
+                return b.count;
+            }
+            rank + b.count * ((v - b.lower) / (b.upper - b.lower))
+        };
+        let exponential = |v: f64| {
+            let log_lower = b.lower.abs().log2();
+            let log_upper = b.upper.abs().log2();
+            let log_v = v.abs().log2();
+            let f = if v > 0.0 {
+                (log_v - log_lower) / (log_upper - log_lower)
+            } else {
+                1.0 - ((log_v - log_upper) / (log_lower - log_upper))
+            };
+            rank + b.count * f
+        };
+        if !lower_set && b.lower >= lower {
+            lower_rank = rank;
+            lower_set = true;
+        }
+        if !upper_set && b.lower >= upper {
+            upper_rank = rank;
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        if !lower_set && b.lower < lower && b.upper > lower {
+            lower_rank = if h.uses_custom_buckets() || zero_bucket {
+                linear(lower)
+            } else {
+                exponential(lower)
+            };
+            lower_set = true;
+        }
+        if !upper_set && b.lower < upper && b.upper > upper {
+            upper_rank = if h.uses_custom_buckets() || zero_bucket {
+                linear(upper)
+            } else {
+                exponential(upper)
+            };
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        rank += b.count;
+    }
+    let mut nans = false;
+    if h.sum.is_nan() {
+        for b in buckets.get(at..).unwrap_or(&[]) {
+            count += b.count;
+        }
+        nans = count < h.count;
+    } else {
+        count = h.count;
+    }
+    if !lower_set || lower_rank > count {
+        lower_rank = count;
+    }
+    if !upper_set || upper_rank > count {
+        upper_rank = count;
+    }
+    ((upper_rank - lower_rank) / h.count, nans)
+}
+
+/// `histogram_stdvar` of a native histogram, as Prometheus'
+/// `histogramVariance`.
+pub(crate) fn native_stdvar(h: &FloatHistogram) -> f64 {
+    let mean = h.sum / h.count;
+    let (mut variance, mut c) = (0.0, 0.0);
+    for b in all_buckets(h) {
+        if b.count == 0.0 {
+            continue;
+        }
+        let val = if h.uses_custom_buckets() {
+            (b.upper + b.lower) / 2.0
+        } else if b.lower <= 0.0 && b.upper >= 0.0 {
+            0.0
+        } else {
+            let v = (b.upper * b.lower).sqrt();
+            if b.upper < 0.0 {
+                -v
+            } else {
+                v
+            }
+        };
+        let delta = val - mean;
+        (variance, c) = super::kahan_inc(b.count * delta * delta, variance, c);
+    }
+    (variance + c) / h.count
+}
+
+pub(crate) fn native_stddev(h: &FloatHistogram) -> f64 {
+    native_stdvar(h).sqrt()
+}
+
+pub(crate) fn native_count(h: &FloatHistogram) -> f64 {
+    h.count
+}
+
+pub(crate) fn native_sum(h: &FloatHistogram) -> f64 {
+    h.sum
+}
+
+pub(crate) fn native_avg(h: &FloatHistogram) -> f64 {
+    h.sum / h.count
 }

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use promql_parser::parser::value::ValueType;
 
-use super::{math, over_time, rate, time};
+use super::{histogram, math, over_time, rate, time};
 use crate::eval::range_steps::{RangeFn, WindowFn};
 
 /// The kind of a function's argument or result, as Prometheus' value types.
@@ -72,6 +72,9 @@ pub(crate) enum Eval {
     ClampMax,
     ClampMin,
     HistogramQuantile,
+    HistogramFraction,
+    /// A number of each native histogram (`histogram_count`, ...).
+    HistogramStat(fn(&strata_codec::histogram::FloatHistogram) -> f64),
     LabelJoin,
     LabelReplace,
     Pi,
@@ -210,7 +213,38 @@ static FUNCTIONS: &[Function] = &[
     Function::new("deriv", &[M], V, window(|w, _| rate::deriv(w))),
     map("exp", f64::exp),
     map("floor", f64::floor),
+    Function::new(
+        "histogram_avg",
+        &[V],
+        V,
+        Eval::HistogramStat(histogram::native_avg),
+    ),
+    Function::new(
+        "histogram_count",
+        &[V],
+        V,
+        Eval::HistogramStat(histogram::native_count),
+    ),
+    Function::new("histogram_fraction", &[S, S, V], V, Eval::HistogramFraction),
     Function::new("histogram_quantile", &[S, V], V, Eval::HistogramQuantile),
+    Function::new(
+        "histogram_stddev",
+        &[V],
+        V,
+        Eval::HistogramStat(histogram::native_stddev),
+    ),
+    Function::new(
+        "histogram_stdvar",
+        &[V],
+        V,
+        Eval::HistogramStat(histogram::native_stdvar),
+    ),
+    Function::new(
+        "histogram_sum",
+        &[V],
+        V,
+        Eval::HistogramStat(histogram::native_sum),
+    ),
     date("hour", time::hour),
     Function::new(
         "idelta",

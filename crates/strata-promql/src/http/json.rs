@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use strata_codec::histogram::FloatHistogram;
 use strata_codec::Label;
 
 use crate::value::{Matrix, MatrixSeries, QueryValue};
@@ -237,7 +238,72 @@ fn write_matrix_series(out: &mut String, s: &MatrixSeries) {
         }
         out.push(']');
     }
+    if !s.histograms.is_empty() {
+        out.push_str(",\"histograms\":[");
+        for (j, (t, h)) in s.histograms.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            write_timestamp(out, *t);
+            out.push(',');
+            write_histogram(out, h);
+            out.push(']');
+        }
+        out.push(']');
+    }
     out.push('}');
+}
+
+/// A native histogram as Prometheus' `jsonutil.MarshalHistogram` writes
+/// it: `{"count":"c","sum":"s","buckets":[[rule,"lower","upper","count"],
+/// …]}`, populated buckets only, lowest first; `rule` says which bounds
+/// are inclusive (0: upper, 1: lower, 2: neither, 3: both).
+pub fn write_histogram(out: &mut String, h: &FloatHistogram) {
+    out.push_str("{\"count\":");
+    write_value(out, h.count);
+    out.push_str(",\"sum\":");
+    write_value(out, h.sum);
+    let mut found = false;
+    for b in crate::float_histogram::all_buckets(h) {
+        if b.count == 0.0 {
+            continue;
+        }
+        out.push_str(if found { "," } else { ",\"buckets\":[" });
+        found = true;
+        let rule = match (b.lower_inclusive, b.upper_inclusive) {
+            (true, true) => '3',
+            (true, false) => '1',
+            (false, true) => '0',
+            (false, false) => '2',
+        };
+        out.push('[');
+        out.push(rule);
+        out.push(',');
+        write_value(out, b.lower);
+        out.push(',');
+        write_value(out, b.upper);
+        out.push(',');
+        write_value(out, b.count);
+        out.push(']');
+    }
+    if found {
+        out.push(']');
+    }
+    out.push('}');
+}
+
+/// Ends a response object with Prometheus' `warnings` and `infos`, each
+/// only when it has any.
+pub fn write_annotations(out: &mut String, a: &crate::annotations::Annotations) {
+    if !a.warnings.is_empty() {
+        out.push_str(",\"warnings\":");
+        write_str_list(out, &a.warnings);
+    }
+    if !a.infos.is_empty() {
+        out.push_str(",\"infos\":");
+        write_str_list(out, &a.infos);
+    }
 }
 
 /// Bytes a streamed answer gathers before handing a chunk on.
@@ -253,6 +319,8 @@ pub struct MatrixChunks {
     done: bool,
     /// The `stats` object to end `data` with, if asked for.
     stats: Option<String>,
+    /// The warnings and infos to end the answer with.
+    annotations: crate::annotations::Annotations,
 }
 
 impl MatrixChunks {
@@ -262,7 +330,14 @@ impl MatrixChunks {
             started: false,
             done: false,
             stats: None,
+            annotations: crate::annotations::Annotations::default(),
         }
+    }
+
+    /// Ends the answer with `warnings` and `infos`.
+    pub fn with_annotations(mut self, a: crate::annotations::Annotations) -> Self {
+        self.annotations = a;
+        self
     }
 
     /// Ends `data` with `"stats": stats` (an encoded JSON object).
@@ -292,7 +367,9 @@ impl Iterator for MatrixChunks {
                     out.push_str(",\"stats\":");
                     out.push_str(stats);
                 }
-                out.push_str("}}");
+                out.push('}');
+                write_annotations(&mut out, &self.annotations);
+                out.push('}');
                 self.done = true;
                 break;
             };
@@ -335,10 +412,20 @@ pub fn write_query_data(out: &mut String, v: &QueryValue) {
                 }
                 out.push_str("{\"metric\":");
                 write_labels(out, &s.labels);
-                out.push_str(",\"value\":[");
-                write_timestamp(out, s.t);
-                out.push(',');
-                write_value(out, s.v);
+                match &s.h {
+                    None => {
+                        out.push_str(",\"value\":[");
+                        write_timestamp(out, s.t);
+                        out.push(',');
+                        write_value(out, s.v);
+                    }
+                    Some(h) => {
+                        out.push_str(",\"histogram\":[");
+                        write_timestamp(out, s.t);
+                        out.push(',');
+                        write_histogram(out, h);
+                    }
+                }
                 out.push_str("]}");
             }
             out.push(']');
@@ -486,6 +573,7 @@ mod tests {
                     v: j as f64 / 3.0,
                 })
                 .collect(),
+            histograms: Vec::new(),
         };
         let empty: Matrix = Vec::new();
         assert_eq!(streamed(&empty), (whole(&empty), 1));

@@ -22,6 +22,7 @@ use strata_codec::{Label, Matcher};
 use self::params::{
     parse_duration, parse_time, parse_time_param, LongUrlQuery, Params, MAX_TIME_MS, MIN_TIME_MS,
 };
+use crate::annotations::Annotations;
 use crate::engine::{parse_query, too_many_points_message, QueryStats};
 use crate::error::QueryError;
 use strata_codec::clock::Clock as _;
@@ -126,7 +127,7 @@ fn error(e: &QueryError) -> Response {
 
 /// A query's answer: a matrix streamed as it is written, any other value
 /// written whole.
-fn respond_value(r: Result<(QueryValue, Option<QueryStats>), QueryError>) -> Response {
+fn respond_value(r: Result<(QueryValue, Option<QueryStats>, Annotations), QueryError>) -> Response {
     let stats = |s: Option<QueryStats>| {
         s.map(|s| {
             let mut out = String::new();
@@ -135,9 +136,10 @@ fn respond_value(r: Result<(QueryValue, Option<QueryStats>), QueryError>) -> Res
         })
     };
     match r {
-        Ok((QueryValue::Matrix(m), s)) => {
+        Ok((QueryValue::Matrix(m), s, annos)) => {
             let chunks = json::MatrixChunks::new(m)
                 .with_stats(stats(s))
+                .with_annotations(annos)
                 .map(Ok::<_, std::convert::Infallible>);
             (
                 StatusCode::OK,
@@ -146,7 +148,7 @@ fn respond_value(r: Result<(QueryValue, Option<QueryStats>), QueryError>) -> Res
             )
                 .into_response()
         }
-        Ok((v, s)) => {
+        Ok((v, s, annos)) => {
             let mut out = String::new();
             json::write_query_data(&mut out, &v);
             if let Some(s) = stats(s) {
@@ -155,7 +157,19 @@ fn respond_value(r: Result<(QueryValue, Option<QueryStats>), QueryError>) -> Res
                 out.push_str(&s);
                 out.push('}');
             }
-            respond(Ok(out))
+            if annos.is_empty() {
+                return respond(Ok(out));
+            }
+            let mut body = String::from("{\"status\":\"success\",\"data\":");
+            body.push_str(&out);
+            json::write_annotations(&mut body, &annos);
+            body.push('}');
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response()
         }
         Err(e) => respond(Err(e)),
     }
@@ -228,7 +242,8 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
             let (v, stats) = engine
                 .instant_query_stats(p.get("query"), t, timeout)
                 .await?;
-            Ok((v, wants_stats(&p).then_some(stats)))
+            let annos = stats.annotations.clone();
+            Ok((v, wants_stats(&p).then_some(stats), annos))
         }
         .await,
     )
@@ -285,7 +300,8 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
             };
             let answer = engine.range_query_stats(p.get("query"), start, end, step_ms, timeout);
             let (v, stats) = answer.await?;
-            Ok((v, wants_stats(&p).then_some(stats)))
+            let annos = stats.annotations.clone();
+            Ok((v, wants_stats(&p).then_some(stats), annos))
         }
         .await,
     )

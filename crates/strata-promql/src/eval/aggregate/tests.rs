@@ -32,6 +32,7 @@ fn evaluator(data: &SelectorData, steps: usize) -> Evaluator<'_> {
         max_samples: usize::MAX,
         current_samples: 0,
         default_subquery_step: 60_000,
+        annotations: Default::default(),
     }
 }
 
@@ -67,7 +68,7 @@ fn input_strategy(steps: usize) -> impl Strategy<Value = Matrix> {
                         }
                     })
                     .collect();
-                MatrixSeries { labels, points }
+                MatrixSeries::floats(labels, points)
             })
             .collect()
     })

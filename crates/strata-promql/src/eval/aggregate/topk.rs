@@ -62,7 +62,14 @@ impl Evaluator<'_> {
         grouping: &Grouping,
         params: &[f64],
     ) -> Result<Matrix> {
-        let input = self.eval_matrix(expr)?;
+        let mut input = self.eval_matrix(expr)?;
+        // Histograms are left out, with an info, as Prometheus does.
+        if input.iter().any(|s| !s.histograms.is_empty()) {
+            let name = if top { "topk" } else { "bottomk" };
+            self.annotations
+                .add(crate::annotations::histogram_ignored_in_aggregation(name));
+            input.iter_mut().for_each(|s| s.histograms.clear());
+        }
         let (series_group, group_labels) = group_series(grouping, &input);
         let mut out: Matrix = Vec::new();
         let mut out_index: HashMap<Labels, usize> = HashMap::new();
@@ -102,6 +109,7 @@ impl Evaluator<'_> {
                         out.push(MatrixSeries {
                             labels: labels.clone(),
                             points: Vec::new(),
+                            histograms: Vec::new(),
                         });
                     }
                     if let Some(series) = out.get_mut(i) {

@@ -1,0 +1,180 @@
+//! Annotations: the warnings and infos a query returns beside its result,
+//! with the texts of Prometheus 3's `util/annotations` (without the
+//! position suffix Prometheus appends, as the parser gives no positions).
+
+use std::sync::{Arc, Mutex};
+
+/// The warnings and infos of one query, each text once, in the order met.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub warnings: Vec<String>,
+    pub infos: Vec<String>,
+}
+
+impl Annotations {
+    pub fn is_empty(&self) -> bool {
+        self.warnings.is_empty() && self.infos.is_empty()
+    }
+
+    /// Adds an annotation: a warning or an info by its prefix.
+    pub fn add(&mut self, text: String) {
+        let list = if text.starts_with(INFO) {
+            &mut self.infos
+        } else {
+            &mut self.warnings
+        };
+        if !list.contains(&text) {
+            list.push(text);
+        }
+    }
+
+    pub fn merge(&mut self, other: Annotations) {
+        for t in other.warnings.into_iter().chain(other.infos) {
+            self.add(t);
+        }
+    }
+}
+
+/// Annotations shared by the evaluator and the threads it starts.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Shared(Arc<Mutex<Annotations>>);
+
+impl Shared {
+    pub fn add(&self, text: String) {
+        if let Ok(mut a) = self.0.lock() {
+            a.add(text);
+        }
+    }
+
+    pub fn take(&self) -> Annotations {
+        self.0
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default()
+    }
+}
+
+const WARNING: &str = "PromQL warning";
+const INFO: &str = "PromQL info";
+
+/// Go's `%q` of a plain string.
+fn quote(s: &str) -> String {
+    format!("{s:?}")
+}
+
+pub(crate) fn mixed_floats_histograms(metric: &str) -> String {
+    format!(
+        "{WARNING}: encountered a mix of histograms and floats for metric name {}",
+        quote(metric)
+    )
+}
+
+pub(crate) fn mixed_floats_histograms_agg() -> String {
+    format!("{WARNING}: encountered a mix of histograms and floats for aggregation")
+}
+
+pub(crate) fn mixed_classic_native(metric: &str) -> String {
+    let base = format!("{WARNING}: vector contains a mix of classic and native histograms");
+    if metric.is_empty() {
+        base
+    } else {
+        format!("{base} for metric name {}", quote(metric))
+    }
+}
+
+pub(crate) fn not_counter(metric: &str) -> String {
+    format!(
+        "{WARNING}: this native histogram metric is not a counter: {}",
+        quote(metric)
+    )
+}
+
+pub(crate) fn not_gauge(metric: &str) -> String {
+    format!(
+        "{WARNING}: this native histogram metric is not a gauge: {}",
+        quote(metric)
+    )
+}
+
+pub(crate) fn mixed_exponential_custom(metric: &str) -> String {
+    format!(
+        "{WARNING}: vector contains a mix of histograms with exponential and custom buckets schemas for metric name {}",
+        quote(metric)
+    )
+}
+
+pub(crate) fn incompatible_bucket_layout(op: &str) -> String {
+    format!("{WARNING}: incompatible bucket layout encountered for binary operator {op}")
+}
+
+pub(crate) fn incompatible_types_in_bin_op(lhs: &str, op: &str, rhs: &str) -> String {
+    format!(
+        "{INFO}: incompatible sample types encountered for binary operator {}: {lhs} {op} {rhs}",
+        quote(op)
+    )
+}
+
+pub(crate) fn histogram_ignored_in_aggregation(aggregation: &str) -> String {
+    format!("{INFO}: ignored histogram in {aggregation} aggregation")
+}
+
+pub(crate) fn histogram_ignored_in_mixed_range(metric: &str) -> String {
+    format!(
+        "{INFO}: ignored histograms in a range containing both floats and histograms for metric name {}",
+        quote(metric)
+    )
+}
+
+fn maybe_metric(base: String, metric: &str) -> String {
+    if metric.is_empty() {
+        base
+    } else {
+        format!("{base} for metric name {}", quote(metric))
+    }
+}
+
+pub(crate) fn quantile_nan_result(metric: &str) -> String {
+    maybe_metric(
+        format!("{INFO}: input to histogram_quantile has NaN observations, result is NaN"),
+        metric,
+    )
+}
+
+pub(crate) fn quantile_nan_skew(metric: &str) -> String {
+    maybe_metric(
+        format!(
+            "{INFO}: input to histogram_quantile has NaN observations, result is skewed higher"
+        ),
+        metric,
+    )
+}
+
+pub(crate) fn fraction_nans(metric: &str) -> String {
+    maybe_metric(
+        format!("{INFO}: input to histogram_fraction has NaN observations, which are excluded from all fractions"),
+        metric,
+    )
+}
+
+/// `operation`: "addition", "subtraction" or "aggregation".
+pub(crate) fn counter_reset_collision(operation: &str) -> String {
+    format!("{WARNING}: conflicting counter resets during histogram {operation}")
+}
+
+pub(crate) fn mismatched_custom_buckets(operation: &str) -> String {
+    format!("{INFO}: mismatched custom buckets were reconciled during histogram {operation}")
+}
+
+pub(crate) fn invalid_quantile(q: f64) -> String {
+    format!(
+        "{WARNING}: quantile value should be between 0 and 1, got {}",
+        crate::functions::format_go_float(q)
+    )
+}
+
+pub(crate) fn bad_bucket_label(value: &str) -> String {
+    format!(
+        "{WARNING}: bucket label \"le\" is missing or has a malformed value of {}",
+        quote(value)
+    )
+}
