@@ -85,6 +85,12 @@ fn merge_samples(into: &mut Series, other: Series) {
         std::mem::take(&mut into.values),
     );
     (into.timestamps, into.values) = merge_newer((other.timestamps, other.values), kept);
+    if !other.histograms.is_empty() {
+        // Stable: at an equal timestamp `into`'s comes first and stays.
+        into.histograms.extend(other.histograms);
+        into.histograms.sort_by_key(|(t, _)| *t);
+        into.histograms.dedup_by_key(|(t, _)| *t);
+    }
 }
 
 /// Sorted, deduplicated union of sorted lists.
@@ -272,6 +278,28 @@ mod tests {
         assert_eq!(merged.len(), 1);
         assert_eq!(merged[0].timestamps, [1, 2, 3, 4]);
         assert_eq!(merged[0].values, [1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn histograms_on_two_shards_merge_the_first_shard_winning() {
+        use strata_codec::histogram::FloatHistogram;
+        let h = |count: f64| FloatHistogram {
+            count,
+            ..FloatHistogram::default()
+        };
+        let mut a = series("a", &[]);
+        a.histograms = vec![(1, h(1.0)), (3, h(3.0))];
+        let mut b = series("a", &[(5, 5.0)]);
+        b.histograms = vec![(2, h(2.0)), (3, h(30.0))];
+        let merged = merge_series(vec![vec![a], vec![b]]);
+        assert_eq!(merged.len(), 1);
+        let got: Vec<(i64, f64)> = merged[0]
+            .histograms
+            .iter()
+            .map(|(t, h)| (*t, h.count))
+            .collect();
+        assert_eq!(got, [(1, 1.0), (2, 2.0), (3, 3.0)]);
+        assert_eq!(merged[0].timestamps, [5]);
     }
 
     #[test]
