@@ -41,6 +41,79 @@ fn exponential_bounds() {
     assert_eq!(bound(1, CUSTOM_BUCKETS_SCHEMA, &[1.0]), f64::INFINITY);
 }
 
+/// `x^(2^s)` by squaring `s` times, `x` as little-endian 32-bit limbs.
+fn square_times(x: u64, s: u32) -> Vec<u32> {
+    let mut v = vec![x as u32, (x >> 32) as u32];
+    for _ in 0..s {
+        let mut out = vec![0u32; 2 * v.len()];
+        for (i, &a) in v.iter().enumerate() {
+            let mut carry = 0u64;
+            for (j, &b) in v.iter().enumerate() {
+                let t = u64::from(a) * u64::from(b) + u64::from(out[i + j]) + carry;
+                out[i + j] = t as u32;
+                carry = t >> 32;
+            }
+            let mut k = i + v.len();
+            while carry > 0 {
+                let t = u64::from(out[k]) + carry;
+                out[k] = t as u32;
+                carry = t >> 32;
+                k += 1;
+            }
+        }
+        while out.len() > 1 && out.last() == Some(&0) {
+            out.pop();
+        }
+        v = out;
+    }
+    v
+}
+
+/// The number of bits of `v` (little-endian 32-bit limbs, no leading zero limb).
+fn bit_len(v: &[u32]) -> i64 {
+    let top = *v.last().unwrap();
+    (v.len() as i64 - 1) * 32 + 32 - i64::from(top.leading_zeros())
+}
+
+#[test]
+fn exponential_fracs_are_correctly_rounded() {
+    // 2^(1/2) / 2, correctly rounded, is the standard library's constant.
+    assert_eq!(exponential_frac(1, 1), std::f64::consts::FRAC_1_SQRT_2);
+    assert_eq!(exponential_frac(0, 0), 0.5);
+    for s in 1..=8u32 {
+        let n = 1i64 << s;
+        let mut last = 0.0;
+        for k in 0..n {
+            let v = exponential_frac(s as i32, k as i32);
+            // In [0.5, 1) and strictly increasing.
+            assert!((0.5..1.0).contains(&v) && v > last, "{s} {k} {v}");
+            last = v;
+            // Each schema's bounds are every other one of the next's.
+            if s < 8 {
+                assert_eq!(v, exponential_frac(s as i32 + 1, 2 * k as i32), "{s} {k}");
+            }
+            if k == 0 {
+                assert_eq!(v, 0.5);
+                continue;
+            }
+            // v = m * 2^-53 is nearest to 2^(k/n - 1) iff the midpoints
+            // (2m -/+ 1) * 2^-54 bracket it: raised to the nth power,
+            // (2m - 1)^n < 2^(k - n + 54n) < (2m + 1)^n. Both sides are odd
+            // and > 1, so neither equals the power of two, and an odd number
+            // of b bits is above 2^e iff b > e.
+            let m = v * 2f64.powi(53);
+            assert_eq!(m.fract(), 0.0);
+            let m = m as u64;
+            assert!((1 << 52..1 << 53).contains(&m));
+            let e = k - n + 54 * n;
+            let below = square_times(2 * m - 1, s);
+            let above = square_times(2 * m + 1, s);
+            assert!(bit_len(&below) <= e, "{s} {k}: {v} rounds too high");
+            assert!(bit_len(&above) > e, "{s} {k}: {v} rounds too low");
+        }
+    }
+}
+
 #[test]
 fn spans_round_trip() {
     let spans = vec![Span::new(0, 2), Span::new(2, 1)];
