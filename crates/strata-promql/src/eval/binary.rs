@@ -303,9 +303,8 @@ fn elem_binop_histogram(
             if op == T_SUB {
                 h.counter_reset_hint = strata_codec::histogram::CounterResetHint::Gauge;
             }
-            if c.counter_reset_collision {
-                return Err(anno::counter_reset_collision(operation));
-            }
+            // Prometheus 3 keeps the result of conflicting counter resets
+            // in a binary operation, without a word.
             fh::compact(&mut h);
             Ok(Elem {
                 info: c
