@@ -56,6 +56,20 @@ fn the_receiver_compliance_suite_passes() {
         "the exemplar tests did not run:\n{text}"
     );
 
+    // The suite's native histograms are stored, not refused: some series
+    // reads back as a histogram.
+    let q = query_string(&[("query", "{__name__=~\".+\"}")]);
+    let r = http_get(strata.port, &format!("/api/v1/query?{q}")).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let all = r.json();
+    let histograms = all["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["histogram"].is_array())
+        .count();
+    assert!(histograms > 0, "no native histogram read back: {all}");
+
     // What the suite's exemplars left: `{__name__="http_requests_total",
     // job="api"}` with trace_id `abc123def456` among them.
     let q = query_string(&[
