@@ -227,38 +227,58 @@ fn step(
 /// The mean of histograms as `avg_over_time` computes it; `None` when
 /// exponential and custom buckets meet.
 fn mean_histograms<'h>(
-    mut hs: impl Iterator<Item = &'h FloatHistogram>,
+    hs: impl Iterator<Item = &'h FloatHistogram>,
     annos: &Shared,
 ) -> Option<FloatHistogram> {
-    let first = hs.next()?;
-    let (mut reset, mut not_reset, mut reconciled) = (false, false, false);
-    let mut track = |h: &FloatHistogram| match h.counter_reset_hint {
-        CounterResetHint::Reset => reset = true,
-        CounterResetHint::NotReset => not_reset = true,
-        _ => {}
-    };
-    track(first);
-    let mut mean = fh::KahanMean::new(first.clone());
-    for h in hs {
-        track(h);
-        match mean.add(h) {
-            Ok(c) => reconciled |= c.nhcb_bounds_reconciled,
-            Err(_) => return None,
-        }
-    }
-    if reset && not_reset {
-        annos.add(anno::counter_reset_collision("aggregation"));
-    }
-    if reconciled {
-        annos.add(anno::mismatched_custom_buckets("aggregation"));
-    }
-    Some(mean.finish())
+    fold_histograms::<fh::KahanMean>(hs, "aggregation", annos)
 }
 
 /// The sum of histograms, with the annotations of conflicting counter
 /// resets and reconciled custom bounds (`operation` names the sum in
 /// them); `None` when exponential and custom buckets meet.
 pub(crate) fn sum_histograms<'h>(
+    hs: impl Iterator<Item = &'h FloatHistogram>,
+    operation: &str,
+    annos: &Shared,
+) -> Option<FloatHistogram> {
+    fold_histograms::<fh::KahanSum>(hs, operation, annos)
+}
+
+/// A running sum or mean of histograms.
+trait Fold: Sized {
+    fn start(first: FloatHistogram) -> Self;
+    fn add(&mut self, h: &FloatHistogram) -> Result<fh::Combined, fh::IncompatibleSchema>;
+    fn finish(self) -> FloatHistogram;
+}
+
+impl Fold for fh::KahanSum {
+    fn start(first: FloatHistogram) -> Self {
+        Self::new(first)
+    }
+    fn add(&mut self, h: &FloatHistogram) -> Result<fh::Combined, fh::IncompatibleSchema> {
+        fh::KahanSum::add(self, h)
+    }
+    fn finish(self) -> FloatHistogram {
+        fh::KahanSum::finish(self)
+    }
+}
+
+impl Fold for fh::KahanMean {
+    fn start(first: FloatHistogram) -> Self {
+        Self::new(first)
+    }
+    fn add(&mut self, h: &FloatHistogram) -> Result<fh::Combined, fh::IncompatibleSchema> {
+        fh::KahanMean::add(self, h)
+    }
+    fn finish(self) -> FloatHistogram {
+        fh::KahanMean::finish(self)
+    }
+}
+
+/// `hs` folded by `F`, with the annotations of conflicting counter resets
+/// and reconciled custom bounds; `None` when exponential and custom buckets
+/// meet.
+fn fold_histograms<'h, F: Fold>(
     mut hs: impl Iterator<Item = &'h FloatHistogram>,
     operation: &str,
     annos: &Shared,
@@ -271,10 +291,10 @@ pub(crate) fn sum_histograms<'h>(
         _ => {}
     };
     track(first);
-    let mut sum = fh::KahanSum::new(first.clone());
+    let mut acc = F::start(first.clone());
     for h in hs {
         track(h);
-        match sum.add(h) {
+        match acc.add(h) {
             Ok(c) => reconciled |= c.nhcb_bounds_reconciled,
             Err(_) => return None,
         }
@@ -285,7 +305,7 @@ pub(crate) fn sum_histograms<'h>(
     if reconciled {
         annos.add(anno::mismatched_custom_buckets(operation));
     }
-    Some(sum.finish())
+    Some(acc.finish())
 }
 
 /// A sample of a window that has both kinds.
