@@ -92,12 +92,37 @@ fn python_sdk_exports_read_back_as_from_prometheus_3() {
         !msg.contains("queue.items"),
         "a cumulative metric was refused: {msg}"
     );
+    // Exponential histograms are native histograms, stored as Prometheus
+    // stores them.
     let expo = &summary["exponential"];
-    assert!(expo["rejected"].as_i64().unwrap() > 0, "{expo}");
-    assert!(
-        expo["message"].as_str().unwrap().contains("exponential"),
+    assert_eq!(
+        (&expo["status"], expo["rejected"].as_i64()),
+        (&Value::from(200), Some(0)),
         "{expo}"
     );
+    let time = format!("{:.3}", now_ms() as f64 / 1000.0);
+    let q = query_string(&[
+        ("query", r#"{instance="pod-exponential", __name__=~".*duration.*"}"#),
+        ("time", &time),
+    ]);
+    let want = get_json(prometheus.port, &format!("/api/v1/query?{q}"))["data"].clone();
+    let histograms = want["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["histogram"].is_array())
+        .count();
+    assert!(histograms > 0, "Prometheus holds no native histogram: {want}");
+    let mut got = Value::Null;
+    let same = (0..50).any(|_| {
+        got = get_json(strata.port, &format!("/api/v1/query?{q}"))["data"].clone();
+        let same = got == want;
+        if !same {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        same
+    });
+    assert!(same, "Strata:     {got}\nPrometheus: {want}");
 
     // What both took reads back alike, series by series.
     let time = format!("{:.3}", now_ms() as f64 / 1000.0);

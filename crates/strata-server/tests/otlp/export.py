@@ -8,8 +8,9 @@ receivers at once (Strata and Prometheus 3), the same data to each.
 - The same kind of data from a second provider (another
   service.instance.id), encoded by the SDK's own OTLP encoder and sent as
   OTLP/JSON (protobuf's JSON mapping) to both.
-- Delta temporality and exponential histograms, sent to Strata only: it
-  must refuse them per metric, with a partial success naming them.
+- Delta temporality, sent to Strata only: it must refuse it per metric,
+  with a partial success naming the metrics.
+- Exponential histograms, sent to both: native histograms.
 
 Prints a JSON summary of the refusals on stdout for the test to check.
 
@@ -134,7 +135,8 @@ def main():
     for url in (strata, prometheus):
         post(url + PATH, body, "application/json")
 
-    # What Strata must refuse, per metric, beside a metric it takes.
+    # What Strata must refuse, per metric, beside a metric it takes; and
+    # exponential histograms, which both take.
     delta_reader = InMemoryMetricReader(
         preferred_temporality={
             Counter: AggregationTemporality.DELTA,
@@ -151,6 +153,9 @@ def main():
         p = MeterProvider(resource=resource(f"pod-{name}"), metric_readers=[reader])
         instruments(p.get_meter("shop.checkout", "1.4.0"), lambda: 1)(1)
         body = encode_metrics(reader.get_metrics_data()).SerializeToString()
+        if name == "exponential":
+            # Native histograms: both take them.
+            post(prometheus + PATH, body, "application/x-protobuf")
         status, answer = post(strata + PATH, body, "application/x-protobuf")
         resp = ExportMetricsServiceResponse()
         resp.ParseFromString(answer)
