@@ -292,29 +292,14 @@ const QUERIES: &[&str] = &[
     "histogram_quantile(0.99, sum(rate(prometheus_http_request_duration_seconds[10s])))",
 ];
 
-/// Prometheus' answer for `path`, its numbers cut to 10 significant digits
-/// (the last bits of a float sum depend on the order of addition).
+/// The answer for `path`, its numbers cut to 10 significant digits (see
+/// `common::round_numbers`).
 fn answer(port: u16, path: &str) -> serde_json::Value {
     let r = http_get(port, path).unwrap();
     assert_eq!(r.status, 200, "{path}: {}", r.text());
     let mut json = r.json();
-    round_numbers(&mut json);
+    common::round_numbers(&mut json);
     json
-}
-
-fn round_numbers(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::String(s) => {
-            if let Ok(f) = s.parse::<f64>() {
-                if f.is_finite() && s.chars().any(|c| c.is_ascii_digit()) {
-                    *s = format!("{f:.9e}");
-                }
-            }
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(round_numbers),
-        serde_json::Value::Object(o) => o.values_mut().for_each(round_numbers),
-        _ => {}
-    }
 }
 
 /// Every query at `t` (instant) and over [t - 40 s, t] (range) on each

@@ -102,20 +102,31 @@ fn python_sdk_exports_read_back_as_from_prometheus_3() {
     );
     let time = format!("{:.3}", now_ms() as f64 / 1000.0);
     let q = query_string(&[
-        ("query", r#"{instance="pod-exponential", __name__=~".*duration.*"}"#),
+        (
+            "query",
+            r#"{instance="pod-exponential", __name__=~".*duration.*"}"#,
+        ),
         ("time", &time),
     ]);
-    let want = get_json(prometheus.port, &format!("/api/v1/query?{q}"))["data"].clone();
+    let answer = |port: u16| {
+        let mut data = get_json(port, &format!("/api/v1/query?{q}"))["data"].clone();
+        common::round_numbers(&mut data);
+        data
+    };
+    let want = answer(prometheus.port);
     let histograms = want["result"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| s["histogram"].is_array())
         .count();
-    assert!(histograms > 0, "Prometheus holds no native histogram: {want}");
+    assert!(
+        histograms > 0,
+        "Prometheus holds no native histogram: {want}"
+    );
     let mut got = Value::Null;
     let same = (0..50).any(|_| {
-        got = get_json(strata.port, &format!("/api/v1/query?{q}"))["data"].clone();
+        got = answer(strata.port);
         let same = got == want;
         if !same {
             std::thread::sleep(Duration::from_millis(200));

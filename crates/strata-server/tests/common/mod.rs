@@ -24,7 +24,7 @@ pub use processes::{
 };
 pub use query::{
     matrix_diff, matrix_diff_by, metrics_sum, newest_sample, query_matrix, query_vector,
-    raw_snapshot, vector_sum, wait_same_as_prometheus, Labels, Matrix,
+    raw_snapshot, round_numbers, vector_sum, wait_same_as_prometheus, Labels, Matrix,
 };
 
 pub const PROMETHEUS_BIN: &str = "/usr/bin/prometheus";
