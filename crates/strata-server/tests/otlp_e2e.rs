@@ -5,7 +5,11 @@
 //! `opentelemetry-exporter-otlp-proto-http` packages (.ci/run installs
 //! them from `tests/otlp/requirements.txt`) and Prometheus 3.
 // Test helpers may unwrap and index: a panic is a failed test.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 
