@@ -23,7 +23,7 @@ use strata_remote_write::proto::v1;
 use strata_remote_write::{Encoder, V2RequestBuilder};
 use tokio::sync::mpsc;
 
-use crate::stats::{LatencySummary, Latencies};
+use crate::stats::{Latencies, LatencySummary};
 
 /// Remote-write protocol version of one endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -47,7 +47,9 @@ impl Endpoint {
         let (url, version) = match s.rsplit_once('#') {
             Some((u, "v1")) => (u, RwVersion::V1),
             Some((u, "v2")) => (u, RwVersion::V2),
-            Some((_, other)) => anyhow::bail!("{s}: unknown version suffix #{other} (use #v1 or #v2)"),
+            Some((_, other)) => {
+                anyhow::bail!("{s}: unknown version suffix #{other} (use #v1 or #v2)")
+            }
             None => (s, default),
         };
         Ok(Self {
@@ -116,7 +118,8 @@ fn phi(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * z);
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-z * z).exp();
     if x >= 0.0 {
         0.5 * (1.0 + erf)
@@ -208,7 +211,11 @@ impl SeriesState {
                 if add > 0 {
                     *self.buckets.entry(i as i32).or_default() += add;
                     self.count += add;
-                    let mid = if upper.is_finite() { upper - 0.5 } else { lower + 0.5 };
+                    let mid = if upper.is_finite() {
+                        upper - 0.5
+                    } else {
+                        lower + 0.5
+                    };
                     self.sum += add as f64 * mid.exp2();
                 }
                 lower = upper;
@@ -740,7 +747,8 @@ pub async fn run(
         intervals,
         first_timestamp_ms: first_ts.unwrap_or(0),
         last_timestamp_ms: last_ts,
-        buckets_mean: bucket_counts.iter().sum::<usize>() as f64 / bucket_counts.len().max(1) as f64,
+        buckets_mean: bucket_counts.iter().sum::<usize>() as f64
+            / bucket_counts.len().max(1) as f64,
         buckets_max: distinct.last().copied().unwrap_or(0),
         resets: states.iter().map(|s| s.resets).sum(),
         targets: summaries,
@@ -799,7 +807,11 @@ mod tests {
                 assert_eq!(len as usize, h.positive_buckets.len());
             }
         }
-        let exp: Vec<usize> = a.iter().filter(|s| !s.nhcb).map(|s| s.buckets.len()).collect();
+        let exp: Vec<usize> = a
+            .iter()
+            .filter(|s| !s.nhcb)
+            .map(|s| s.buckets.len())
+            .collect();
         assert!(exp.iter().all(|&n| (15..=60).contains(&n)), "{exp:?}");
     }
 }

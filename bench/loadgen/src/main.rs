@@ -105,10 +105,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(series) = args.histograms {
         return run_histograms(args, series, headers);
     }
-    anyhow::ensure!(
-        args.url.len() == 1,
-        "several --url need --histograms"
-    );
+    anyhow::ensure!(args.url.len() == 1, "several --url need --histograms");
     let config = LoadConfig {
         url: args.url.into_iter().next().unwrap_or_default(),
         rate: args.rate,
@@ -154,11 +151,7 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_histograms(
-    args: Args,
-    series: usize,
-    headers: Vec<(String, String)>,
-) -> anyhow::Result<()> {
+fn run_histograms(args: Args, series: usize, headers: Vec<(String, String)>) -> anyhow::Result<()> {
     use strata_loadgen::hist::{Endpoint, HistConfig, RwVersion};
     let version = match args.rw_version {
         1 => RwVersion::V1,
