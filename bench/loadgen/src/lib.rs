@@ -28,6 +28,7 @@
 // The generator's hot loop indexes its own schedule's tables.
 #![allow(clippy::indexing_slicing)]
 
+pub mod hist;
 pub mod node;
 mod otlp;
 pub mod pages;

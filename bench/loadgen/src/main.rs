@@ -13,9 +13,10 @@ use strata_loadgen::LoadConfig;
     about = "Open-loop Prometheus remote-write 1.0 load: node_exporter-like targets at a fixed samples/s rate"
 )]
 struct Args {
-    /// Remote-write endpoint.
+    /// Remote-write endpoint. With --histograms, repeatable: the same load
+    /// goes to every URL; `URL#v1` or `URL#v2` overrides --rw-version for it.
     #[arg(long, default_value = "http://127.0.0.1:9470/api/v1/write")]
-    url: String,
+    url: Vec<String>,
     /// Offered samples per second.
     #[arg(long, default_value_t = 10_000.0)]
     rate: f64,
@@ -64,6 +65,26 @@ struct Args {
     /// (OTLP/HTTP protobuf, gzip; point --url at /v1/metrics).
     #[arg(long, default_value = "remote-write")]
     protocol: String,
+    /// Histogram mode: send this many native histogram series (one sample
+    /// each per --scrape-interval) instead of node_exporter floats; --rate
+    /// and --targets are then ignored and --batch-size counts histograms.
+    #[arg(long)]
+    histograms: Option<usize>,
+    /// Histogram mode: remote-write version, 1 or 2.
+    #[arg(long, default_value_t = 2)]
+    rw_version: u8,
+    /// Histogram mode: share of series with custom buckets (NHCB).
+    #[arg(long, default_value_t = 0.0)]
+    nhcb_share: f64,
+    /// Histogram mode: chance per series and interval of a counter reset.
+    #[arg(long, default_value_t = 0.002)]
+    reset_probability: f64,
+    /// Histogram mode: mean observations per series and interval.
+    #[arg(long, default_value_t = 200.0)]
+    observations: f64,
+    /// Histogram mode: metric name (NHCB series get `<name>_nhcb`).
+    #[arg(long, default_value = "bench_request_duration_seconds")]
+    metric: String,
     /// Tokio worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -81,8 +102,12 @@ fn main() -> anyhow::Result<()> {
             Ok((k.trim().to_string(), v.trim().to_string()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(series) = args.histograms {
+        return run_histograms(args, series, headers);
+    }
+    anyhow::ensure!(args.url.len() == 1, "several --url need --histograms");
     let config = LoadConfig {
-        url: args.url,
+        url: args.url.into_iter().next().unwrap_or_default(),
         rate: args.rate,
         duration: args.duration,
         targets: args.targets,
@@ -108,6 +133,59 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let json = args.progress_json;
     let summary = runtime.block_on(strata_loadgen::run(config, move |p| {
+        if json {
+            match serde_json::to_string(p) {
+                Ok(s) => eprintln!("{s}"),
+                Err(e) => eprintln!("progress: {e}"),
+            }
+        } else {
+            eprintln!("{p}");
+        }
+    }))?;
+    let out = serde_json::to_string_pretty(&summary)?;
+    match args.output {
+        Some(path) => std::fs::write(&path, out + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => println!("{out}"),
+    }
+    Ok(())
+}
+
+fn run_histograms(args: Args, series: usize, headers: Vec<(String, String)>) -> anyhow::Result<()> {
+    use strata_loadgen::hist::{Endpoint, HistConfig, RwVersion};
+    let version = match args.rw_version {
+        1 => RwVersion::V1,
+        2 => RwVersion::V2,
+        v => anyhow::bail!("--rw-version {v}: use 1 or 2"),
+    };
+    let endpoints = args
+        .url
+        .iter()
+        .map(|u| Endpoint::parse(u, version))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let config = HistConfig {
+        endpoints,
+        series,
+        interval: args.scrape_interval,
+        duration: args.duration,
+        batch_size: args.batch_size,
+        senders: args.senders,
+        seed: args.seed,
+        nhcb_share: args.nhcb_share,
+        reset_probability: args.reset_probability,
+        observations: args.observations,
+        metric: args.metric,
+        give_up_after: args.give_up_after,
+        drain_timeout: args.drain_timeout,
+        progress_interval: args.progress_interval,
+        headers,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()?;
+    let json = args.progress_json;
+    let summary = runtime.block_on(strata_loadgen::hist::run(config, move |p| {
         if json {
             match serde_json::to_string(p) {
                 Ok(s) => eprintln!("{s}"),

@@ -1,0 +1,817 @@
+//! Native histogram load: `series` exponential (schema 3) histograms, and
+//! optionally a share with custom buckets (NHCB, schema -53), each a
+//! request-latency distribution whose centre drifts, advanced once per
+//! interval with integer counts that only grow (but for rare resets), sent
+//! by remote write 1.0 or 2.0 to one or more endpoints at once.
+//!
+//! Every series has its own generator seeded from `seed` and its index, so
+//! the same arguments produce the same histograms whatever the batching;
+//! only the timestamps (the wall clock at each batch's scheduled time)
+//! differ between runs. Each batch is encoded once per protocol version and
+//! the same bytes go to every endpoint of that version, each endpoint with
+//! its own queue, senders and counters.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde::Serialize;
+use strata_codec::histogram::{CounterResetHint, Histogram, HistogramSample, Span};
+use strata_codec::Label;
+use strata_remote_write::proto::v1;
+use strata_remote_write::{Encoder, V2RequestBuilder};
+use tokio::sync::mpsc;
+
+use crate::stats::{Latencies, LatencySummary};
+
+/// Remote-write protocol version of one endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RwVersion {
+    #[serde(rename = "1.0")]
+    V1,
+    #[serde(rename = "2.0")]
+    V2,
+}
+
+/// One endpoint: `URL`, or `URL#v1` / `URL#v2` to override the default
+/// version for it (the fragment is not sent).
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub url: String,
+    pub version: RwVersion,
+}
+
+impl Endpoint {
+    pub fn parse(s: &str, default: RwVersion) -> anyhow::Result<Self> {
+        let (url, version) = match s.rsplit_once('#') {
+            Some((u, "v1")) => (u, RwVersion::V1),
+            Some((u, "v2")) => (u, RwVersion::V2),
+            Some((_, other)) => {
+                anyhow::bail!("{s}: unknown version suffix #{other} (use #v1 or #v2)")
+            }
+            None => (s, default),
+        };
+        Ok(Self {
+            url: url.to_string(),
+            version,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct HistConfig {
+    pub endpoints: Vec<Endpoint>,
+    /// Number of histogram series.
+    pub series: usize,
+    /// Each series gets one sample per interval.
+    pub interval: Duration,
+    pub duration: Duration,
+    /// Most series (histogram samples) per request.
+    pub batch_size: usize,
+    /// Concurrent senders per endpoint.
+    pub senders: usize,
+    pub seed: u64,
+    /// Share of series with custom buckets (NHCB) instead of exponential ones.
+    pub nhcb_share: f64,
+    /// Chance per series and interval that its counts restart from zero.
+    pub reset_probability: f64,
+    /// Mean observations added to a series per interval.
+    pub observations: f64,
+    /// Metric name of the exponential series; NHCB ones get `<name>_nhcb`.
+    pub metric: String,
+    pub give_up_after: Duration,
+    pub drain_timeout: Duration,
+    pub progress_interval: Duration,
+    pub headers: Vec<(String, String)>,
+}
+
+/// splitmix64: small, fast and good enough for load shapes.
+#[derive(Clone, Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box-Muller).
+    fn normal(&mut self) -> f64 {
+        let u1 = self.uniform().max(1e-300);
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// The standard normal CDF (Abramowitz and Stegun 7.1.26, error < 1.5e-7).
+fn phi(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * z);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-z * z).exp();
+    if x >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
+}
+
+/// Upper bounds of the custom buckets (seconds), as a classic latency
+/// histogram has them; the last bucket (+Inf) is implicit.
+const NHCB_BOUNDS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+const SCHEMA: i32 = 3;
+/// client_golang's default zero threshold (2^-128).
+const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39;
+
+/// One series: a log-normal latency distribution (log2 seconds ~ N(mu,
+/// sigma)) whose mu drifts, and the cumulative counts observed from it.
+struct SeriesState {
+    labels: Vec<Label>,
+    nhcb: bool,
+    rng: Rng,
+    mu: f64,
+    sigma: f64,
+    /// Mean observations per interval of this series.
+    load: f64,
+    /// Bucket index to cumulative count.
+    buckets: BTreeMap<i32, u64>,
+    count: u64,
+    sum: f64,
+    resets: u64,
+}
+
+impl SeriesState {
+    fn new(index: usize, config: &HistConfig) -> Self {
+        let mut rng = Rng(config
+            .seed
+            .wrapping_mul(0x2545_f491_4f6c_dd1d)
+            .wrapping_add(index as u64));
+        let nhcb = rng.uniform() < config.nhcb_share;
+        let name = if nhcb {
+            format!("{}_nhcb", config.metric)
+        } else {
+            config.metric.clone()
+        };
+        let labels = vec![
+            Label::new("__name__", name),
+            Label::new("instance", format!("host-{:04}", index / 20)),
+            Label::new("job", "histbench"),
+            Label::new("route", format!("/api/r{:02}", index % 20)),
+        ];
+        let mu = -7.0 + 4.0 * rng.uniform(); // 8 ms to 125 ms median
+        let sigma = 0.45 + 0.3 * rng.uniform(); // ±3σ ≈ 22 to 36 schema-3 buckets
+        let load = config.observations * (0.5 + rng.uniform());
+        Self {
+            labels,
+            nhcb,
+            rng,
+            mu,
+            sigma,
+            load,
+            buckets: BTreeMap::new(),
+            count: 0,
+            sum: 0.0,
+            resets: 0,
+        }
+    }
+
+    /// Observations of one interval; returns the new sample.
+    fn step(&mut self, reset_probability: f64) -> HistogramSample {
+        if self.rng.uniform() < reset_probability {
+            self.buckets.clear();
+            self.count = 0;
+            self.sum = 0.0;
+            self.resets += 1;
+        }
+        self.mu = (self.mu + 0.04 * self.rng.normal()).clamp(-9.0, -1.0);
+        let n = self.load * (0.7 + 0.6 * self.rng.uniform());
+        let (mu, sigma) = (self.mu, self.sigma);
+        let cdf = |log2_x: f64| phi((log2_x - mu) / sigma);
+        if self.nhcb {
+            let mut lower = f64::NEG_INFINITY;
+            for i in 0..=NHCB_BOUNDS.len() {
+                let upper = NHCB_BOUNDS.get(i).map_or(f64::INFINITY, |b| b.log2());
+                let p = cdf(upper) - if lower.is_finite() { cdf(lower) } else { 0.0 };
+                let add = (n * p + self.rng.uniform()).floor() as u64;
+                if add > 0 {
+                    *self.buckets.entry(i as i32).or_default() += add;
+                    self.count += add;
+                    let mid = if upper.is_finite() {
+                        upper - 0.5
+                    } else {
+                        lower + 0.5
+                    };
+                    self.sum += add as f64 * mid.exp2();
+                }
+                lower = upper;
+            }
+        } else {
+            let scale = f64::from(1 << SCHEMA);
+            let lo = ((mu - 4.0 * sigma) * scale).floor() as i32;
+            let hi = ((mu + 4.0 * sigma) * scale).ceil() as i32;
+            for i in lo..=hi {
+                // Bucket i holds (2^((i-1)/8), 2^(i/8)].
+                let upper = f64::from(i) / scale;
+                let lower = f64::from(i - 1) / scale;
+                let p = cdf(upper) - cdf(lower);
+                let add = (n * p + self.rng.uniform()).floor() as u64;
+                if add > 0 {
+                    *self.buckets.entry(i).or_default() += add;
+                    self.count += add;
+                    self.sum += add as f64 * ((upper + lower) / 2.0).exp2();
+                }
+            }
+        }
+        self.sample()
+    }
+
+    fn sample(&self) -> HistogramSample {
+        let mut spans: Vec<Span> = Vec::new();
+        let mut deltas = Vec::with_capacity(self.buckets.len());
+        let mut prev_index: Option<i32> = None;
+        let mut prev_count = 0i64;
+        for (&i, &c) in &self.buckets {
+            match (prev_index, spans.last_mut()) {
+                (Some(p), Some(last)) if i == p + 1 => last.length += 1,
+                (Some(p), _) => spans.push(Span {
+                    offset: i - p - 1,
+                    length: 1,
+                }),
+                (None, _) => spans.push(Span {
+                    offset: i,
+                    length: 1,
+                }),
+            }
+            let c = c as i64;
+            deltas.push(c - prev_count);
+            prev_count = c;
+            prev_index = Some(i);
+        }
+        HistogramSample::Int(Histogram {
+            schema: if self.nhcb { -53 } else { SCHEMA },
+            zero_threshold: if self.nhcb { 0.0 } else { ZERO_THRESHOLD },
+            zero_count: 0,
+            count: self.count,
+            sum: self.sum,
+            positive_spans: spans,
+            positive_buckets: deltas,
+            negative_spans: Vec::new(),
+            negative_buckets: Vec::new(),
+            custom_values: if self.nhcb {
+                NHCB_BOUNDS.to_vec()
+            } else {
+                Vec::new()
+            },
+            counter_reset_hint: CounterResetHint::Unknown,
+        })
+    }
+}
+
+/// Counters of one endpoint.
+#[derive(Default, Debug)]
+struct Counters {
+    offered: u64,
+    accepted: u64,
+    accepted_batches: u64,
+    /// Sum of `X-Prometheus-Remote-Write-Histograms-Written` answers.
+    histograms_written_header: u64,
+    dropped: u64,
+    failed: u64,
+    failed_batches: u64,
+    retried_attempts: u64,
+    statuses: BTreeMap<String, u64>,
+    latencies: Latencies,
+    window: Latencies,
+    last_error: Option<String>,
+}
+
+struct Target {
+    endpoint: Endpoint,
+    counters: Mutex<Counters>,
+}
+
+impl Target {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counters> {
+        self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+struct Batch {
+    scheduled: Instant,
+    samples: u64,
+    body: bytes::Bytes,
+}
+
+/// The result of one endpoint.
+#[derive(Serialize, Debug, Clone)]
+pub struct TargetSummary {
+    pub url: String,
+    pub version: RwVersion,
+    pub samples_offered: u64,
+    pub samples_accepted: u64,
+    pub accepted_per_s: f64,
+    /// Sum of the `X-Prometheus-Remote-Write-Histograms-Written` headers
+    /// (2.0 receivers that send it).
+    pub histograms_written_header: u64,
+    pub dropped_samples: u64,
+    pub failed_samples: u64,
+    pub failed_batches: u64,
+    pub unfinished_samples: u64,
+    pub retried_attempts: u64,
+    pub latency: LatencySummary,
+    pub statuses: BTreeMap<String, u64>,
+    pub last_error: Option<String>,
+}
+
+/// The JSON a histogram run prints when it ends.
+#[derive(Serialize, Debug, Clone)]
+pub struct HistSummary {
+    pub mode: &'static str,
+    pub series: usize,
+    pub nhcb_series: usize,
+    pub interval_s: f64,
+    pub duration_s: f64,
+    pub batch_size: usize,
+    pub offered_per_s: f64,
+    /// Samples generated per series (intervals played).
+    pub intervals: u64,
+    pub first_timestamp_ms: i64,
+    pub last_timestamp_ms: i64,
+    /// Populated buckets per histogram at the end, mean and max.
+    pub buckets_mean: f64,
+    pub buckets_max: usize,
+    pub resets: u64,
+    pub targets: Vec<TargetSummary>,
+}
+
+impl HistSummary {
+    pub fn clean(&self) -> bool {
+        self.targets
+            .iter()
+            .all(|t| t.dropped_samples == 0 && t.failed_samples == 0 && t.unfinished_samples == 0)
+    }
+}
+
+/// Progress of one endpoint since the previous line.
+#[derive(Serialize, Debug, Clone)]
+pub struct HistProgress {
+    pub elapsed_s: f64,
+    pub url: String,
+    pub accepted_per_s: f64,
+    pub samples_accepted: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub dropped_samples: u64,
+    pub failed_samples: u64,
+    pub retried_attempts: u64,
+}
+
+impl std::fmt::Display for HistProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:7.1}s {} {:9.0}/s accepted={} p50={:.1}ms p99={:.1}ms dropped={} failed={} retries={}",
+            self.elapsed_s,
+            self.url,
+            self.accepted_per_s,
+            self.samples_accepted,
+            self.p50_ms,
+            self.p99_ms,
+            self.dropped_samples,
+            self.failed_samples,
+            self.retried_attempts
+        )
+    }
+}
+
+fn headers(
+    version: RwVersion,
+    extra: &[(String, String)],
+) -> anyhow::Result<reqwest::header::HeaderMap> {
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+    let mut h = HeaderMap::new();
+    let (content_type, rw_version) = match version {
+        RwVersion::V1 => ("application/x-protobuf", "0.1.0"),
+        RwVersion::V2 => (
+            "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+            "2.0.0",
+        ),
+    };
+    h.insert(
+        HeaderName::from_static("content-type"),
+        HeaderValue::from_static(content_type),
+    );
+    h.insert(
+        HeaderName::from_static("content-encoding"),
+        HeaderValue::from_static("snappy"),
+    );
+    h.insert(
+        HeaderName::from_static("x-prometheus-remote-write-version"),
+        HeaderValue::from_static(rw_version),
+    );
+    h.insert(
+        HeaderName::from_static("user-agent"),
+        HeaderValue::from_static("strata-loadgen/0.1"),
+    );
+    for (k, v) in extra {
+        h.insert(
+            HeaderName::from_bytes(k.as_bytes()).with_context(|| format!("header {k}"))?,
+            HeaderValue::from_str(v).with_context(|| format!("header {k}"))?,
+        );
+    }
+    Ok(h)
+}
+
+enum Outcome {
+    Accepted(Option<u64>),
+    Retry(Option<Duration>),
+    Refused,
+}
+
+async fn attempt(
+    client: &reqwest::Client,
+    target: &Target,
+    headers: &reqwest::header::HeaderMap,
+    body: bytes::Bytes,
+) -> Outcome {
+    let sent = client
+        .post(&target.endpoint.url)
+        .headers(headers.clone())
+        .body(body)
+        .send()
+        .await;
+    let resp = match sent {
+        Ok(r) => r,
+        Err(e) => {
+            let mut c = target.lock();
+            *c.statuses.entry("connect".into()).or_default() += 1;
+            c.retried_attempts += 1;
+            c.last_error = Some(e.to_string());
+            return Outcome::Retry(None);
+        }
+    };
+    let status = resp.status();
+    let header_u64 = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let written = header_u64("x-prometheus-remote-write-histograms-written");
+    let retry_after = header_u64("retry-after").map(|s| Duration::from_secs(s.min(5)));
+    let text = if status.is_success() {
+        let _ = resp.bytes().await;
+        String::new()
+    } else {
+        resp.text().await.unwrap_or_default()
+    };
+    let mut c = target.lock();
+    *c.statuses.entry(status.as_u16().to_string()).or_default() += 1;
+    if status.is_success() {
+        Outcome::Accepted(written)
+    } else if status.is_server_error() || status.as_u16() == 429 {
+        c.retried_attempts += 1;
+        c.last_error = Some(format!("{status}: {}", text.trim()));
+        Outcome::Retry(retry_after)
+    } else {
+        c.last_error = Some(format!("{status}: {}", text.trim()));
+        Outcome::Refused
+    }
+}
+
+async fn send(
+    client: &reqwest::Client,
+    target: &Target,
+    headers: &reqwest::header::HeaderMap,
+    give_up_after: Duration,
+    batch: Batch,
+) {
+    let mut backoff = Duration::from_millis(30);
+    loop {
+        match attempt(client, target, headers, batch.body.clone()).await {
+            Outcome::Accepted(written) => {
+                let latency = batch.scheduled.elapsed();
+                let mut c = target.lock();
+                c.accepted += batch.samples;
+                c.accepted_batches += 1;
+                c.histograms_written_header += written.unwrap_or(0);
+                c.latencies.record(latency);
+                c.window.record(latency);
+                return;
+            }
+            Outcome::Refused => break,
+            Outcome::Retry(after) => {
+                let wait = after.unwrap_or(backoff).min(Duration::from_secs(5));
+                if batch.scheduled.elapsed() + wait > give_up_after {
+                    break;
+                }
+                tokio::time::sleep(wait).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+    let mut c = target.lock();
+    c.failed += batch.samples;
+    c.failed_batches += 1;
+}
+
+/// Runs the histogram load to its end; `on_progress` gets one line per
+/// endpoint every `progress_interval`.
+pub async fn run(
+    config: HistConfig,
+    mut on_progress: impl FnMut(&HistProgress) + Send,
+) -> anyhow::Result<HistSummary> {
+    anyhow::ensure!(config.series > 0, "--histograms must be positive");
+    anyhow::ensure!(!config.endpoints.is_empty(), "no --url");
+    anyhow::ensure!(!config.interval.is_zero(), "interval must be positive");
+    let batch_size = config.batch_size.max(1);
+    let senders = config.senders.max(1);
+    let client = reqwest::Client::builder()
+        .http1_only()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(senders)
+        .timeout(config.give_up_after)
+        .build()
+        .context("HTTP client")?;
+    let batches_per_interval = config.series.div_ceil(batch_size);
+    // Ten seconds of batches, at least 8.
+    let queue = ((10.0 / config.interval.as_secs_f64()) * batches_per_interval as f64)
+        .ceil()
+        .max(8.0) as usize;
+
+    let mut targets = Vec::new();
+    let mut queues = Vec::new();
+    let mut workers = tokio::task::JoinSet::new();
+    for endpoint in &config.endpoints {
+        let target = Arc::new(Target {
+            endpoint: endpoint.clone(),
+            counters: Mutex::new(Counters::default()),
+        });
+        let h = headers(endpoint.version, &config.headers)?;
+        let (tx, rx) = mpsc::channel::<Batch>(queue);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..senders {
+            let rx = Arc::clone(&rx);
+            let target = Arc::clone(&target);
+            let client = client.clone();
+            let h = h.clone();
+            let give_up = config.give_up_after;
+            workers.spawn(async move {
+                loop {
+                    let next = rx.lock().await.recv().await;
+                    match next {
+                        Some(batch) => send(&client, &target, &h, give_up, batch).await,
+                        None => break,
+                    }
+                }
+            });
+        }
+        targets.push(target);
+        queues.push(tx);
+    }
+    let need_v1 = config.endpoints.iter().any(|e| e.version == RwVersion::V1);
+    let need_v2 = config.endpoints.iter().any(|e| e.version == RwVersion::V2);
+
+    let mut states: Vec<SeriesState> = (0..config.series)
+        .map(|i| SeriesState::new(i, &config))
+        .collect();
+    let nhcb_series = states.iter().filter(|s| s.nhcb).count();
+    let mut encoder = Encoder::new();
+    let mut v1_request = v1::WriteRequest::default();
+    let mut first_ts = None;
+    let mut last_ts = 0;
+    let mut intervals = 0u64;
+
+    let start = Instant::now();
+    let end = start + config.duration;
+    let gap = config.interval / batches_per_interval as u32;
+    let mut next_report = start + config.progress_interval;
+    let mut last_report = start;
+    let mut last_accepted = vec![0u64; targets.len()];
+    'outer: for tick in 0u32.. {
+        for b in 0..batches_per_interval {
+            let due = start + config.interval * tick + gap * b as u32;
+            if due >= end {
+                break 'outer;
+            }
+            while next_report <= due {
+                tokio::time::sleep_until(next_report.into()).await;
+                let now = Instant::now();
+                let secs = now.duration_since(last_report).as_secs_f64();
+                for (t, last) in targets.iter().zip(last_accepted.iter_mut()) {
+                    let mut c = t.lock();
+                    let w = c.window.summary();
+                    c.window.clear();
+                    let p = HistProgress {
+                        elapsed_s: now.duration_since(start).as_secs_f64(),
+                        url: t.endpoint.url.clone(),
+                        accepted_per_s: (c.accepted - *last) as f64 / secs.max(1e-9),
+                        samples_accepted: c.accepted,
+                        p50_ms: w.p50_ms,
+                        p99_ms: w.p99_ms,
+                        dropped_samples: c.dropped,
+                        failed_samples: c.failed,
+                        retried_attempts: c.retried_attempts,
+                    };
+                    *last = c.accepted;
+                    drop(c);
+                    on_progress(&p);
+                }
+                last_report = now;
+                next_report += config.progress_interval;
+            }
+            tokio::time::sleep_until(due.into()).await;
+            let ts = crate::now_ms();
+            first_ts.get_or_insert(ts);
+            last_ts = ts;
+            let lo = b * batch_size;
+            let hi = (lo + batch_size).min(states.len());
+            let Some(slice) = states.get_mut(lo..hi) else {
+                continue;
+            };
+            let samples: Vec<HistogramSample> = slice
+                .iter_mut()
+                .map(|s| s.step(config.reset_probability))
+                .collect();
+            let n = samples.len() as u64;
+            let mut v1_body = bytes::Bytes::new();
+            let mut v2_body = bytes::Bytes::new();
+            if need_v1 {
+                v1_request.timeseries.clear();
+                for (s, h) in slice.iter().zip(&samples) {
+                    v1_request.timeseries.push(v1::TimeSeries {
+                        labels: s
+                            .labels
+                            .iter()
+                            .map(|l| v1::Label {
+                                name: l.name.clone(),
+                                value: l.value.clone(),
+                            })
+                            .collect(),
+                        samples: Vec::new(),
+                        exemplars: Vec::new(),
+                        histograms: vec![v1::Histogram::from_sample(ts, h)],
+                    });
+                }
+                let mut out = Vec::new();
+                encoder.encode_v1(&v1_request, &mut out);
+                v1_body = out.into();
+            }
+            if need_v2 {
+                let mut builder = V2RequestBuilder::new();
+                for (s, h) in slice.iter().zip(samples) {
+                    builder.add_series_with_histograms(&s.labels, &[], &[(ts, h)], &[]);
+                }
+                let mut out = Vec::new();
+                encoder.encode_v2(&builder.build(), &mut out);
+                v2_body = out.into();
+            }
+            for (t, tx) in targets.iter().zip(&queues) {
+                let body = match t.endpoint.version {
+                    RwVersion::V1 => v1_body.clone(),
+                    RwVersion::V2 => v2_body.clone(),
+                };
+                t.lock().offered += n;
+                let batch = Batch {
+                    scheduled: due,
+                    samples: n,
+                    body,
+                };
+                if tx.try_send(batch).is_err() {
+                    t.lock().dropped += n;
+                }
+            }
+            if b + 1 == batches_per_interval {
+                intervals += 1;
+            }
+        }
+    }
+    tokio::time::sleep_until(end.into()).await;
+    drop(queues);
+    let drained = tokio::time::timeout(config.drain_timeout, async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        workers.abort_all();
+    }
+
+    let duration_s = config.duration.as_secs_f64().max(1e-9);
+    let summaries = targets
+        .iter()
+        .map(|t| {
+            let c = t.lock();
+            TargetSummary {
+                url: t.endpoint.url.clone(),
+                version: t.endpoint.version,
+                samples_offered: c.offered,
+                samples_accepted: c.accepted,
+                accepted_per_s: c.accepted as f64 / duration_s,
+                histograms_written_header: c.histograms_written_header,
+                dropped_samples: c.dropped,
+                failed_samples: c.failed,
+                failed_batches: c.failed_batches,
+                unfinished_samples: c.offered.saturating_sub(c.accepted + c.dropped + c.failed),
+                retried_attempts: c.retried_attempts,
+                latency: c.latencies.summary(),
+                statuses: c.statuses.clone(),
+                last_error: c.last_error.clone(),
+            }
+        })
+        .collect();
+    let bucket_counts: Vec<usize> = states.iter().map(|s| s.buckets.len()).collect();
+    let distinct: BTreeSet<usize> = bucket_counts.iter().copied().collect();
+    Ok(HistSummary {
+        mode: "histograms",
+        series: config.series,
+        nhcb_series,
+        interval_s: config.interval.as_secs_f64(),
+        duration_s,
+        batch_size,
+        offered_per_s: config.series as f64 / config.interval.as_secs_f64(),
+        intervals,
+        first_timestamp_ms: first_ts.unwrap_or(0),
+        last_timestamp_ms: last_ts,
+        buckets_mean: bucket_counts.iter().sum::<usize>() as f64
+            / bucket_counts.len().max(1) as f64,
+        buckets_max: distinct.last().copied().unwrap_or(0),
+        resets: states.iter().map(|s| s.resets).sum(),
+        targets: summaries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> HistConfig {
+        HistConfig {
+            endpoints: vec![],
+            series: 10,
+            interval: Duration::from_secs(5),
+            duration: Duration::from_secs(60),
+            batch_size: 500,
+            senders: 1,
+            seed: 7,
+            nhcb_share: 0.3,
+            reset_probability: 0.0,
+            observations: 100.0,
+            metric: "h".into(),
+            give_up_after: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(5),
+            progress_interval: Duration::from_secs(5),
+            headers: vec![],
+        }
+    }
+
+    #[test]
+    fn samples_are_valid_deterministic_and_grow() {
+        let c = config();
+        let mut a: Vec<SeriesState> = (0..c.series).map(|i| SeriesState::new(i, &c)).collect();
+        let mut b: Vec<SeriesState> = (0..c.series).map(|i| SeriesState::new(i, &c)).collect();
+        for _ in 0..50 {
+            for (x, y) in a.iter_mut().zip(&mut b) {
+                let before = x.count;
+                let hx = x.step(0.0);
+                let hy = y.step(0.0);
+                assert_eq!(hx, hy);
+                assert!(x.count >= before);
+                let HistogramSample::Int(h) = &hx else {
+                    panic!("not an integer histogram")
+                };
+                let buckets: i64 = h
+                    .positive_buckets
+                    .iter()
+                    .scan(0i64, |acc, d| {
+                        *acc += d;
+                        Some(*acc)
+                    })
+                    .sum();
+                assert_eq!(buckets as u64, h.count);
+                let len: u32 = h.positive_spans.iter().map(|s| s.length).sum();
+                assert_eq!(len as usize, h.positive_buckets.len());
+            }
+        }
+        let exp: Vec<usize> = a
+            .iter()
+            .filter(|s| !s.nhcb)
+            .map(|s| s.buckets.len())
+            .collect();
+        assert!(exp.iter().all(|&n| (15..=60).contains(&n)), "{exp:?}");
+    }
+}
