@@ -429,6 +429,12 @@ remote_write:
     let sealed = (started + 45_000) / 1000 * 1000;
     let sealed_bucket = metric(v2.port, "strata_buckets_sealed_total");
     assert!(sealed_bucket >= 2.0, "buckets sealed: {sealed_bucket}");
+    // Three of ours and Prometheus' own per scrape, counted.
+    let ingested = metric(v2.port, "strata_histogram_samples_ingested_total");
+    assert!(
+        ingested >= 3.0 * 60.0,
+        "histogram samples ingested: {ingested}"
+    );
     compare_all(prom.port, &stratas, sealed);
     drop(prom);
 }

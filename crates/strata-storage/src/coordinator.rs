@@ -365,6 +365,7 @@ impl Coordinator {
         let stats = &self.inner.stats;
         stats.group_apply.observe(applying.elapsed());
         let appended: usize = outcomes.iter().map(|o| o.appended).sum();
+        add(&stats.histograms_appended, self.record.histograms.len());
         add(&stats.samples_appended, appended);
         add(
             &stats.samples_duplicate,

@@ -71,6 +71,9 @@ impl Histogram {
 /// Everything the storage engine counts.
 pub struct StorageStats {
     pub samples_appended: AtomicU64,
+    /// Native histogram samples appended (or, for a sealed bucket, written
+    /// with their log record).
+    pub histograms_appended: AtomicU64,
     pub samples_duplicate: AtomicU64,
     pub samples_rejected: AtomicU64,
     pub series_created: AtomicU64,
@@ -120,6 +123,7 @@ impl Default for StorageStats {
     fn default() -> Self {
         Self {
             samples_appended: AtomicU64::new(0),
+            histograms_appended: AtomicU64::new(0),
             samples_duplicate: AtomicU64::new(0),
             samples_rejected: AtomicU64::new(0),
             series_created: AtomicU64::new(0),

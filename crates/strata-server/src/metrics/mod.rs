@@ -203,6 +203,12 @@ pub fn render(
     );
     counter(
         &mut out,
+        "strata_histogram_samples_ingested_total",
+        "Native histogram samples appended to the head (or written with their log record, for a sealed bucket).",
+        l(&st.histograms_appended),
+    );
+    counter(
+        &mut out,
         "strata_samples_duplicate_total",
         "Exact duplicate samples accepted and not stored again.",
         l(&st.samples_duplicate),
