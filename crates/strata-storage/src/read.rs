@@ -913,9 +913,12 @@ impl Storage {
     ) -> Result<Vec<Vec<Label>>, StorageError> {
         let head = &self.shared.head;
         let bucket_ms = self.shared.settings.bucket_ms();
-        let sealed = head.sealed_through().unwrap_or(NONE_SEALED);
+        let sealed_before = head.sealed_through().unwrap_or(NONE_SEALED);
         let matching = head.series_for(&head.select_ids(matchers));
-        let mut ids = head.overlapping(&matching, sealed, bucket_ms, mint, maxt);
+        let mut ids = head.overlapping(&matching, sealed_before, bucket_ms, mint, maxt);
+        // A bucket sealed meanwhile may have left the head before it was
+        // looked at: read from the store as sealed.
+        let sealed = head.sealed_through().unwrap_or(NONE_SEALED);
         let (first, last) = self.bucket_range(mint, maxt);
         if sealed != NONE_SEALED && first <= last.min(sealed) {
             for (span, _) in self.shared.spans(first, last.min(sealed)) {

@@ -142,6 +142,8 @@ async fn a_seal_releases_each_chunk_once_written_and_reads_miss_nothing() {
                 while storage.head().sealed_through() < Some(bucket) {
                     let got = read(&storage, by_pod(), first.0, first.1).await;
                     assert_eq!(got, want, "a read during the seal");
+                    let listed = storage.series(&[by_pod()], first.0, first.1).await.unwrap();
+                    assert_eq!(listed.len(), SERIES as usize, "a listing during the seal");
                     reads += 1;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
