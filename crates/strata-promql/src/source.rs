@@ -139,23 +139,7 @@ impl MemSource {
     /// creating the series if needed; a histogram at the same time is
     /// replaced.
     pub fn append(&self, labels: &[Label], t: i64, v: f64) {
-        let mut labels = labels.to_vec();
-        labels.sort();
-        let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
-        let idx = match all.binary_search_by(|s| s.labels.as_slice().cmp(labels.as_slice())) {
-            Ok(i) => i,
-            Err(i) => {
-                all.insert(
-                    i,
-                    Series {
-                        labels,
-                        ..Series::default()
-                    },
-                );
-                i
-            }
-        };
-        if let Some(s) = all.get_mut(idx) {
+        self.with_series(labels, |s| {
             // A float replaces a histogram at the same time.
             s.histograms.retain(|(x, _)| *x != t);
             let pos = s.timestamps.partition_point(|&x| x <= t);
@@ -167,30 +151,14 @@ impl MemSource {
                 s.timestamps.insert(pos, t);
                 s.values.insert(pos, v);
             }
-        }
+        });
     }
 
     /// Adds one native histogram sample to the series with exactly these
     /// labels (sorted here), creating the series if needed; a float sample
     /// at the same time is replaced.
     pub fn append_histogram(&self, labels: &[Label], t: i64, h: FloatHistogram) {
-        let mut labels = labels.to_vec();
-        labels.sort();
-        let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
-        let idx = match all.binary_search_by(|s| s.labels.as_slice().cmp(labels.as_slice())) {
-            Ok(i) => i,
-            Err(i) => {
-                all.insert(
-                    i,
-                    Series {
-                        labels,
-                        ..Series::default()
-                    },
-                );
-                i
-            }
-        };
-        if let Some(s) = all.get_mut(idx) {
+        self.with_series(labels, |s| {
             if let Ok(i) = s.timestamps.binary_search(&t) {
                 s.timestamps.remove(i);
                 if i < s.values.len() {
@@ -205,6 +173,30 @@ impl MemSource {
             } else {
                 s.histograms.insert(pos, (t, h));
             }
+        });
+    }
+
+    /// Runs `f` on the series with exactly these labels (sorted here),
+    /// created if needed.
+    fn with_series(&self, labels: &[Label], f: impl FnOnce(&mut Series)) {
+        let mut labels = labels.to_vec();
+        labels.sort();
+        let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
+        let idx = match all.binary_search_by(|s| s.labels.as_slice().cmp(labels.as_slice())) {
+            Ok(i) => i,
+            Err(i) => {
+                all.insert(
+                    i,
+                    Series {
+                        labels,
+                        ..Series::default()
+                    },
+                );
+                i
+            }
+        };
+        if let Some(s) = all.get_mut(idx) {
+            f(s);
         }
     }
 
