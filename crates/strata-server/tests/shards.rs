@@ -272,8 +272,13 @@ fn two_shards_distributor_and_reader() {
         },
     );
     assert_eq!(listed(reader.port).len(), SERIES);
-    let otlp_series = query_matrix(reader.port, "otlp_shard_test[5m]", at);
-    assert_eq!(otlp_series.len(), SERIES, "OTLP series over both shards");
+    // The OTLP write was answered at Applied durability: the reader sees it
+    // once each shard's log has flushed it, a moment later.
+    wait_until(
+        Duration::from_secs(30),
+        "the reader sees every OTLP series over both shards",
+        || query_matrix(reader.port, "otlp_shard_test[5m]", at).len() == SERIES,
+    );
     // So does shard 0's `all` process, which opens shard 1 read-only once
     // it exists.
     let all_port = ports[0];
