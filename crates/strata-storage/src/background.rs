@@ -10,6 +10,7 @@ use crate::{compact, head, late, spill, Storage};
 /// How often the head's chunk tails are looked at for freezing and
 /// spilling.
 const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+const FREEZE_INTERVAL_MS: i64 = 30_000;
 
 /// Starts the background pass that freezes long head-chunk tails into the
 /// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
@@ -36,7 +37,12 @@ pub(crate) fn start_freezer(
                     return;
                 };
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
-                tracing::debug!(frozen, "froze head chunk tails");
+                // Buckets that ended a pass ago or more: their last scrape's
+                // samples are in.
+                let open = (inner.clock.now_ms() - FREEZE_INTERVAL_MS)
+                    .div_euclid(inner.settings.bucket_ms());
+                let ended = inner.head.freeze_ended(open);
+                tracing::debug!(frozen, ended, "froze head chunk tails");
                 if let Some(runtime) = &runtime {
                     match spill::spill_pass(&inner, runtime) {
                         Ok(pass) if pass.segments > 0 => tracing::debug!(
@@ -151,6 +157,64 @@ pub(crate) fn compaction_runtime() -> Option<tokio::runtime::Handle> {
         .map(|r| r.handle().clone())
 }
 
+/// How long an idle worker of [`run_on_worker`] waits for work before it
+/// exits.
+const WORKER_IDLE: std::time::Duration = std::time::Duration::from_secs(900);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Idle workers of [`run_on_worker`], each behind a channel of no capacity:
+/// a send succeeds only if the worker takes the job.
+static IDLE_WORKERS: parking_lot::Mutex<Vec<std::sync::mpsc::SyncSender<Job>>> =
+    parking_lot::Mutex::new(Vec::new());
+
+/// Runs `f` on a background thread of low priority; the receiver gets its
+/// result (or its panic). The threads stay for a while after their work
+/// ([`WORKER_IDLE`]) and take the next: the allocator keeps free room per
+/// thread, and the pages of a thread that exits while blocks it allocated
+/// are still in use (a seal's batches, freed later by the writes) are left
+/// abandoned, their free room unused until some other thread takes them
+/// over. A new thread per seal left that behind every bucket.
+pub(crate) fn run_on_worker<T, F>(
+    f: F,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<std::thread::Result<T>>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut job: Job = Box::new(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    loop {
+        let Some(worker) = IDLE_WORKERS.lock().pop() else {
+            break;
+        };
+        // A worker that has timed out has dropped its end: the job comes
+        // back.
+        match worker.send(job) {
+            Ok(()) => return Ok(rx),
+            Err(std::sync::mpsc::SendError(back)) => job = back,
+        }
+    }
+    std::thread::Builder::new()
+        .name("strata-worker".into())
+        .spawn(move || {
+            lower_priority();
+            let (idle, next) = std::sync::mpsc::sync_channel::<Job>(0);
+            let mut job = job;
+            loop {
+                job();
+                IDLE_WORKERS.lock().push(idle.clone());
+                match next.recv_timeout(WORKER_IDLE) {
+                    Ok(j) => job = j,
+                    Err(_) => return,
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
 /// Nice value of background threads: ingest and queries go first when CPU
 /// is short.
 const BACKGROUND_NICE: i32 = 10;
@@ -167,5 +231,39 @@ pub(crate) fn lower_priority() {
         if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE) != 0 {
             tracing::debug!("could not lower a background thread's priority");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_worker_takes_the_next_job_and_survives_a_panic() {
+        let first = run_on_worker(|| std::thread::current().id())
+            .unwrap()
+            .await
+            .unwrap()
+            .unwrap();
+        let panicked = run_on_worker(|| -> u32 { panic!("a job that fails") })
+            .unwrap()
+            .await
+            .unwrap();
+        assert!(panicked.is_err(), "the panic is the job's result");
+        // Tests run side by side and share the workers: some worker that
+        // ran an earlier job runs a later one.
+        let mut threads = vec![first];
+        for _ in 0..20 {
+            let id = run_on_worker(|| std::thread::current().id())
+                .unwrap()
+                .await
+                .unwrap()
+                .unwrap();
+            if threads.contains(&id) {
+                return;
+            }
+            threads.push(id);
+        }
+        panic!("every job ran on a new thread: {threads:?}");
     }
 }

@@ -91,12 +91,7 @@ pub(crate) async fn seal(
     let (tx, mut rx) = mpsc::channel::<Encoded>(BATCHES_AHEAD);
     let encoder = {
         let inner = Arc::clone(&inner);
-        std::thread::Builder::new()
-            .name("strata-sealer".into())
-            .spawn(move || {
-                crate::background::lower_priority();
-                encode_bucket(&inner, bucket, &series, &tx)
-            })
+        crate::background::run_on_worker(move || encode_bucket(&inner, bucket, &series, &tx))
             .map_err(|e| StorageError::Unavailable(format!("cannot start the sealer: {e}")))?
     };
 
@@ -124,10 +119,10 @@ pub(crate) async fn seal(
     }
     // Dropping the receiver stops an encoder that is still running.
     drop(rx);
-    let written = tokio::task::spawn_blocking(move || encoder.join())
+    let written = encoder
         .await
-        .map_err(|e| StorageError::Unavailable(format!("sealer: {e}")))?
-        .map_err(|_| StorageError::Unavailable("the sealer thread panicked".into()))??;
+        .map_err(|_| StorageError::Unavailable("sealer: the encoding thread is gone".into()))?
+        .map_err(|_| StorageError::Unavailable("the sealer's encoding panicked".into()))??;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -248,8 +243,9 @@ fn encode_bucket(
     let mut batch = WriteBatch::new();
     let mut in_batch = 0;
     let mut series_done = 0;
-    let mut postings: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
-    let mut all = Vec::new();
+    // Ascending ids (`series` is in id order), held as deltas.
+    let mut postings: BTreeMap<(&str, &str), values::PostingsBuilder> = BTreeMap::new();
+    let mut all = values::PostingsBuilder::default();
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let mut indexed = Vec::new();
     let mut stored = Vec::new();
@@ -303,6 +299,7 @@ fn encode_bucket(
                 crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
         }
         all.push(s.id);
+        written.series += 1;
         for (name, value) in s.labels.pairs() {
             postings.entry((name, value)).or_default().push(s.id);
         }
@@ -313,12 +310,11 @@ fn encode_bucket(
             in_batch = 0;
         }
     }
-    written.series = all.len();
-    let all_value = values::encode_postings(&all);
+    let all_value = all.finish();
     written.index_bytes += all_value.len();
     batch.put_with_options(keys::all_postings_key(bucket), all_value, &expire);
     for ((name, value), ids) in &postings {
-        let v = values::encode_postings(ids);
+        let v = ids.finish();
         written.index_bytes += v.len();
         batch.put_with_options(keys::postings_key(bucket, name, value), v, &expire);
         in_batch += 1;

@@ -12,7 +12,6 @@
 //! dropped series in front. A series that comes back keeps its id, so its
 //! sealed data and its new samples stay one series.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
@@ -42,7 +41,7 @@ pub(crate) fn put_if_due(
     indexed: &mut Vec<Arc<MemSeries>>,
 ) -> usize {
     let refresh_before = now.saturating_sub(inner.settings.retention_ms() / 2);
-    if s.series_key_written_ms.load(Ordering::Relaxed) >= refresh_before {
+    if s.keys_written_ms() >= refresh_before {
         return 0;
     }
     indexed.push(Arc::clone(s));
@@ -70,7 +69,7 @@ fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i64) -> usize
 /// before: a write that failed is made again, keys included.
 pub(crate) fn written(series: &[Arc<MemSeries>], now: i64) {
     for s in series {
-        s.series_key_written_ms.fetch_max(now, Ordering::Relaxed);
+        s.note_keys_written(now);
     }
 }
 

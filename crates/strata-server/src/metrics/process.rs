@@ -4,6 +4,14 @@
 
 /// Appends the process metrics to `out`.
 pub fn render(out: &mut String) {
+    if let Some(bytes) = crate::alloc::allocated_bytes() {
+        super::gauge(
+            out,
+            "strata_heap_allocated_bytes",
+            "Bytes allocated on the heap and not yet freed, by the allocator's count: resident memory less the allocator's free room, code and stacks.",
+            bytes as f64,
+        );
+    }
     #[cfg(target_os = "linux")]
     linux::render(out);
     #[cfg(not(target_os = "linux"))]

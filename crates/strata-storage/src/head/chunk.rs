@@ -330,6 +330,13 @@ impl HeadChunk {
         self.decode_range_into(i64::MIN, i64::MAX, ts, vs)
     }
 
+    /// The bucket has ended: moves the whole tail into the frozen runs if
+    /// the chunk has frozen runs already (a chunk without them, a few
+    /// samples, would grow by their box). Returns whether it did.
+    pub(crate) fn freeze_ended(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> bool {
+        self.older().frozen_len > 0 && self.freeze(1, ts, vs)
+    }
+
     /// Moves the tail into the frozen runs if it holds at least
     /// `min_samples` samples, merged into the last run while that stays
     /// within [`RUN_MAX_SAMPLES`]; returns whether it did. `ts`/`vs` are

@@ -1,0 +1,159 @@
+//! The process's allocator: mimalloc, with a count of the bytes allocated
+//! and not yet freed.
+//!
+//! Only the head, the caches and the memtables have gauges of their own,
+//! and RSS is more than their sum. The count tells the rest apart: live
+//! allocations nothing else counts (requests in flight, SlateDB's and the
+//! runtime's own), against the allocator's free room between them and
+//! what is not heap at all (code, stacks). `/metrics` exports it as
+//! `strata_heap_allocated_bytes`.
+//!
+//! Each thread adds to a counter of its own and moves it to the shared one
+//! once it passes [`FLUSH_BYTES`] either way (and when the thread exits),
+//! so an allocation costs a thread-local add, not a shared atomic.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+/// mimalloc, counting what it hands out.
+pub struct CountingMiMalloc;
+
+/// Bytes allocated and not yet freed, but for what threads hold unflushed.
+static FLUSHED: AtomicI64 = AtomicI64::new(0);
+/// Whether the process allocates through [`CountingMiMalloc`]: the count
+/// means nothing otherwise (a test binary, a library user).
+static IN_USE: AtomicBool = AtomicBool::new(false);
+
+/// A thread's unflushed bytes: at most this much, either way.
+const FLUSH_BYTES: i64 = 64 * 1024;
+
+struct Local(Cell<i64>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        FLUSHED.fetch_add(self.0.get(), Ordering::Relaxed);
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = const { Local(Cell::new(0)) };
+}
+
+#[inline]
+fn note(delta: i64) {
+    let kept = LOCAL.try_with(|l| {
+        let v = l.0.get() + delta;
+        if v.abs() >= FLUSH_BYTES {
+            FLUSHED.fetch_add(v, Ordering::Relaxed);
+            l.0.set(0);
+        } else {
+            l.0.set(v);
+        }
+    });
+    // A thread past its thread-locals' teardown counts straight away.
+    if kept.is_err() {
+        FLUSHED.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+fn size(layout: Layout) -> i64 {
+    i64::try_from(layout.size()).unwrap_or(i64::MAX)
+}
+
+// SAFETY: every call is passed on to mimalloc unchanged; the count only
+// reads the layouts.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for CountingMiMalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is mimalloc's.
+        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
+        if !p.is_null() {
+            note(size(layout));
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as above.
+        let p = unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) };
+        if !p.is_null() {
+            note(size(layout));
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
+        note(-size(layout));
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as above.
+        let p = unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            note(i64::try_from(new_size).unwrap_or(i64::MAX) - size(layout));
+        }
+        p
+    }
+}
+
+/// Marks the count as the process's: called by the binary that installs
+/// [`CountingMiMalloc`] as its global allocator.
+pub fn counting() {
+    IN_USE.store(true, Ordering::Relaxed);
+}
+
+/// Bytes allocated and not yet freed (give or take [`FLUSH_BYTES`] a
+/// thread), or `None` when the process does not allocate through
+/// [`CountingMiMalloc`].
+pub fn allocated_bytes() -> Option<i64> {
+    IN_USE
+        .load(Ordering::Relaxed)
+        .then(|| FLUSHED.load(Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count, this thread's unflushed part included.
+    fn count() -> i64 {
+        LOCAL.with(|l| l.0.get()) + FLUSHED.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn counts_what_is_allocated_until_it_is_freed() {
+        // The test binary's own allocator is another: only this test
+        // allocates through the counting one.
+        let layout = Layout::from_size_align(1 << 20, 8).unwrap();
+        let before = count();
+        // SAFETY: a non-zero size; freed below with its layout.
+        let p = unsafe { CountingMiMalloc.alloc(layout) };
+        assert!(!p.is_null());
+        assert_eq!(count() - before, 1 << 20);
+        // SAFETY: allocated above with this layout.
+        let p = unsafe { CountingMiMalloc.realloc(p, layout, 3 << 20) };
+        assert!(!p.is_null());
+        assert_eq!(count() - before, 3 << 20);
+        // SAFETY: reallocated above to this size.
+        unsafe { CountingMiMalloc.dealloc(p, Layout::from_size_align(3 << 20, 8).unwrap()) };
+        assert_eq!(count(), before);
+        // Small ones stay in the thread's part until it passes the flush
+        // size.
+        let small = Layout::from_size_align(100, 8).unwrap();
+        // SAFETY: as above.
+        let q = unsafe { CountingMiMalloc.alloc(small) };
+        assert_eq!(count() - before, 100);
+        // SAFETY: as above.
+        unsafe { CountingMiMalloc.dealloc(q, small) };
+        assert_eq!(count(), before);
+        assert_eq!(allocated_bytes(), None, "not this binary's allocator");
+    }
+}
