@@ -10,7 +10,6 @@ use crate::{compact, head, late, spill, Storage};
 /// How often the head's chunk tails are looked at for freezing and
 /// spilling.
 const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
-const FREEZE_INTERVAL_MS: i64 = 30_000;
 
 /// Starts the background pass that freezes long head-chunk tails into the
 /// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
@@ -39,7 +38,11 @@ pub(crate) fn start_freezer(
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
                 // Buckets that ended a pass ago or more: their last scrape's
                 // samples are in.
-                let open = (inner.clock.now_ms() - FREEZE_INTERVAL_MS)
+                let pass_ms = i64::try_from(FREEZE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
+                let open = inner
+                    .clock
+                    .now_ms()
+                    .saturating_sub(pass_ms)
                     .div_euclid(inner.settings.bucket_ms());
                 let ended = inner.head.freeze_ended(open);
                 tracing::debug!(frozen, ended, "froze head chunk tails");
