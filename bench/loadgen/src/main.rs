@@ -133,22 +133,9 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let json = args.progress_json;
     let summary = runtime.block_on(strata_loadgen::run(config, move |p| {
-        if json {
-            match serde_json::to_string(p) {
-                Ok(s) => eprintln!("{s}"),
-                Err(e) => eprintln!("progress: {e}"),
-            }
-        } else {
-            eprintln!("{p}");
-        }
+        print_progress(json, p)
     }))?;
-    let out = serde_json::to_string_pretty(&summary)?;
-    match args.output {
-        Some(path) => std::fs::write(&path, out + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => println!("{out}"),
-    }
-    Ok(())
+    write_summary(args.output, &summary)
 }
 
 fn run_histograms(args: Args, series: usize, headers: Vec<(String, String)>) -> anyhow::Result<()> {
@@ -186,17 +173,30 @@ fn run_histograms(args: Args, series: usize, headers: Vec<(String, String)>) -> 
         .build()?;
     let json = args.progress_json;
     let summary = runtime.block_on(strata_loadgen::hist::run(config, move |p| {
-        if json {
-            match serde_json::to_string(p) {
-                Ok(s) => eprintln!("{s}"),
-                Err(e) => eprintln!("progress: {e}"),
-            }
-        } else {
-            eprintln!("{p}");
-        }
+        print_progress(json, p)
     }))?;
-    let out = serde_json::to_string_pretty(&summary)?;
-    match args.output {
+    write_summary(args.output, &summary)
+}
+
+/// Prints a progress line on stderr: JSON with `--progress-json`.
+fn print_progress<P: serde::Serialize + std::fmt::Display>(json: bool, p: &P) {
+    if json {
+        match serde_json::to_string(p) {
+            Ok(s) => eprintln!("{s}"),
+            Err(e) => eprintln!("progress: {e}"),
+        }
+    } else {
+        eprintln!("{p}");
+    }
+}
+
+/// Writes the run's summary as JSON to `--output`, or to stdout.
+fn write_summary(
+    output: Option<std::path::PathBuf>,
+    summary: &impl serde::Serialize,
+) -> anyhow::Result<()> {
+    let out = serde_json::to_string_pretty(summary)?;
+    match output {
         Some(path) => std::fs::write(&path, out + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => println!("{out}"),
