@@ -74,9 +74,21 @@ pub(crate) fn slatedb_settings(
     // manifest before it) as long as the buckets a block replaced: for
     // reads that began before, on the writer or a reader node. At least a
     // minute, for SlateDB's own reads.
+    //
+    // One compaction at a time, in one piece, reading 1 MiB ahead per
+    // input table. SlateDB's defaults (four compactions, each split in up
+    // to four, each input table read four 2 MiB requests ahead) suit a
+    // machine with many cores. In a same-run A/B at 333 k series (2
+    // cores), the writer with the defaults peaked 107 MiB higher, in one
+    // compaction, with the same CPU and write latency (`docs/benchmarks.md`,
+    // "Memory at 1 M series", what this round changed).
     let compactor = CompactorOptions {
         worker: Some(CompactionWorkerOptions {
             compression_codec: codec,
+            max_concurrent_compactions: 1,
+            max_subcompactions: 1,
+            max_fetch_tasks: 1,
+            bytes_to_fetch: 1 << 20,
             ..CompactionWorkerOptions::default()
         }),
         checkpoint_lifetime: settings
