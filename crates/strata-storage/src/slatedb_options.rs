@@ -79,9 +79,9 @@ pub(crate) fn slatedb_settings(
     // input table. SlateDB's defaults (four compactions, each split in up
     // to four, each input table read four 2 MiB requests ahead) suit a
     // machine with many cores. In a same-run A/B at 333 k series (2
-    // cores), the writer with the defaults peaked 107 MiB higher, in one
-    // compaction, with the same CPU and write latency (`docs/benchmarks.md`,
-    // "Memory at 1 M series", what this round changed).
+    // cores), the writer with the defaults peaked 107 MiB higher (one
+    // step, its cause not traced), with the same CPU and write latency
+    // (`docs/benchmarks.md`, "This round: compaction's read-ahead").
     let compactor = CompactorOptions {
         worker: Some(CompactionWorkerOptions {
             compression_codec: codec,
