@@ -39,6 +39,13 @@ const GRACE: &str = "2s";
 /// Longer than a bucket and its grace: at least one bucket boundary and
 /// its grace pass while Strata is down.
 const OUTAGE: Duration = Duration::from_secs(30);
+/// `BUCKET` in milliseconds.
+const BUCKET_MS: i64 = 20_000;
+/// Where in its bucket the outage starts: early, so that most of the
+/// bucket open at the stop is scraped while Strata is down. The backlog
+/// of that bucket, sealed by the time it arrives, is the late samples;
+/// an outage that started in a bucket's last second could leave none.
+const STOP_PHASE_MS: std::ops::Range<i64> = 3_000..6_000;
 /// The compared window reaches back over the whole run.
 const WINDOW: &str = "3m";
 /// How far in the past the compared window ends.
@@ -86,6 +93,9 @@ fn prometheus_backlog_after_an_outage_lands_in_sealed_buckets() {
         newest_up(&strata).is_some()
     });
     std::thread::sleep(Duration::from_secs(8));
+    while !STOP_PHASE_MS.contains(&now_ms().rem_euclid(BUCKET_MS)) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     // The outage: Prometheus keeps scraping into its WAL and retries.
     let port = strata.port;
