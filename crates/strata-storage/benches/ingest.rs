@@ -400,6 +400,16 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
         head_bytes as f64 / head_series as f64,
         samples_in_head / head_series as f64
     );
+    let parts = db.head().memory();
+    let per = |b: usize| b as f64 / head_series as f64;
+    println!(
+        "| head by part, B/series: series / labels / chunks / extras / index | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} |",
+        per(parts.series),
+        per(parts.labels),
+        per(parts.chunks),
+        per(parts.extras),
+        per(parts.index)
+    );
     println!(
         "| process RSS delta, open + ingest | {:.1} MB, {:.0} B/series |",
         mb(rss_after.saturating_sub(rss_before) as f64),

@@ -7,12 +7,26 @@
 //! each would move the rest of a list that may hold a million ids. They
 //! go to the tail instead, which is sorted into the rest once it is an
 //! eighth of the list, and readers sort their copy while it is not.
+//! The sorted part is packed as deltas (see [`IdList`]).
 
+use strata_codec::varint::{put_uvarint, Decbuf};
+
+/// A list's ids packed as LEB128 deltas: a byte an id where series of a
+/// target were created together (`instance`, `job`), two where a metric's
+/// series are a target's worth apart (`__name__`), instead of the eight of
+/// a `u64` (and the slack of a growing `Vec` on top). The head holds about
+/// as many postings entries as labels, so this is most of its index.
 #[derive(Default)]
 pub(crate) struct IdList {
-    ids: Vec<u64>,
-    /// `ids[..sorted]` ascending, without repeats.
-    sorted: usize,
+    /// Ascending ids without repeats, each the varint of its difference
+    /// from the one before (the first from 0).
+    packed: Vec<u8>,
+    /// The last id in `packed` (0 while it is empty).
+    last: u64,
+    /// Ids that came out of order, unsorted: none on most lists, so boxed
+    /// (8 bytes a list where a `Vec` would take 24).
+    #[allow(clippy::box_collection)]
+    tail: Option<Box<Vec<u64>>>,
 }
 
 /// Out-of-order ids a list takes before they are sorted in, at least.
@@ -20,25 +34,58 @@ const TAIL_MIN: usize = 64;
 
 impl IdList {
     pub(crate) fn push(&mut self, id: u64) {
-        let in_order = self.sorted == self.ids.len() && self.ids.last().is_none_or(|&l| l < id);
-        self.ids.push(id);
+        let in_order = self.tail.is_none() && (self.packed.is_empty() || id > self.last);
         if in_order {
-            self.sorted += 1;
-        } else if self.ids.len() - self.sorted > (self.sorted / 8).max(TAIL_MIN) {
+            put_uvarint(&mut self.packed, id - self.last);
+            self.last = id;
+            return;
+        }
+        let tail = self.tail.get_or_insert_with(Box::default);
+        tail.push(id);
+        // An eighth of the list, counted in its packed bytes (at least a
+        // byte an id).
+        if tail.len() > (self.packed.len() / 8).max(TAIL_MIN) {
             self.settle();
         }
     }
 
+    /// The packed ids, ascending.
+    fn packed_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut r = Decbuf::new(&self.packed);
+        let mut id = 0u64;
+        std::iter::from_fn(move || {
+            if r.remaining() == 0 {
+                return None;
+            }
+            id = id.wrapping_add(r.uvarint());
+            Some(id)
+        })
+    }
+
+    /// Packs `ids` (ascending, no repeats) in place of every id held.
+    fn pack(&mut self, ids: impl IntoIterator<Item = u64>) {
+        let mut packed = Vec::with_capacity(self.packed.len());
+        let mut last = 0;
+        for id in ids {
+            put_uvarint(&mut packed, id - last);
+            last = id;
+        }
+        packed.shrink_to_fit();
+        self.packed = packed;
+        self.last = last;
+        self.tail = None;
+    }
+
     fn settle(&mut self) {
-        self.ids.sort_unstable();
-        self.ids.dedup();
-        self.sorted = self.ids.len();
+        let ids = self.to_sorted();
+        self.pack(ids);
     }
 
     /// The ids, ascending.
     pub(crate) fn to_sorted(&self) -> Vec<u64> {
-        let mut v = self.ids.clone();
-        if self.sorted < v.len() {
+        let mut v: Vec<u64> = self.packed_ids().collect();
+        if let Some(tail) = &self.tail {
+            v.extend_from_slice(tail);
             v.sort_unstable();
             v.dedup();
         }
@@ -47,26 +94,26 @@ impl IdList {
 
     /// Keeps the ids `keep` accepts.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
-        let (mut at, mut sorted) = (0, 0);
-        let before = self.sorted;
-        self.ids.retain(|&id| {
-            let k = keep(id);
-            if k && at < before {
-                sorted += 1;
-            }
-            at += 1;
-            k
-        });
-        self.sorted = sorted;
+        let kept: Vec<u64> = self.packed_ids().filter(|&id| keep(id)).collect();
+        let mut tail = self.tail.take();
+        if let Some(t) = &mut tail {
+            t.retain(|&id| keep(id));
+        }
+        self.pack(kept);
+        self.tail = tail.filter(|t| !t.is_empty());
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.packed.is_empty() && self.tail.is_none()
     }
 
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.ids.capacity() * 8
+        self.packed.capacity()
+            + self
+                .tail
+                .as_ref()
+                .map_or(0, |t| std::mem::size_of::<Vec<u64>>() + t.capacity() * 8)
     }
 }
 
@@ -89,7 +136,9 @@ mod tests {
                 } else if want.insert(id) {
                     list.push(id);
                 }
-                prop_assert!(list.ids[..list.sorted].windows(2).all(|w| w[0] < w[1]));
+                let packed: Vec<u64> = list.packed_ids().collect();
+                prop_assert!(packed.windows(2).all(|w| w[0] < w[1]));
+                prop_assert_eq!(list.is_empty(), want.is_empty());
             }
             prop_assert_eq!(list.to_sorted(), want.into_iter().collect::<Vec<_>>());
         }
@@ -104,11 +153,17 @@ mod tests {
         for id in 0..100 {
             list.push(id);
         }
-        assert_eq!(list.sorted, 1000, "an eighth of 1,000 is 125: still a tail");
+        assert_eq!(list.packed_ids().count(), 1000);
+        assert_eq!(
+            list.tail.as_ref().map(|t| t.len()),
+            Some(100),
+            "still a tail"
+        );
         for id in 100..126 {
             list.push(id);
         }
-        assert_eq!(list.sorted, list.ids.len(), "sorted in");
+        assert!(list.tail.is_none(), "sorted in");
+        assert_eq!(list.packed_ids().count(), 1126);
         assert_eq!(
             list.to_sorted(),
             (0..126).chain(1000..2000).collect::<Vec<_>>()

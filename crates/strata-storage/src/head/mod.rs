@@ -1021,7 +1021,7 @@ impl Head {
         m.index += idx.by_id.len() * (8 + ptr) * 3 / 2;
         m.index += idx.postings.capacity() * slot(16, 32);
         for (name, values) in &idx.postings {
-            m.index += name.len() + values.capacity() * slot(16, 24);
+            m.index += name.len() + values.capacity() * slot(16, std::mem::size_of::<IdList>());
             for (value, ids) in values {
                 m.index += value.len() + ids.heap_bytes();
             }
