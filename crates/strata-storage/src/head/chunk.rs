@@ -61,6 +61,7 @@ pub(crate) struct Spill {
     samples: u32,
 }
 
+#[derive(Default)]
 pub(crate) struct HeadChunk {
     /// The newest samples, after every frozen one.
     tail: XorChunk,
@@ -107,15 +108,6 @@ impl Default for Older {
 
 /// What a chunk without a box holds before its tail: nothing.
 static NO_OLDER: std::sync::LazyLock<Older> = std::sync::LazyLock::new(Older::default);
-
-impl Default for HeadChunk {
-    fn default() -> Self {
-        Self {
-            tail: XorChunk::default(),
-            older: None,
-        }
-    }
-}
 
 impl HeadChunk {
     fn older(&self) -> &Older {
