@@ -62,9 +62,9 @@ impl IdList {
         })
     }
 
-    /// Packs `ids` (ascending, no repeats) in place of every id held.
+    /// Packs `ids` (ascending, no repeats) in place of the packed ids.
     fn pack(&mut self, ids: impl IntoIterator<Item = u64>) {
-        let mut packed = Vec::with_capacity(self.packed.len());
+        let mut packed = Vec::new();
         let mut last = 0;
         for id in ids {
             put_uvarint(&mut packed, id - last);
@@ -73,12 +73,12 @@ impl IdList {
         packed.shrink_to_fit();
         self.packed = packed;
         self.last = last;
-        self.tail = None;
     }
 
     fn settle(&mut self) {
         let ids = self.to_sorted();
         self.pack(ids);
+        self.tail = None;
     }
 
     /// The ids, ascending.
@@ -95,12 +95,13 @@ impl IdList {
     /// Keeps the ids `keep` accepts.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
         let kept: Vec<u64> = self.packed_ids().filter(|&id| keep(id)).collect();
-        let mut tail = self.tail.take();
-        if let Some(t) = &mut tail {
-            t.retain(|&id| keep(id));
-        }
         self.pack(kept);
-        self.tail = tail.filter(|t| !t.is_empty());
+        if let Some(t) = &mut self.tail {
+            t.retain(|&id| keep(id));
+            if t.is_empty() {
+                self.tail = None;
+            }
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
