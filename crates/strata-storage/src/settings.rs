@@ -26,6 +26,13 @@ impl Compression {
     }
 }
 
+/// Default of [`StorageSettings::memtable_bytes`]: SlateDB's 64 MiB.
+pub const MEMTABLE_BYTES: u64 = 64 << 20;
+
+/// Smallest [`StorageSettings::memtable_bytes`]: a table per few writes
+/// would only multiply level-0 tables and compactions.
+const MIN_MEMTABLE_BYTES: u64 = 1 << 20;
+
 /// How the storage engine lays out and keeps data.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -115,6 +122,11 @@ pub struct StorageSettings {
     /// and then stays at this size. Reader nodes size theirs with
     /// `reader.memory_cache_bytes`.
     pub memory_cache_bytes: u64,
+    /// Bytes SlateDB's memtable takes before it is written to the object
+    /// store as a level-0 table (SlateDB's `l0_sst_size_bytes`). The
+    /// memtable is part of the writer's memory: it fills to this, is
+    /// written, and starts again.
+    pub memtable_bytes: u64,
     /// Most exemplars the head keeps, all series together (Prometheus'
     /// `max_exemplars`); the oldest go first. Each bucket's exemplars are
     /// also written to the store at its seal and kept for the retention.
@@ -142,6 +154,7 @@ impl Default for StorageSettings {
             write_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(10),
             memory_cache_bytes: 256 << 20,
+            memtable_bytes: MEMTABLE_BYTES,
             max_exemplars: crate::head::DEFAULT_MAX_EXEMPLARS,
         }
     }
@@ -186,6 +199,9 @@ impl StorageSettings {
         }
         if self.memory_cache_bytes == 0 {
             return Err("memory_cache_bytes: must be greater than 0".into());
+        }
+        if self.memtable_bytes < MIN_MEMTABLE_BYTES {
+            return Err("memtable_bytes: must be at least 1048576 (1 MiB)".into());
         }
         Ok(())
     }
