@@ -1,6 +1,8 @@
 //! `memtable_bytes` sizes SlateDB's memtable: past it, the writes go to
 //! the object store as level-0 tables while the writer runs, and a value
 //! too small to be sensible is refused by name.
+// Test helpers may unwrap and index: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::time::Duration;
