@@ -26,9 +26,6 @@ impl Compression {
     }
 }
 
-/// Default of [`StorageSettings::memtable_bytes`]: SlateDB's 64 MiB.
-pub const MEMTABLE_BYTES: u64 = 64 << 20;
-
 /// Smallest [`StorageSettings::memtable_bytes`]: a table per few writes
 /// would only multiply level-0 tables and compactions.
 const MIN_MEMTABLE_BYTES: u64 = 1 << 20;
@@ -154,7 +151,7 @@ impl Default for StorageSettings {
             write_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(10),
             memory_cache_bytes: 256 << 20,
-            memtable_bytes: MEMTABLE_BYTES,
+            memtable_bytes: 64 << 20,
             max_exemplars: crate::head::DEFAULT_MAX_EXEMPLARS,
         }
     }

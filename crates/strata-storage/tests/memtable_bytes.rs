@@ -11,7 +11,7 @@ use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStore;
-use strata_codec::Label;
+use strata_codec::{Label, MatchOp, Matcher};
 use strata_storage::{Clock, Durability, IngestSeries, ManualClock, StorageSettings, Writer};
 
 const HOUR: i64 = 3_600_000;
@@ -83,10 +83,7 @@ async fn tables_after_writes(memtable_bytes: u64, rounds: u32) -> usize {
     // What a table holds is read back as well as the head's copy.
     let read = db
         .select(
-            &[
-                strata_codec::Matcher::new(strata_codec::MatchOp::Equal, "instance", "host-7")
-                    .unwrap(),
-            ],
+            &[Matcher::new(MatchOp::Equal, "instance", "host-7").unwrap()],
             t0,
             t0 + HOUR,
         )
