@@ -109,6 +109,28 @@ impl Default for Older {
 /// What a chunk without a box holds before its tail: nothing.
 static NO_OLDER: std::sync::LazyLock<Older> = std::sync::LazyLock::new(Older::default);
 
+/// `ts`/`vs` in the sealed format, boxed in exactly their size: encoded
+/// into a buffer kept per thread, then copied. Encoded straight into a new
+/// `Vec` and boxed, a run grew through a few allocations and then stayed in
+/// the last of them (see [`super::fit`]).
+fn sealed_box(ts: &[i64], vs: &[f64]) -> Box<[u8]> {
+    thread_local! {
+        static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    ENCODED.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            encode_sealed(ts, vs, &mut buf);
+            Box::from(buf.as_slice())
+        }
+        Err(_) => {
+            let mut bytes = Vec::new();
+            encode_sealed(ts, vs, &mut bytes);
+            super::fit_box(bytes)
+        }
+    })
+}
+
 impl HeadChunk {
     fn older(&self) -> &Older {
         self.older.as_deref().unwrap_or(&NO_OLDER)
@@ -175,7 +197,7 @@ impl HeadChunk {
     pub(crate) fn with_spilled(spilled: Vec<(i64, i64)>, spilled_len: u32) -> Self {
         let older = (!spilled.is_empty() || spilled_len > 0).then(|| {
             Box::new(Older {
-                spilled: spilled.into_boxed_slice(),
+                spilled: super::fit_box(spilled),
                 spilled_len,
                 ..Older::default()
             })
@@ -249,21 +271,20 @@ impl HeadChunk {
             .is_ok()
             {
                 if let (Some(&first_t), Ok(len)) = (ts.first(), u32::try_from(ts.len())) {
-                    let mut bytes = Vec::new();
-                    encode_sealed(&ts, &vs, &mut bytes);
                     gone += p.len - len;
                     *p = FrozenRun {
                         first_t,
                         last_t: p.last_t,
                         len,
-                        bytes: bytes.into_boxed_slice(),
+                        bytes: sealed_box(&ts, &vs),
                     };
                 }
             }
         }
         older.frozen_len = older.frozen_len.saturating_sub(gone);
         older.frozen.shrink_to_fit();
-        let mut spilled = std::mem::take(&mut older.spilled).into_vec();
+        let mut spilled = Vec::with_capacity(older.spilled.len() + 1);
+        spilled.extend_from_slice(&older.spilled);
         spilled.push((spill.first_t, spill.last_t));
         older.spilled = spilled.into_boxed_slice();
         older.spilled_len = older.spilled_len.saturating_add(spill.samples);
@@ -376,13 +397,11 @@ impl HeadChunk {
         if decode_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
             return false;
         }
-        let mut bytes = Vec::new();
-        encode_sealed(ts, vs, &mut bytes);
         let run = FrozenRun {
             first_t,
             last_t,
             len: run_len,
-            bytes: bytes.into_boxed_slice(),
+            bytes: sealed_box(ts, vs),
         };
         match into {
             Some(p) => *p = run,

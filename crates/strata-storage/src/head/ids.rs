@@ -70,7 +70,7 @@ impl IdList {
             put_uvarint(&mut packed, id - last);
             last = id;
         }
-        packed.shrink_to_fit();
+        super::fit(&mut packed);
         self.packed = packed;
         self.last = last;
     }

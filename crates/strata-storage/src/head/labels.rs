@@ -60,25 +60,24 @@ pub struct SeriesLabels(Box<[u8]>);
 
 impl SeriesLabels {
     pub fn new(labels: &(impl LabelPairs + ?Sized)) -> Self {
-        let mut buf = Vec::with_capacity(
-            1 + labels
-                .pairs()
-                .map(|(n, v)| n.len() + v.len() + 2)
-                .sum::<usize>(),
-        );
-        put_len(&mut buf, labels.len());
-        for (n, v) in labels.pairs() {
-            match name_code(n) {
-                Some(code) => put_len(&mut buf, code as usize * 2 + 1),
-                None => {
-                    put_len(&mut buf, n.len() * 2);
-                    buf.extend_from_slice(n.as_bytes());
-                }
-            }
-            put_len(&mut buf, v.len());
-            buf.extend_from_slice(v.as_bytes());
+        thread_local! {
+            static PACKED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        Self(buf.into_boxed_slice())
+        // Packed into a buffer kept per thread, then copied into a box of
+        // exactly their size: a buffer reserved for the longest packing
+        // and boxed would stay in its larger block (see `super::fit`).
+        PACKED.with(|buf| match buf.try_borrow_mut() {
+            Ok(mut buf) => {
+                buf.clear();
+                pack(labels, &mut buf);
+                Self(Box::from(buf.as_slice()))
+            }
+            Err(_) => {
+                let mut buf = Vec::new();
+                pack(labels, &mut buf);
+                Self(super::fit_box(buf))
+            }
+        })
     }
 
     /// Whether `other` holds exactly these labels, in the same order.
@@ -126,6 +125,22 @@ fn as_str(b: &[u8]) -> &str {
     // `&str`s, each behind its own length, or codes of names taken from
     // `&str`s; the buffer is never mutated.
     unsafe { std::str::from_utf8_unchecked(b) }
+}
+
+/// Appends `labels` packed (see [`SeriesLabels`]) to `buf`.
+fn pack(labels: &(impl LabelPairs + ?Sized), buf: &mut Vec<u8>) {
+    put_len(buf, labels.len());
+    for (n, v) in labels.pairs() {
+        match name_code(n) {
+            Some(code) => put_len(buf, code as usize * 2 + 1),
+            None => {
+                put_len(buf, n.len() * 2);
+                buf.extend_from_slice(n.as_bytes());
+            }
+        }
+        put_len(buf, v.len());
+        buf.extend_from_slice(v.as_bytes());
+    }
 }
 
 fn put_len(buf: &mut Vec<u8>, n: usize) {
