@@ -8,7 +8,7 @@ pub fn render(out: &mut String) {
         super::gauge(
             out,
             "strata_heap_allocated_bytes",
-            "Bytes allocated on the heap and not yet freed, by the allocator's count: resident memory less the allocator's free room, code and stacks.",
+            "Bytes of the heap blocks allocated and not yet freed, whole blocks counted: resident memory less the allocator's free room, code and stacks.",
             bytes as f64,
         );
     }
