@@ -109,26 +109,11 @@ impl Default for Older {
 /// What a chunk without a box holds before its tail: nothing.
 static NO_OLDER: std::sync::LazyLock<Older> = std::sync::LazyLock::new(Older::default);
 
-/// `ts`/`vs` in the sealed format, boxed in exactly their size: encoded
-/// into a buffer kept per thread, then copied. Encoded straight into a new
-/// `Vec` and boxed, a run grew through a few allocations and then stayed in
-/// the last of them (see [`super::fit`]).
+/// `ts`/`vs` in the sealed format, boxed in exactly their size. Encoded
+/// straight into a new `Vec` and boxed, a run grew through a few
+/// allocations and then stayed in the last of them (see [`super::fit`]).
 fn sealed_box(ts: &[i64], vs: &[f64]) -> Box<[u8]> {
-    thread_local! {
-        static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    ENCODED.with(|buf| match buf.try_borrow_mut() {
-        Ok(mut buf) => {
-            buf.clear();
-            encode_sealed(ts, vs, &mut buf);
-            Box::from(buf.as_slice())
-        }
-        Err(_) => {
-            let mut bytes = Vec::new();
-            encode_sealed(ts, vs, &mut bytes);
-            super::fit_box(bytes)
-        }
-    })
+    super::exact_bytes(|buf| encode_sealed(ts, vs, buf))
 }
 
 impl HeadChunk {

@@ -60,24 +60,9 @@ pub struct SeriesLabels(Box<[u8]>);
 
 impl SeriesLabels {
     pub fn new(labels: &(impl LabelPairs + ?Sized)) -> Self {
-        thread_local! {
-            static PACKED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        // Packed into a buffer kept per thread, then copied into a box of
-        // exactly their size: a buffer reserved for the longest packing
-        // and boxed would stay in its larger block (see `super::fit`).
-        PACKED.with(|buf| match buf.try_borrow_mut() {
-            Ok(mut buf) => {
-                buf.clear();
-                pack(labels, &mut buf);
-                Self(Box::from(buf.as_slice()))
-            }
-            Err(_) => {
-                let mut buf = Vec::new();
-                pack(labels, &mut buf);
-                Self(super::fit_box(buf))
-            }
-        })
+        // A buffer reserved for the longest packing and boxed would stay
+        // in its larger block (see `super::fit`).
+        Self(super::exact_bytes(|buf| pack(labels, buf)))
     }
 
     /// Whether `other` holds exactly these labels, in the same order.

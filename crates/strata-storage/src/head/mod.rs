@@ -429,6 +429,27 @@ pub(crate) fn fit_box<T>(mut v: Vec<T>) -> Box<[T]> {
     v.into_boxed_slice()
 }
 
+/// The bytes `write` appends to an empty buffer, boxed in exactly their
+/// size: written into a buffer kept per thread, then copied, so the box is
+/// one allocation of its final size (see [`fit`]).
+pub(crate) fn exact_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Box<[u8]> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            write(&mut buf);
+            Box::from(buf.as_slice())
+        }
+        Err(_) => {
+            let mut buf = Vec::new();
+            write(&mut buf);
+            fit_box(buf)
+        }
+    })
+}
+
 /// Makes room for one more chunk and no more. A series holds one or two
 /// (the open bucket, and the one before for the grace); a `Vec` growing by
 /// itself would make room for four at its first push, 576 bytes where 144
