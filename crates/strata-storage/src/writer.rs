@@ -285,6 +285,17 @@ impl Writer {
         Ok(self.db()?.flush().await?)
     }
 
+    /// Writes SlateDB's memtable out as a level-0 table now, as it does by
+    /// itself once the memtable holds `storage.memtable_bytes`.
+    pub async fn flush_memtable_now(&self) -> Result<(), StorageError> {
+        self.db()?
+            .flush_with_options(slatedb::config::FlushOptions {
+                flush_type: slatedb::config::FlushType::MemTable,
+            })
+            .await?;
+        Ok(())
+    }
+
     /// Writes the head's late samples (of sealed buckets) to the store now
     /// as late segments, and frees them.
     pub async fn flush_late_now(&self) -> Result<LatePass, StorageError> {

@@ -1,5 +1,6 @@
 //! SlateDB's in-memory block cache is sized by `memory_cache_bytes`, is
-//! reported by part, and takes what reads of sealed data bring in.
+//! reported by part, and takes what reads of sealed data bring in, not
+//! the samples a writer writes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,6 +89,47 @@ async fn sealed_reads_go_through_the_sized_cache() {
     assert!(
         after.blocks_bytes <= CACHE - CACHE / 4 && after.meta_bytes <= CACHE / 4,
         "cache over its size {CACHE}: {after:?}"
+    );
+    db.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_writer_caches_the_samples_it_reads_not_those_it_writes() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR - 3 * HOUR;
+    let clock = Arc::new(ManualClock::new(t0));
+    let settings = StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        ..StorageSettings::default()
+    };
+    let db = Writer::open(Arc::clone(&store), "db", settings, clock.clone())
+        .await
+        .unwrap();
+    db.write(data(t0), Durability::Applied).await.unwrap();
+    clock.set(t0 + 2 * HOUR + 6 * 60_000);
+    db.seal_due_now().await.unwrap();
+    // The seal's chunks go from the memtable to a level-0 table: its
+    // postings, metadata, index and filters are cached, its chunks not.
+    db.flush_memtable_now().await.unwrap();
+    let written = db.cache_usage();
+    let all = db
+        .select(
+            &[Matcher::new(MatchOp::Equal, "__name__", "node_memory_free_bytes").unwrap()],
+            t0,
+            t0 + 2 * HOUR,
+        )
+        .await
+        .unwrap();
+    let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
+    assert_eq!(samples, SERIES as usize * 480);
+    let read = db.cache_usage();
+    eprintln!("cache after the flush: {written:?}, after the read: {read:?}");
+    // The read brings in about 4 MB of blocks (the chunks of 960,000
+    // samples); the flush's postings and metadata blocks are about 200 KB.
+    assert!(
+        read.blocks_bytes > 4 * written.blocks_bytes.max(4096),
+        "the flush cached the chunks, or the read did not: {written:?} -> {read:?}"
     );
     db.close().await.unwrap();
 }
