@@ -165,9 +165,9 @@ fn bytes_of(manifest: &slatedb::VersionedManifest) -> u64 {
         .sum()
 }
 
-/// Writes the memtable to an L0 table: the tombstones in it, so a merge
-/// takes them with the values they delete.
-async fn flush_memtable(db: &slatedb::Db) -> Result<(), StorageError> {
+/// Writes the memtable to an L0 table (here, so a merge takes the
+/// tombstones in it with the values they delete).
+pub(crate) async fn flush_memtable(db: &slatedb::Db) -> Result<(), StorageError> {
     db.flush_with_options(FlushOptions {
         flush_type: FlushType::MemTable,
     })

@@ -288,12 +288,7 @@ impl Writer {
     /// Writes SlateDB's memtable out as a level-0 table now, as it does by
     /// itself once the memtable holds `storage.memtable_bytes`.
     pub async fn flush_memtable_now(&self) -> Result<(), StorageError> {
-        self.db()?
-            .flush_with_options(slatedb::config::FlushOptions {
-                flush_type: slatedb::config::FlushType::MemTable,
-            })
-            .await?;
-        Ok(())
+        crate::reclaim::flush_memtable(self.db()?).await
     }
 
     /// Writes the head's late samples (of sealed buckets) to the store now

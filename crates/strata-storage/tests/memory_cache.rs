@@ -2,6 +2,8 @@
 //! reported by part, and takes what reads of sealed data bring in, not
 //! the samples a writer writes.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,19 +44,40 @@ fn data(t0: i64) -> Vec<IngestSeries> {
         .collect()
 }
 
-#[tokio::test]
-async fn sealed_reads_go_through_the_sized_cache() {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+/// A writer on `store` holding `data(t0)`, both hours sealed; its clock
+/// and `t0`.
+async fn sealed_writer(
+    store: &Arc<dyn ObjectStore>,
+    settings: StorageSettings,
+) -> (Writer, Arc<ManualClock>, i64) {
     // SlateDB expires keys by the real clock, so the data must be recent.
     let now = strata_storage::SystemClock.now_ms();
     let t0 = now - now % HOUR - 3 * HOUR;
     let clock = Arc::new(ManualClock::new(t0));
-    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
+    let db = Writer::open(Arc::clone(store), "db", settings, clock.clone())
         .await
         .unwrap();
     db.write(data(t0), Durability::Applied).await.unwrap();
     clock.set(t0 + 2 * HOUR + 6 * 60_000);
     db.seal_due_now().await.unwrap();
+    (db, clock, t0)
+}
+
+/// Every series of `data(t0)`, read over its two hours.
+async fn read_all(db: &Writer, t0: i64) -> Vec<strata_storage::Series> {
+    db.select(
+        &[Matcher::new(MatchOp::Equal, "__name__", "node_memory_free_bytes").unwrap()],
+        t0,
+        t0 + 2 * HOUR,
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn sealed_reads_go_through_the_sized_cache() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let (db, clock, t0) = sealed_writer(&store, settings()).await;
     assert_eq!(db.head().sealed_through(), Some(t0 / HOUR + 1));
     db.close().await.unwrap();
 
@@ -65,14 +88,7 @@ async fn sealed_reads_go_through_the_sized_cache() {
         .unwrap();
     let before = db.cache_usage();
     assert_eq!(before.capacity_bytes, CACHE);
-    let all = db
-        .select(
-            &[Matcher::new(MatchOp::Equal, "__name__", "node_memory_free_bytes").unwrap()],
-            t0,
-            t0 + 2 * HOUR,
-        )
-        .await
-        .unwrap();
+    let all = read_all(&db, t0).await;
     assert_eq!(all.len(), SERIES as usize);
     let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
     assert_eq!(samples, SERIES as usize * 480);
@@ -96,31 +112,16 @@ async fn sealed_reads_go_through_the_sized_cache() {
 #[tokio::test]
 async fn a_writer_caches_the_samples_it_reads_not_those_it_writes() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let now = strata_storage::SystemClock.now_ms();
-    let t0 = now - now % HOUR - 3 * HOUR;
-    let clock = Arc::new(ManualClock::new(t0));
     let settings = StorageSettings {
-        seal_check_interval: Duration::from_secs(3600),
-        ..StorageSettings::default()
+        memory_cache_bytes: StorageSettings::default().memory_cache_bytes,
+        ..settings()
     };
-    let db = Writer::open(Arc::clone(&store), "db", settings, clock.clone())
-        .await
-        .unwrap();
-    db.write(data(t0), Durability::Applied).await.unwrap();
-    clock.set(t0 + 2 * HOUR + 6 * 60_000);
-    db.seal_due_now().await.unwrap();
+    let (db, _clock, t0) = sealed_writer(&store, settings).await;
     // The seal's chunks go from the memtable to a level-0 table: its
     // postings, metadata, index and filters are cached, its chunks not.
     db.flush_memtable_now().await.unwrap();
     let written = db.cache_usage();
-    let all = db
-        .select(
-            &[Matcher::new(MatchOp::Equal, "__name__", "node_memory_free_bytes").unwrap()],
-            t0,
-            t0 + 2 * HOUR,
-        )
-        .await
-        .unwrap();
+    let all = read_all(&db, t0).await;
     let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
     assert_eq!(samples, SERIES as usize * 480);
     let read = db.cache_usage();
