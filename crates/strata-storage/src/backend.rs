@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
-use slatedb::config::ScanOptions;
+use slatedb::config::{ReadOptions, ScanOptions};
 use slatedb::{ByteRangeBounds, Db, DbIterator, DbReader, KeyValue};
 
 use crate::error::StorageError;
@@ -54,6 +54,26 @@ impl Backend {
         match &self.handle {
             Handle::Writer(db) => bounded(self.read_timeout, db.get(key)).await,
             Handle::Reader(r) => bounded(self.read_timeout, r.get(key)).await,
+        }
+    }
+
+    /// A point read whose block is cached as a scan of `kind` caches it.
+    pub(crate) async fn get_as(
+        &self,
+        key: &[u8],
+        kind: ScanKind,
+    ) -> Result<Option<Bytes>, StorageError> {
+        let options = ReadOptions {
+            cache_blocks: kind.caches(),
+            ..ReadOptions::default()
+        };
+        match &self.handle {
+            Handle::Writer(db) => {
+                bounded(self.read_timeout, db.get_with_options(key, &options)).await
+            }
+            Handle::Reader(r) => {
+                bounded(self.read_timeout, r.get_with_options(key, &options)).await
+            }
         }
     }
 
@@ -119,6 +139,11 @@ pub(crate) enum ScanKind {
 }
 
 impl ScanKind {
+    /// Whether the blocks it reads go into the block cache.
+    pub(crate) fn caches(self) -> bool {
+        self != ScanKind::Bulk
+    }
+
     fn options(self) -> ScanOptions {
         let (cache_blocks, read_ahead_bytes, max_fetch_tasks) = match self {
             ScanKind::Short => (true, 1, 1),

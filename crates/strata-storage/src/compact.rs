@@ -444,7 +444,7 @@ async fn compact_block(
         for &span in &buckets {
             found.push(
                 storage
-                    .series_buckets(span, part)
+                    .series_buckets(span, part, ScanKind::Bulk)
                     .await?
                     .into_iter()
                     .peekable(),

@@ -27,6 +27,7 @@ use parking_lot::{Condvar, Mutex};
 use slatedb::WriteBatch;
 use strata_codec::LabelPairs;
 
+use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};
 use crate::shared::Shared;
@@ -304,7 +305,7 @@ async fn fold_bucket(
         if lists.len() > POSTINGS_GETS_UP_TO {
             let prefix = keys::postings_bucket_prefix(bucket);
             let end = keys::prefix_end(&prefix);
-            let mut it = inner.backend.scan(prefix..end).await?;
+            let mut it = inner.backend.scan_as(prefix..end, ScanKind::Bulk).await?;
             while let Some(kv) = it.next().await? {
                 let Some((name, value)) = keys::postings_name_value(&kv.key) else {
                     continue;
@@ -354,7 +355,7 @@ async fn fold_bucket(
         for &id in part {
             batch.delete(keys::late_key(bucket, id));
         }
-        for sb in storage.series_buckets(bucket, part).await? {
+        for sb in storage.series_buckets(bucket, part, ScanKind::Bulk).await? {
             let id = sb.id;
             let (ts, vs) = sb.samples(i64::MIN, i64::MAX)?;
             inner.reclaim.note(sb.stored_bytes());

@@ -439,7 +439,7 @@ impl Storage {
                     let (view, ids) = (Storage::view(Arc::clone(&self.shared)), Arc::clone(&ids));
                     tokio::spawn(async move {
                         let part = ids.get(from..(from + share).min(ids.len())).unwrap_or(&[]);
-                        view.series_buckets(span, part).await
+                        view.series_buckets(span, part, ScanKind::Long).await
                     })
                 })
                 .collect();
@@ -462,27 +462,27 @@ impl Storage {
             }
             return Ok(out);
         }
-        for sb in self.series_buckets(span, &ids).await? {
+        for sb in self.series_buckets(span, &ids, ScanKind::Long).await? {
             sb.parts_into(range, until, &mut out);
         }
         Ok(out)
     }
 
     /// [`Self::series_bucket`] for many series (`ids` ascending): one
-    /// ordered scan of the bucket that seeks from id to id.
+    /// ordered scan of the bucket that seeks from id to id. A query's
+    /// reads are [`ScanKind::Long`]; compaction and the fold read each
+    /// chunk once and write it anew, so theirs are [`ScanKind::Bulk`] and
+    /// leave the block cache to what queries read.
     pub(crate) async fn series_buckets(
         &self,
         span: Span,
         ids: &[u64],
+        kind: ScanKind,
     ) -> Result<Vec<SeriesBucket>, StorageError> {
         let mut out = Vec::with_capacity(ids.len());
         let prefix = keys::chunk_prefix(span);
         let end = keys::prefix_end(&prefix);
-        let mut it = self
-            .shared
-            .backend
-            .scan_as(prefix..end, ScanKind::Long)
-            .await?;
+        let mut it = self.shared.backend.scan_as(prefix..end, kind).await?;
         // The next key the iterator holds: it cannot seek back to it.
         let mut next: Option<slatedb::KeyValue> = None;
         for &id in ids {
@@ -505,7 +505,7 @@ impl Storage {
                 found.add(kv);
                 next = it.next().await?;
             }
-            if let Some(sb) = self.resolve(span, id, found).await? {
+            if let Some(sb) = self.resolve(span, id, found, kind).await? {
                 out.push(sb);
             }
         }
@@ -528,7 +528,7 @@ impl Storage {
         while let Some(kv) = it.next().await? {
             found.add(kv);
         }
-        self.resolve(span, id, found).await
+        self.resolve(span, id, found, ScanKind::Short).await
     }
 
     /// A series' parts in `bucket` from its keys: the chunk key's value
@@ -539,6 +539,7 @@ impl Storage {
         span: Span,
         id: u64,
         found: FoundKeys,
+        kind: ScanKind,
     ) -> Result<Option<SeriesBucket>, StorageError> {
         let FoundKeys {
             chunk,
@@ -587,7 +588,7 @@ impl Storage {
             .filter(|(_, h)| h.is_none())
             .map(|(&(first, last_t), _)| (span, id, first, last_t))
             .collect();
-        let mut read = self.segments(&missing).await?.into_iter();
+        let mut read = self.segments(&missing, kind).await?.into_iter();
         for (slot, &(first, last_t)) in have.iter_mut().zip(&listed) {
             let segment = slot
                 .take()
@@ -605,8 +606,12 @@ impl Storage {
 
     /// The values of segment keys `(bucket, series, first_t, last_t)`, in
     /// their key order (sort them first). Few: concurrent point reads;
-    /// many: one scan that seeks from key to key.
-    async fn segments(&self, wanted: &[(Span, u64, i64, i64)]) -> Result<Vec<Bytes>, StorageError> {
+    /// many: one scan that seeks from key to key. Cached as `kind` caches.
+    async fn segments(
+        &self,
+        wanted: &[(Span, u64, i64, i64)],
+        kind: ScanKind,
+    ) -> Result<Vec<Bytes>, StorageError> {
         let backend = &self.shared.backend;
         let key =
             |&(b, id, first, last): &(Span, u64, i64, i64)| keys::segment_key(b, id, first, last);
@@ -618,7 +623,7 @@ impl Storage {
                 .map(|w| async move {
                     let k = keys::segment_key(w.0, w.1, w.2, w.3);
                     backend
-                        .get(&k)
+                        .get_as(&k, kind)
                         .await?
                         .ok_or_else(|| missing_segment(w.0, w.1, w.2, w.3))
                 })
@@ -626,8 +631,13 @@ impl Storage {
                 .try_collect()
                 .await;
         }
+        let many = if kind.caches() {
+            ScanKind::Long
+        } else {
+            ScanKind::Bulk
+        };
         let mut it = backend
-            .scan_as(key(lo)..keys::prefix_end(&key(hi)), ScanKind::Long)
+            .scan_as(key(lo)..keys::prefix_end(&key(hi)), many)
             .await?;
         let mut out = Vec::with_capacity(wanted.len());
         for w in wanted {
@@ -873,7 +883,7 @@ impl Storage {
             return Ok(());
         }
         spilled.sort_unstable();
-        let segments = self.segments(spilled).await?;
+        let segments = self.segments(spilled, ScanKind::Long).await?;
         let mut from_store: BTreeMap<u64, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
         for (&(_, id, _, _), segment) in spilled.iter().zip(&segments) {
             let (ts, vs) = from_store.entry(id).or_default();
@@ -896,7 +906,10 @@ impl Storage {
     ) -> Result<Vec<(u64, Samples)>, StorageError> {
         let mut out = Vec::new();
         for (bucket, ids) in released {
-            for sb in self.series_buckets(Span::Bucket(bucket), &ids).await? {
+            for sb in self
+                .series_buckets(Span::Bucket(bucket), &ids, ScanKind::Long)
+                .await?
+            {
                 out.push((sb.id, sb.samples(mint, maxt)?));
             }
         }

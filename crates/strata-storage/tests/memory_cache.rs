@@ -1,6 +1,6 @@
 //! SlateDB's in-memory block cache is sized by `memory_cache_bytes`, is
 //! reported by part, and takes what reads of sealed data bring in, not
-//! the samples a writer writes.
+//! the samples a writer writes nor those compaction rewrites.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -131,6 +131,43 @@ async fn a_writer_caches_the_samples_it_reads_not_those_it_writes() {
     assert!(
         read.blocks_bytes > 4 * written.blocks_bytes.max(4096),
         "the flush cached the chunks, or the read did not: {written:?} -> {read:?}"
+    );
+    db.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn compaction_leaves_the_cache_to_queries() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let settings = StorageSettings {
+        memory_cache_bytes: StorageSettings::default().memory_cache_bytes,
+        // Blocks of two buckets, extended a bucket at a time: the two
+        // sealed hours are compacted at once.
+        block_duration: Duration::from_secs(2 * 3600),
+        ..settings()
+    };
+    let (db, _clock, t0) = sealed_writer(&store, settings).await;
+    db.flush_memtable_now().await.unwrap();
+    let sealed = db.cache_usage();
+    // Compaction reads every chunk of the sealed buckets and writes it
+    // anew into its block, then deletes the buckets' keys.
+    let pass = db.compact_now(true).await.unwrap();
+    assert!(pass.blocks >= 1 && pass.samples == SERIES as usize * 480, "{pass:?}");
+    db.flush_memtable_now().await.unwrap();
+    let compacted = db.cache_usage();
+    let all = read_all(&db, t0).await;
+    let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
+    assert_eq!(samples, SERIES as usize * 480);
+    let read = db.cache_usage();
+    eprintln!("cache after the seal: {sealed:?}, the compaction: {compacted:?}, a read: {read:?}");
+    // The read of the blocks brings in their chunks (about 4 MB). The
+    // compaction read them all too, but brings in only the blocks'
+    // postings (about 0.5 MB: the flush caches them, as it does a
+    // seal's); with its chunk reads cached it brought in 4 MB as well.
+    let by_read = read.blocks_bytes.saturating_sub(compacted.blocks_bytes);
+    let by_compaction = compacted.blocks_bytes.saturating_sub(sealed.blocks_bytes);
+    assert!(
+        by_read > 1 << 20 && by_compaction * 4 < by_read,
+        "compaction cached {by_compaction} bytes of blocks, the read {by_read}"
     );
     db.close().await.unwrap();
 }
