@@ -480,9 +480,19 @@ impl Storage {
         kind: ScanKind,
     ) -> Result<Vec<SeriesBucket>, StorageError> {
         let mut out = Vec::with_capacity(ids.len());
-        let prefix = keys::chunk_prefix(span);
-        let end = keys::prefix_end(&prefix);
-        let mut it = self.shared.backend.scan_as(prefix..end, kind).await?;
+        let (Some(&lo), Some(&hi)) = (ids.first(), ids.last()) else {
+            return Ok(out);
+        };
+        // Bounded to these series: read-ahead past the last would fetch
+        // blocks the next call reads again (compaction calls this for
+        // every few hundred series; uncached, those blocks were read from
+        // the store each time).
+        let end = keys::prefix_end(&keys::chunk_key(span, hi));
+        let mut it = self
+            .shared
+            .backend
+            .scan_as(keys::chunk_key(span, lo)..end, kind)
+            .await?;
         // The next key the iterator holds: it cannot seek back to it.
         let mut next: Option<slatedb::KeyValue> = None;
         for &id in ids {

@@ -151,7 +151,10 @@ async fn compaction_leaves_the_cache_to_queries() {
     // Compaction reads every chunk of the sealed buckets and writes it
     // anew into its block, then deletes the buckets' keys.
     let pass = db.compact_now(true).await.unwrap();
-    assert!(pass.blocks >= 1 && pass.samples == SERIES as usize * 480, "{pass:?}");
+    assert!(
+        pass.blocks >= 1 && pass.samples == SERIES as usize * 480,
+        "{pass:?}"
+    );
     db.flush_memtable_now().await.unwrap();
     let compacted = db.cache_usage();
     let all = read_all(&db, t0).await;
