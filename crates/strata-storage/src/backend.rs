@@ -50,11 +50,9 @@ impl Backend {
         }
     }
 
+    /// A point read whose block is cached.
     pub(crate) async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, StorageError> {
-        match &self.handle {
-            Handle::Writer(db) => bounded(self.read_timeout, db.get(key)).await,
-            Handle::Reader(r) => bounded(self.read_timeout, r.get(key)).await,
-        }
+        self.get_as(key, ScanKind::Short).await
     }
 
     /// A point read whose block is cached as a scan of `kind` caches it.

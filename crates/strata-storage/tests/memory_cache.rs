@@ -74,6 +74,12 @@ async fn read_all(db: &Writer, t0: i64) -> Vec<strata_storage::Series> {
     .unwrap()
 }
 
+/// Samples of every series of `data(t0)`, read over its two hours.
+async fn samples_read(db: &Writer, t0: i64) -> usize {
+    let all = read_all(db, t0).await;
+    all.iter().map(|s| s.timestamps.len()).sum()
+}
+
 #[tokio::test]
 async fn sealed_reads_go_through_the_sized_cache() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -121,9 +127,7 @@ async fn a_writer_caches_the_samples_it_reads_not_those_it_writes() {
     // postings, metadata, index and filters are cached, its chunks not.
     db.flush_memtable_now().await.unwrap();
     let written = db.cache_usage();
-    let all = read_all(&db, t0).await;
-    let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
-    assert_eq!(samples, SERIES as usize * 480);
+    assert_eq!(samples_read(&db, t0).await, SERIES as usize * 480);
     let read = db.cache_usage();
     eprintln!("cache after the flush: {written:?}, after the read: {read:?}");
     // The read brings in about 4 MB of blocks (the chunks of 960,000
@@ -157,9 +161,7 @@ async fn compaction_leaves_the_cache_to_queries() {
     );
     db.flush_memtable_now().await.unwrap();
     let compacted = db.cache_usage();
-    let all = read_all(&db, t0).await;
-    let samples: usize = all.iter().map(|s| s.timestamps.len()).sum();
-    assert_eq!(samples, SERIES as usize * 480);
+    assert_eq!(samples_read(&db, t0).await, SERIES as usize * 480);
     let read = db.cache_usage();
     eprintln!("cache after the seal: {sealed:?}, the compaction: {compacted:?}, a read: {read:?}");
     // The read of the blocks brings in their chunks (about 4 MB). The
