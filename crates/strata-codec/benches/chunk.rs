@@ -1,5 +1,6 @@
 //! Chunk encode/decode speed and size on node-exporter-like data: Gorilla
-//! (head) chunks, sealed chunks, and the `tsz` crate as the baseline.
+//! chunks, the head's tail chunks (Gorilla timestamps, decimal values),
+//! sealed chunks, and the `tsz` crate as the baseline.
 //!
 //! Prints bytes/sample per value kind and overall; criterion reports the
 //! time for the whole data set, whose sample count is printed alongside.
@@ -14,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use data::{node_exporter_like, Jitter, Series, MIX};
+use strata_codec::chunk::tail::decode_tail_range_into;
 use strata_codec::{
     decode_chunk_range_into, decode_into, encode_sealed, encode_sealed_with, ChunkIter,
-    SealScratch, XorChunk,
+    SealScratch, TailChunk, XorChunk,
 };
 use tsz::stream::{BufferedReader, BufferedWriter};
 use tsz::{DataPoint, Decode, Encode, StdDecoder, StdEncoder};
@@ -34,6 +36,18 @@ fn strata_encode((ts, vs): Samples) -> Vec<u8> {
         c.append(t, v);
     }
     c.bytes().to_vec()
+}
+
+fn tail_encode((ts, vs): Samples) -> Vec<u8> {
+    let mut c = TailChunk::new();
+    for (&t, &v) in ts.iter().zip(vs) {
+        c.append(t, v);
+    }
+    c.bytes().to_vec()
+}
+
+fn tail_decode(bytes: &[u8], ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
+    decode_tail_range_into(bytes, i64::MIN, i64::MAX, ts, vs).unwrap();
 }
 
 fn sealed_encode((ts, vs): Samples) -> Vec<u8> {
@@ -59,15 +73,16 @@ fn tsz_decode(bytes: Box<[u8]>, ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
     }
 }
 
-/// Bytes of one series in each codec, (gorilla, sealed, tsz), after
+/// Bytes of one series in each codec, (gorilla, tail, sealed, tsz), after
 /// checking that each round-trips it bit for bit (tsz: its timestamps).
-fn sizes((ts0, vs0): Samples) -> (usize, usize, usize) {
+fn sizes((ts0, vs0): Samples) -> [usize; 4] {
     let same = |ts: &[i64], vs: &[f64]| {
         ts == ts0
             && vs.len() == vs0.len()
             && vs.iter().zip(vs0).all(|(x, y)| x.to_bits() == y.to_bits())
     };
     let sb = strata_encode((ts0, vs0));
+    let hb = tail_encode((ts0, vs0));
     let tb = tsz_encode((ts0, vs0));
     let cb = sealed_encode((ts0, vs0));
     let (mut ts, mut vs) = (vec![], vec![]);
@@ -76,10 +91,13 @@ fn sizes((ts0, vs0): Samples) -> (usize, usize, usize) {
     let (mut ts, mut vs) = (vec![], vec![]);
     decode_into(&sb, &mut ts, &mut vs).unwrap();
     assert!(same(&ts, &vs), "gorilla round trip");
+    let (mut ts, mut vs) = (vec![], vec![]);
+    tail_decode(&hb, &mut ts, &mut vs);
+    assert!(same(&ts, &vs), "tail round trip");
     let (mut tts, mut tvs) = (vec![], vec![]);
     tsz_decode(tb.clone(), &mut tts, &mut tvs);
     assert_eq!(tts, ts0, "tsz round trip");
-    (sb.len(), cb.len(), tb.len())
+    [sb.len(), hb.len(), cb.len(), tb.len()]
 }
 
 /// Checks every codec round-trips the data and prints their sizes, by
@@ -89,28 +107,29 @@ fn report_sizes(label: &str, groups: &[(String, Vec<Samples>)]) {
     let total: usize = groups.iter().flat_map(|(_, g)| g).map(|s| s.0.len()).sum();
     eprintln!("\n[{label}] {series} series, {total} samples");
     eprintln!(
-        "{:<12} {:>14} {:>14} {:>14}",
-        "group", "gorilla B/smpl", "sealed B/smpl", "tsz B/smpl"
+        "{:<12} {:>14} {:>14} {:>14} {:>14}",
+        "group", "gorilla B/smpl", "tail B/smpl", "sealed B/smpl", "tsz B/smpl"
     );
-    let line = |name: &str, (n, a, b, c): (usize, usize, usize, usize)| {
-        eprintln!(
-            "{name:<12} {:>14.3} {:>14.3} {:>14.3}",
-            a as f64 / n as f64,
-            b as f64 / n as f64,
-            c as f64 / n as f64
-        );
+    let line = |name: &str, n: usize, sum: [usize; 4]| {
+        let [a, b, c, d] = sum.map(|x| x as f64 / n as f64);
+        eprintln!("{name:<12} {a:>14.3} {b:>14.3} {c:>14.3} {d:>14.3}");
     };
-    let mut all = (0, 0, 0, 0);
+    let (mut all_n, mut all) = (0, [0; 4]);
     for (name, group) in groups {
-        let mut sum = (0, 0, 0, 0);
+        let (mut n, mut sum) = (0, [0; 4]);
         for &s in group {
-            let (a, b, c) = sizes(s);
-            sum = (sum.0 + s.0.len(), sum.1 + a, sum.2 + b, sum.3 + c);
+            n += s.0.len();
+            for (x, y) in sum.iter_mut().zip(sizes(s)) {
+                *x += y;
+            }
         }
-        all = (all.0 + sum.0, all.1 + sum.1, all.2 + sum.2, all.3 + sum.3);
-        line(name, sum);
+        all_n += n;
+        for (x, y) in all.iter_mut().zip(sum) {
+            *x += y;
+        }
+        line(name, n, sum);
     }
-    line("all", all);
+    line("all", all_n, all);
 }
 
 /// The synthetic data grouped by kind, in [`MIX`] order.
@@ -136,10 +155,19 @@ fn best_pass(total: usize, passes: usize, mut f: impl FnMut()) -> f64 {
 }
 
 /// Prints the best-pass decode speed of every codec, measured interleaved.
-fn report_best_decode(total: usize, strata: &[Vec<u8>], sealed: &[Vec<u8>], tsz: &[Box<[u8]>]) {
+fn report_best_decode(total: usize, e: &Encoded) {
+    let (strata, tail, sealed, tsz) = (&e.gorilla, &e.tail, &e.sealed, &e.tsz);
     let (mut ts, mut vs) = (Vec::with_capacity(400), Vec::with_capacity(400));
-    let (mut g, mut s, mut z) = (f64::MAX, f64::MAX, f64::MAX);
+    let (mut g, mut h, mut s, mut z) = (f64::MAX, f64::MAX, f64::MAX, f64::MAX);
     for _ in 0..10 {
+        h = h.min(best_pass(total, 20, || {
+            for bytes in tail {
+                ts.clear();
+                vs.clear();
+                tail_decode(black_box(bytes), &mut ts, &mut vs);
+                black_box((&ts, &vs));
+            }
+        }));
         g = g.min(best_pass(total, 20, || {
             for bytes in strata {
                 ts.clear();
@@ -168,7 +196,7 @@ fn report_best_decode(total: usize, strata: &[Vec<u8>], sealed: &[Vec<u8>], tsz:
         z = z.min(t.elapsed().as_nanos() as f64 / total as f64);
     }
     eprintln!(
-        "best-pass decode ns/sample: gorilla {g:.2}, sealed {s:.2}, tsz {z:.2} (tsz {:.1}x sealed)",
+        "best-pass decode ns/sample: gorilla {g:.2}, tail {h:.2}, sealed {s:.2}, tsz {z:.2} (tsz {:.1}x sealed)",
         z / s
     );
 }
@@ -179,8 +207,13 @@ fn report_best_decode(total: usize, strata: &[Vec<u8>], sealed: &[Vec<u8>], tsz:
 fn report_best_encode(total: usize, data: &[Samples]) {
     let mut scratch = SealScratch::default();
     let mut out = Vec::with_capacity(4096);
-    let (mut s, mut g) = (f64::MAX, f64::MAX);
+    let (mut s, mut g, mut h) = (f64::MAX, f64::MAX, f64::MAX);
     for _ in 0..10 {
+        h = h.min(best_pass(total, 10, || {
+            for &series in data {
+                black_box(tail_encode(black_box(series)));
+            }
+        }));
         s = s.min(best_pass(total, 10, || {
             for &(ts, vs) in data {
                 out.clear();
@@ -194,12 +227,13 @@ fn report_best_encode(total: usize, data: &[Samples]) {
             }
         }));
     }
-    eprintln!("best-pass encode ns/sample: sealed {s:.2}, gorilla {g:.2}");
+    eprintln!("best-pass encode ns/sample: sealed {s:.2}, gorilla {g:.2}, tail {h:.2}");
 }
 
 /// One data set encoded in every codec, and its sample count.
 struct Encoded {
     gorilla: Vec<Vec<u8>>,
+    tail: Vec<Vec<u8>>,
     sealed: Vec<Vec<u8>>,
     tsz: Vec<Box<[u8]>>,
     total: usize,
@@ -208,17 +242,16 @@ struct Encoded {
 /// Encodes the data in every codec and prints best-pass speeds.
 fn encode_all(data: &[Samples]) -> Encoded {
     let total: usize = data.iter().map(|s| s.0.len()).sum();
-    let gorilla: Vec<Vec<u8>> = data.iter().map(|&s| strata_encode(s)).collect();
-    let sealed: Vec<Vec<u8>> = data.iter().map(|&s| sealed_encode(s)).collect();
-    let tsz: Vec<Box<[u8]>> = data.iter().map(|&s| tsz_encode(s)).collect();
-    report_best_decode(total, &gorilla, &sealed, &tsz);
-    report_best_encode(total, data);
-    Encoded {
-        gorilla,
-        sealed,
-        tsz,
+    let e = Encoded {
+        gorilla: data.iter().map(|&s| strata_encode(s)).collect(),
+        tail: data.iter().map(|&s| tail_encode(s)).collect(),
+        sealed: data.iter().map(|&s| sealed_encode(s)).collect(),
+        tsz: data.iter().map(|&s| tsz_encode(s)).collect(),
         total,
-    }
+    };
+    report_best_decode(total, &e);
+    report_best_encode(total, data);
+    e
 }
 
 /// Real node_exporter data (`real::node_exporter_capture`): sizes by job,
@@ -236,11 +269,49 @@ fn bench_captured(c: &mut Criterion) {
     report_sizes("captured node_exporter", &groups);
     let data: Vec<Samples> = captured.iter().map(|s| (&s.ts[..], &s.vs[..])).collect();
     let Encoded {
-        sealed, tsz, total, ..
+        gorilla,
+        tail,
+        sealed,
+        tsz,
+        total,
     } = encode_all(&data);
     let mut g = c.benchmark_group("chunk_captured");
     g.throughput(Throughput::Elements(total as u64));
+    g.bench_function("encode/gorilla", |b| {
+        b.iter(|| {
+            for &s in &data {
+                black_box(strata_encode(black_box(s)));
+            }
+        })
+    });
+    g.bench_function("encode/tail", |b| {
+        b.iter(|| {
+            for &s in &data {
+                black_box(tail_encode(black_box(s)));
+            }
+        })
+    });
     let (mut ts, mut vs) = (Vec::with_capacity(400), Vec::with_capacity(400));
+    g.bench_function("decode/gorilla", |b| {
+        b.iter(|| {
+            for bytes in &gorilla {
+                ts.clear();
+                vs.clear();
+                decode_into(black_box(bytes), &mut ts, &mut vs).unwrap();
+                black_box((&ts, &vs));
+            }
+        })
+    });
+    g.bench_function("decode/tail", |b| {
+        b.iter(|| {
+            for bytes in &tail {
+                ts.clear();
+                vs.clear();
+                tail_decode(black_box(bytes), &mut ts, &mut vs);
+                black_box((&ts, &vs));
+            }
+        })
+    });
     g.bench_function("decode/sealed", |b| {
         b.iter(|| {
             for bytes in &sealed {
@@ -284,6 +355,7 @@ fn bench_codecs(c: &mut Criterion) {
         let data: Vec<Samples> = series.iter().map(samples).collect();
         let Encoded {
             gorilla: strata,
+            tail,
             sealed,
             tsz,
             total,
@@ -295,6 +367,13 @@ fn bench_codecs(c: &mut Criterion) {
             b.iter(|| {
                 for &s in &data {
                     black_box(strata_encode(black_box(s)));
+                }
+            })
+        });
+        g.bench_function("encode/tail", |b| {
+            b.iter(|| {
+                for &s in &data {
+                    black_box(tail_encode(black_box(s)));
                 }
             })
         });
@@ -319,6 +398,16 @@ fn bench_codecs(c: &mut Criterion) {
                     ts.clear();
                     vs.clear();
                     decode_into(black_box(bytes), &mut ts, &mut vs).unwrap();
+                    black_box((&ts, &vs));
+                }
+            })
+        });
+        g.bench_function("decode/tail", |b| {
+            b.iter(|| {
+                for bytes in &tail {
+                    ts.clear();
+                    vs.clear();
+                    tail_decode(black_box(bytes), &mut ts, &mut vs);
                     black_box((&ts, &vs));
                 }
             })

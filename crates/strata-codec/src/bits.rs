@@ -13,7 +13,51 @@
 pub struct BitWriter {
     bytes: Vec<u8>,
     /// Unused low bits of the last byte (0..=7).
-    free: u32,
+    free: u8,
+}
+
+/// Appends the low `n` bits of `v` (`n` in 0..=64), most significant first,
+/// to `bytes`, whose last byte has `free` unused low bits (0..=7): a
+/// [`BitWriter`] for types that keep the two among fields of their own.
+#[inline]
+pub fn push_bits(bytes: &mut Vec<u8>, free: &mut u8, v: u64, n: u32) {
+    debug_assert!(n <= 64);
+    if n == 0 {
+        return;
+    }
+    // Left-align the payload so the next bit to write is always bit 63.
+    let mut v = v << (64 - n);
+    let mut n = n;
+    let f = u32::from(*free);
+    if f > 0 {
+        let take = f.min(n);
+        if let Some(last) = bytes.last_mut() {
+            *last |= (v >> (64 - f)) as u8;
+        }
+        *free -= take as u8;
+        n -= take;
+        v = v.checked_shl(take).unwrap_or(0);
+    }
+    while n >= 8 {
+        bytes.push((v >> 56) as u8);
+        v <<= 8;
+        n -= 8;
+    }
+    if n > 0 {
+        bytes.push((v >> 56) as u8);
+        *free = (8 - n) as u8;
+    }
+}
+
+/// Makes room in `bytes` for at least `additional` more, growing by a
+/// quarter rather than doubling so that many small open chunks stay tight.
+#[inline]
+pub fn reserve_quarter(bytes: &mut Vec<u8>, additional: usize) {
+    let spare = bytes.capacity() - bytes.len();
+    if spare < additional {
+        let grow = additional.max(bytes.len() / 4).max(16);
+        bytes.reserve_exact(grow);
+    }
 }
 
 impl BitWriter {
@@ -31,31 +75,7 @@ impl BitWriter {
     /// first. Bits of `v` above `n` are ignored.
     #[inline]
     pub fn write_bits(&mut self, v: u64, n: u32) {
-        debug_assert!(n <= 64);
-        if n == 0 {
-            return;
-        }
-        // Left-align the payload so the next bit to write is always bit 63.
-        let mut v = v << (64 - n);
-        let mut n = n;
-        if self.free > 0 {
-            let take = self.free.min(n);
-            if let Some(last) = self.bytes.last_mut() {
-                *last |= (v >> (64 - self.free)) as u8;
-            }
-            self.free -= take;
-            n -= take;
-            v = v.checked_shl(take).unwrap_or(0);
-        }
-        while n >= 8 {
-            self.bytes.push((v >> 56) as u8);
-            v <<= 8;
-            n -= 8;
-        }
-        if n > 0 {
-            self.bytes.push((v >> 56) as u8);
-            self.free = 8 - n;
-        }
+        push_bits(&mut self.bytes, &mut self.free, v, n);
     }
 
     /// Appends one bit.
@@ -88,11 +108,7 @@ impl BitWriter {
     /// Makes room for at least `additional` more bytes, growing by a quarter
     /// rather than doubling so that many small open chunks stay tight.
     pub fn reserve(&mut self, additional: usize) {
-        let spare = self.bytes.capacity() - self.bytes.len();
-        if spare < additional {
-            let grow = additional.max(self.bytes.len() / 4).max(16);
-            self.bytes.reserve_exact(grow);
-        }
+        reserve_quarter(&mut self.bytes, additional);
     }
 
     /// Heap bytes held.

@@ -23,7 +23,9 @@ pub mod series;
 pub mod threads;
 pub mod varint;
 
-pub use chunk::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter, XorChunk};
+pub use chunk::{
+    decode_into, decode_range_into, decode_range_to_slices, ChunkIter, TailChunk, XorChunk,
+};
 pub use error::CodecError;
 pub use exemplar::{
     decode_exemplars, encode_exemplars, Exemplar, ExemplarProblem, SeriesExemplars,

@@ -15,7 +15,7 @@
 //! ([`XorChunk::MAX_SAMPLES`](crate::XorChunk::MAX_SAMPLES)).
 //! `docs/format.md` draws the layout.
 
-mod decimal;
+pub(crate) mod decimal;
 mod packed;
 
 use std::cell::RefCell;

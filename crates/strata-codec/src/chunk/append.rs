@@ -1,6 +1,6 @@
 //! Appending samples to an open chunk.
 
-use super::{fits_bucket, DOD_BUCKETS, HEADER_LEN};
+use super::HEADER_LEN;
 use crate::bits::BitWriter;
 use crate::varint::{unzigzag, zigzag, Decbuf};
 
@@ -102,19 +102,9 @@ impl XorChunk {
     }
 
     fn write_dod(&mut self, dod: i64) {
-        if dod == 0 {
-            self.w.write_bit(false);
-            return;
-        }
-        for (prefix, prefix_len, nbits) in DOD_BUCKETS {
-            if fits_bucket(dod, nbits) {
-                self.w.write_bits(prefix, prefix_len);
-                self.w.write_bits(dod as u64, nbits);
-                return;
-            }
-        }
-        self.w.write_bits(0b1111, 4);
-        self.w.write_bits(dod as u64, 64);
+        let [(a, a_len), (b, b_len)] = super::dod_code(dod);
+        self.w.write_bits(a, a_len);
+        self.w.write_bits(b, b_len);
     }
 
     fn write_value(&mut self, v_bits: u64) {

@@ -1,6 +1,6 @@
 //! Reading chunks: a sample iterator and the bulk decoders queries use.
 
-use super::{bucket_value, HEADER_LEN};
+use super::{bucket_value, decode_appending, RangeOut, HEADER_LEN};
 
 /// Payload widths of the delta-of-delta encodings by number of leading one
 /// bits (0..=4), a byte each: 0, 14, 17, 20, 64.
@@ -8,6 +8,50 @@ const DOD_WIDTHS: u64 = 0x40_14_11_0E_00;
 use crate::bits::BitReader;
 use crate::varint::unzigzag;
 use crate::CodecError;
+
+/// Reads a delta-of-delta in the codes of [`super::DOD_BUCKETS`].
+/// Branch-free for the 0/14/17/20-bit cases: with jittered scrapes a zero
+/// and a non-zero delta-of-delta alternate unpredictably.
+#[inline(always)]
+pub(super) fn read_dod(r: &mut BitReader<'_>) -> i64 {
+    r.refill();
+    let w = r.peek_word();
+    let ones = (!w).leading_zeros().min(4);
+    let prefix = (ones + 1).min(4);
+    let width = ((DOD_WIDTHS >> (ones * 8)) & 0xFF) as u32;
+    if width <= 20 {
+        let payload = ((w << prefix) >> 1) >> (63 - width);
+        r.skip(prefix + width);
+        bucket_value(payload, width)
+    } else {
+        r.skip(prefix);
+        r.read_bits(64) as i64
+    }
+}
+
+/// Reads an unsigned LEB128 varint from the bit stream.
+#[inline(always)]
+pub(super) fn read_uvarint(r: &mut BitReader<'_>) -> Result<u64, CodecError> {
+    let fail = |r: &BitReader<'_>, e: &'static str| {
+        if r.overrun() {
+            CodecError::Truncated
+        } else {
+            CodecError::Corrupt(e)
+        }
+    };
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = r.read_byte();
+        if i == 9 && b > 1 {
+            return Err(fail(r, "varint overflows"));
+        }
+        v |= u64::from(b & 0x7F) << (7 * i);
+        if b < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err(fail(r, "varint longer than 10 bytes"))
+}
 
 /// The decoding state shared by [`ChunkIter`] and the bulk decoders.
 ///
@@ -92,22 +136,7 @@ impl<'a> Decoder<'a> {
 
     #[inline(always)]
     fn read_dod_sample(&mut self) -> Result<(), CodecError> {
-        let r = &mut self.r;
-        r.refill();
-        let w = r.peek_word();
-        // Branch-free for the 0/14/17/20-bit cases: with jittered scrapes a
-        // zero and a non-zero delta-of-delta alternate unpredictably.
-        let ones = (!w).leading_zeros().min(4);
-        let prefix = (ones + 1).min(4);
-        let width = ((DOD_WIDTHS >> (ones * 8)) & 0xFF) as u32;
-        let dod = if width <= 20 {
-            let payload = ((w << prefix) >> 1) >> (63 - width);
-            r.skip(prefix + width);
-            bucket_value(payload, width)
-        } else {
-            r.skip(prefix);
-            r.read_bits(64) as i64
-        };
+        let dod = read_dod(&mut self.r);
         self.advance(self.t_delta.wrapping_add(dod as u64))?;
         self.read_value()?;
         self.check_overrun()
@@ -166,18 +195,7 @@ impl<'a> Decoder<'a> {
 
     #[inline(always)]
     fn read_uvarint(&mut self) -> Result<u64, CodecError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let b = self.r.read_byte();
-            if i == 9 && b > 1 {
-                return Err(self.overrun_or(CodecError::Corrupt("varint overflows")));
-            }
-            v |= u64::from(b & 0x7F) << (7 * i);
-            if b < 0x80 {
-                return Ok(v);
-            }
-        }
-        Err(self.overrun_or(CodecError::Corrupt("varint longer than 10 bytes")))
+        read_uvarint(&mut self.r)
     }
 
     #[inline(always)]
@@ -309,20 +327,9 @@ pub fn decode_range_into(
     vs: &mut Vec<f64>,
 ) -> Result<(), CodecError> {
     let d = Decoder::new(bytes)?;
-    let n = d.capacity_hint();
-    let (ts_len, vs_len) = (ts.len(), vs.len());
-    // Decode into pre-sized slices rather than pushing: a push re-reads and
-    // re-writes the vector's length through memory for every sample.
-    ts.resize(ts_len + n, 0);
-    vs.resize(vs_len + n, 0.0);
-    let written = match (ts.get_mut(ts_len..), vs.get_mut(vs_len..)) {
-        (Some(t_out), Some(v_out)) => decode_slices(d, mint, maxt, t_out, v_out),
-        _ => Err(CodecError::Corrupt("buffer")),
-    };
-    let keep = written.as_ref().map_or(0, |&k| k);
-    ts.truncate(ts_len + keep);
-    vs.truncate(vs_len + keep);
-    written.map(|_| ())
+    decode_appending(d.capacity_hint(), ts, vs, |t_out, v_out| {
+        decode_slices(d, mint, maxt, t_out, v_out)
+    })
 }
 
 /// Writes the samples of the chunk in `bytes` whose timestamps lie in
@@ -351,38 +358,28 @@ fn decode_slices(
     t_out: &mut [i64],
     v_out: &mut [f64],
 ) -> Result<usize, CodecError> {
-    let mut k = 0;
-    let mut emit = |t: i64, v: u64, k: &mut usize| -> Result<bool, CodecError> {
-        if t > maxt {
-            return Ok(false);
-        }
-        if t >= mint {
-            match (t_out.get_mut(*k), v_out.get_mut(*k)) {
-                (Some(ts), Some(vs)) => {
-                    *ts = t;
-                    *vs = f64::from_bits(v);
-                }
-                _ => return Err(CodecError::Corrupt("more samples than bits")),
-            }
-            *k += 1;
-        }
-        Ok(true)
+    let mut out = RangeOut {
+        mint,
+        maxt,
+        t_out,
+        v_out,
+        k: 0,
     };
     // The first two samples have their own encodings; the loop below only
     // sees delta-of-delta samples.
     while d.read < d.total.min(2) {
         if let Some((t, v)) = d.next()? {
-            if !emit(t, v, &mut k)? {
-                return Ok(k);
+            if !out.push(t, v)? {
+                return Ok(out.k);
             }
         }
     }
     while d.read < d.total {
         d.read_dod_sample()?;
         d.read += 1;
-        if !emit(d.t, d.v_bits, &mut k)? {
+        if !out.push(d.t, d.v_bits)? {
             break;
         }
     }
-    Ok(k)
+    Ok(out.k)
 }

@@ -1,6 +1,6 @@
 //! The head: the in-memory delta of every unsealed bucket. Per series and
 //! bucket one in-order chunk (a frozen run in the sealed format and a
-//! Gorilla tail), beside it the out-of-order samples, and late samples of
+//! tail chunk), beside it the out-of-order samples, and late samples of
 //! sealed buckets until the late pass writes them; a series map keyed by a
 //! label-set hash, and in-memory postings for selection.
 //!
@@ -1025,7 +1025,7 @@ impl Head {
 
     /// Freezes every chunk tail of a bucket before `open` (a bucket index),
     /// however short: an ended bucket's chunks otherwise keep up to a
-    /// freeze's worth of samples in the Gorilla tail, three to four times
+    /// freeze's worth of samples in the tail, two to three times
     /// their frozen size, until their seal drops them. Returns how many.
     pub fn freeze_ended(&self, open: i64) -> usize {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
