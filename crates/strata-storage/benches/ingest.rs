@@ -495,10 +495,10 @@ async fn run(n_series: usize, minutes: usize, tasks: usize) {
     // Per kind, encode one host's bucket again with both encoders.
     println!();
     println!("chunk bytes per sample by kind (host 0's series, same data):");
-    println!("| kind | sealed chunk | head (Gorilla) chunk |");
+    println!("| kind | sealed chunk | head tail chunk |");
     println!("| --- | --- | --- |");
-    for ((_, _, name), (sealed, gorilla)) in KINDS.iter().zip(per_kind_bytes(bucket_start)) {
-        println!("| {name} | {sealed:.3} | {gorilla:.3} |");
+    for ((_, _, name), (sealed, tail)) in KINDS.iter().zip(per_kind_bytes(bucket_start)) {
+        println!("| {name} | {sealed:.3} | {tail:.3} |");
     }
 }
 
@@ -636,14 +636,15 @@ async fn check_host0(db: &Storage, bucket_start: i64) -> (usize, usize) {
 }
 
 /// Encodes host 0's bucket with the same models, one chunk per series, and
-/// gives (sealed, Gorilla) chunk bytes per sample per kind.
+/// gives (sealed, head tail) chunk bytes per sample per kind: what the head
+/// appends to, before a freeze moves its samples into the sealed format.
 fn per_kind_bytes(bucket_start: i64) -> Vec<(f64, f64)> {
     let mut bytes = vec![(0usize, 0usize); KINDS.len()];
     let mut samples = vec![0usize; KINDS.len()];
     for slot in 0..SERIES_PER_HOST {
         let mut s = SimSeries::new(0, slot);
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let mut chunk = strata_codec::XorChunk::new();
+        let mut chunk = strata_codec::TailChunk::new();
         for round in 0.. {
             let t = bucket_start + round * SCRAPE_MS + s.offset_ms;
             if t >= bucket_start + HOUR {
