@@ -470,6 +470,9 @@ fn partition_samples(records: &[(u64, LogRecord)], part: usize, parts: usize) ->
 struct Spilled {
     buckets: std::collections::BTreeSet<i64>,
     segments: usize,
+    /// Each series' last spilled sample, its time and value: the series'
+    /// last sample after the replay if none replayed is newer.
+    ends: Vec<(std::sync::Arc<crate::head::MemSeries>, i64, f64)>,
 }
 
 /// The segments of one series and bucket, and the last one's value.
@@ -516,7 +519,7 @@ async fn restore_spilled(
             }
             _ => {
                 if runs.len() >= RUNS_PER_BATCH {
-                    restore_runs(db, head, std::mem::take(&mut runs)).await?;
+                    restore_runs(db, head, std::mem::take(&mut runs), &mut found.ends).await?;
                 }
                 runs.push(SegmentRun {
                     bucket,
@@ -528,15 +531,17 @@ async fn restore_spilled(
             }
         }
     }
-    restore_runs(db, head, runs).await?;
+    restore_runs(db, head, runs, &mut found.ends).await?;
     Ok(found)
 }
 
-/// Gives each run's series its segments.
+/// Gives each run's series its segments; notes the last spilled sample of
+/// each in `ends`.
 async fn restore_runs(
     db: &Backend,
     head: &Head,
     runs: Vec<SegmentRun>,
+    ends: &mut Vec<(std::sync::Arc<crate::head::MemSeries>, i64, f64)>,
 ) -> Result<(), StorageError> {
     let mut ids: Vec<u64> = runs.iter().map(|r| r.id).collect();
     ids.sort_unstable();
@@ -557,7 +562,8 @@ async fn restore_runs(
         let last_t = segments.last().map_or(i64::MAX, |s| s.1);
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         strata_codec::decode_chunk_range_into(&last, last_t, last_t, &mut ts, &mut vs)?;
-        series.restore_spilled(bucket, segments, samples, vs.last().copied().unwrap_or(0.0));
+        series.restore_spilled(bucket, segments, samples);
+        ends.push((series, last_t, vs.last().copied().unwrap_or(0.0)));
     }
     Ok(())
 }
@@ -575,6 +581,11 @@ pub(crate) async fn recover(
     let spilled = restore_spilled(db, &head, sealed_through).await?;
     let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms(), writer);
     let replayed = follower.catch_up(db, &head, sealed_through).await?;
+    // Spilled samples the log no longer held (or held only in part) are
+    // still the series' newest if nothing replayed came after them.
+    for (series, t, v) in &spilled.ends {
+        series.raise_last(*t, *v);
+    }
     follower.next_seq = follower.next_seq.max(cp.next_log_seq);
     // Series whose replayed samples were all spilled or sealed.
     head.drop_all_idle();

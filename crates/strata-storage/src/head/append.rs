@@ -98,7 +98,8 @@ pub struct AppendPolicy {
     /// them to the store, where the reader reads them).
     pub keep_late: bool,
     /// Replaying the log: samples a spilled segment already holds are
-    /// skipped (see `HeadChunk::replayed_spilled`).
+    /// skipped (see `HeadChunk::replayed_spilled`), in order as they were
+    /// written.
     pub replay: bool,
 }
 
@@ -178,13 +179,19 @@ impl MemSeries {
         for &(t, v) in samples {
             let bucket = t.div_euclid(bucket_ms);
             let sealed = bucket < policy.first_open;
-            if policy.replay && !sealed {
+            // Replaying the log: a sample that was in order when first
+            // written (after the series' last, as replayed so far) and that
+            // a spilled segment holds is skipped, and is the series' last
+            // sample, as it was then.
+            if policy.replay && !sealed && t > st.last_t {
                 let spilled = st
                     .chunks
-                    .iter_mut()
+                    .iter()
                     .find(|(b, _)| *b == bucket)
                     .is_some_and(|(_, c)| c.replayed_spilled(t));
                 if spilled {
+                    st.last_t = t;
+                    st.last_v_bits = v.to_bits();
                     continue;
                 }
             }

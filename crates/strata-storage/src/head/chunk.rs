@@ -29,6 +29,7 @@
 
 use smallvec::SmallVec;
 use strata_codec::chunk::tail::{decode_tail_range_into, decode_tail_range_to_slices};
+use strata_codec::chunk_len_hint;
 use strata_codec::sealed::decode_sealed_range_into;
 use strata_codec::{encode_sealed, CodecError, TailChunk};
 
@@ -45,12 +46,20 @@ pub const FREEZE_MIN_SAMPLES: u32 = 60;
 /// writer's chunk holds one run.
 pub(crate) const RUN_MAX_SAMPLES: u32 = 1024;
 
-/// Samples frozen in the sealed format, with their time range.
+/// Samples frozen in the sealed format, with their time range. The count
+/// is read from the bytes' header when needed: kept beside them, with its
+/// padding, it put [`Older`] in the allocator's 80-byte class.
 struct FrozenRun {
     first_t: i64,
     last_t: i64,
-    len: u32,
     bytes: Box<[u8]>,
+}
+
+impl FrozenRun {
+    /// Samples in the run.
+    fn len(&self) -> u32 {
+        u32::try_from(chunk_len_hint(&self.bytes)).unwrap_or(u32::MAX)
+    }
 }
 
 /// A segment made of a chunk's frozen runs, to be written to the store
@@ -78,18 +87,12 @@ struct Older {
     /// before every sample still held.
     /// A boxed slice, not a `Vec`: a spill, which adds one, comes every
     /// few hundred samples, and 8 bytes less keep this box in the
-    /// allocator's 80-byte class.
+    /// allocator's 64-byte class.
     spilled: Box<[(i64, i64)]>,
     /// Samples in the spilled segments.
     spilled_len: u32,
     /// Samples in the frozen runs.
     frozen_len: u32,
-    /// Log replay: the newest timestamp of this bucket replayed so far. A
-    /// replayed sample after it was in order when first written, so if it
-    /// is not after the spilled segments, a segment holds it. Only a chunk
-    /// with spilled segments needs it, and only such a chunk has them
-    /// during replay (spills start after recovery).
-    replayed_through: i64,
     /// Older samples, oldest run first, each after the one before; the
     /// first inline.
     frozen: SmallVec<[FrozenRun; 1]>,
@@ -101,7 +104,6 @@ impl Default for Older {
             spilled: Box::default(),
             spilled_len: 0,
             frozen_len: 0,
-            replayed_through: i64::MIN,
             frozen: SmallVec::new(),
         }
     }
@@ -126,16 +128,13 @@ impl HeadChunk {
         self.older.get_or_insert_with(Box::default)
     }
 
-    /// Log replay: whether the replayed sample at `t` is one a spilled
-    /// segment holds (it was in order when first written, and is not after
-    /// the segments); notes `t` as replayed.
-    pub(crate) fn replayed_spilled(&mut self, t: i64) -> bool {
-        let Some(older) = self.older.as_deref_mut() else {
-            return false;
-        };
-        let in_order = t > older.replayed_through;
-        older.replayed_through = older.replayed_through.max(t);
-        in_order && older.spilled.last().is_some_and(|&(_, last)| t <= last)
+    /// Log replay: whether a sample at `t` that was in order when first
+    /// written is one a spilled segment holds (it is not after them).
+    pub(crate) fn replayed_spilled(&self, t: i64) -> bool {
+        self.older()
+            .spilled
+            .last()
+            .is_some_and(|&(_, last)| t <= last)
     }
 
     /// Appends a sample later than every sample held.
@@ -238,7 +237,7 @@ impl HeadChunk {
             .iter()
             .take_while(|p| p.last_t <= spill.last_t)
             .count();
-        let mut gone: u32 = older.frozen.drain(..whole).map(|p| p.len).sum();
+        let mut gone: u32 = older.frozen.drain(..whole).map(|p| p.len()).sum();
         if let Some(p) = older
             .frozen
             .first_mut()
@@ -257,11 +256,10 @@ impl HeadChunk {
             .is_ok()
             {
                 if let (Some(&first_t), Ok(len)) = (ts.first(), u32::try_from(ts.len())) {
-                    gone += p.len - len;
+                    gone += p.len().saturating_sub(len);
                     *p = FrozenRun {
                         first_t,
                         last_t: p.last_t,
-                        len,
                         bytes: sealed_box(&ts, &vs),
                     };
                 }
@@ -369,8 +367,7 @@ impl HeadChunk {
         let into = older
             .frozen
             .last_mut()
-            .filter(|p| p.len.saturating_add(len) <= RUN_MAX_SAMPLES);
-        let mut run_len = len;
+            .filter(|p| p.len().saturating_add(len) <= RUN_MAX_SAMPLES);
         if let Some(p) = &into {
             // Written here: a decode error would be a bug, and keeping the
             // tail as it is loses nothing.
@@ -378,7 +375,6 @@ impl HeadChunk {
                 return false;
             }
             first_t = p.first_t;
-            run_len += p.len;
         }
         if decode_tail_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
             return false;
@@ -386,7 +382,6 @@ impl HeadChunk {
         let run = FrozenRun {
             first_t,
             last_t,
-            len: run_len,
             bytes: sealed_box(ts, vs),
         };
         match into {
@@ -425,8 +420,8 @@ mod tests {
         // with the tail's count and first timestamp kept beside its bytes).
         assert!(std::mem::size_of::<(i64, HeadChunk)>() <= 80);
         assert!(
-            std::mem::size_of::<Older>() <= 80,
-            "the box in the 80-byte class"
+            std::mem::size_of::<Older>() <= 64,
+            "the box in the 64-byte class"
         );
         let mut c = HeadChunk::default();
         c.append(1, 1.0);
@@ -545,7 +540,7 @@ mod tests {
                 assert!(c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
             }
         }
-        let runs: Vec<u32> = c.older().frozen.iter().map(|p| p.len).collect();
+        let runs: Vec<u32> = c.older().frozen.iter().map(|p| p.len()).collect();
         assert_eq!(runs, [1000, 300], "the eleventh freeze starts a run");
         assert_eq!(c.len(), RUN_MAX_SAMPLES + 300);
         let want: Vec<(i64, u64)> = data.iter().map(|&(t, v)| (t, v.to_bits())).collect();

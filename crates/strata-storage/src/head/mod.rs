@@ -291,18 +291,15 @@ impl MemSeries {
         }
     }
 
-    /// Recovery: the series' segments of `bucket` found in the store, all
-    /// before any sample the log replays, and the value of the last one.
-    pub(crate) fn restore_spilled(
-        &self,
-        bucket: i64,
-        segments: Vec<(i64, i64)>,
-        samples: u32,
-        last_v: f64,
-    ) {
-        let Some(&(_, last_t)) = segments.last() else {
+    /// Recovery: the series' segments of `bucket` found in the store. The
+    /// replay that follows skips the samples they hold (see
+    /// `AppendPolicy::replay`), each standing for the series' last sample
+    /// as it did when first written; then [`Self::raise_last`] makes sure
+    /// the last spilled one does.
+    pub(crate) fn restore_spilled(&self, bucket: i64, segments: Vec<(i64, i64)>, samples: u32) {
+        if segments.is_empty() {
             return;
-        };
+        }
         let mut st = self.state.lock();
         if st.chunks.iter().any(|(b, _)| *b == bucket) {
             return;
@@ -314,9 +311,15 @@ impl MemSeries {
         room_for_one(&mut st.chunks);
         st.chunks
             .insert(at, (bucket, HeadChunk::with_spilled(segments, samples)));
-        if last_t > st.last_t {
-            st.last_t = last_t;
-            st.last_v_bits = last_v.to_bits();
+    }
+
+    /// Recovery, after the replay: `(t, v)` is the series' last sample if
+    /// it has none newer.
+    pub(crate) fn raise_last(&self, t: i64, v: f64) {
+        let mut st = self.state.lock();
+        if t > st.last_t {
+            st.last_t = t;
+            st.last_v_bits = v.to_bits();
         }
     }
 
