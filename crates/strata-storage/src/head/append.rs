@@ -199,13 +199,19 @@ impl MemSeries {
                 let chunk = match st.chunks.last_mut() {
                     Some((b, c)) if *b == bucket => c,
                     _ => {
-                        if !super::hist::has_data(st) {
-                            self.active
-                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        // Usually a new last chunk; in a replay, a later
+                        // bucket's may be there already (restored from
+                        // its spilled segments), so in bucket order.
+                        let at = st.chunks.partition_point(|(b, _)| *b < bucket);
+                        if st.chunks.get(at).is_none_or(|(b, _)| *b != bucket) {
+                            if !super::hist::has_data(st) {
+                                self.active
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            super::room_for_one(&mut st.chunks);
+                            st.chunks.insert(at, (bucket, HeadChunk::default()));
                         }
-                        super::room_for_one(&mut st.chunks);
-                        st.chunks.push((bucket, HeadChunk::default()));
-                        match st.chunks.last_mut() {
+                        match st.chunks.get_mut(at) {
                             Some((_, c)) => c,
                             None => continue,
                         }

@@ -1398,6 +1398,53 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_skips_spilled_samples_in_order_and_keeps_the_rest() {
+        let head = Head::new(1, None);
+        let hour = 3_600_000;
+        let (s, _) = head.get_or_create(&labels("a"));
+        // Bucket 1's samples up to 1h + 300 s were spilled before a crash.
+        s.restore_spilled(1, vec![(hour, hour + 300_000)], 21);
+        let policy = AppendPolicy {
+            late_from: Some(0),
+            replay: true,
+            ..AppendPolicy::strict(0, hour)
+        };
+        // The log, in the order it was written: bucket 0's end, bucket
+        // 1's spilled samples, one of them retried (kept beside the chunk
+        // when first written, as no segment could be checked), then newer.
+        let mut log: Vec<(i64, f64)> = vec![(hour - 30_000, 1.0), (hour - 15_000, 2.0)];
+        log.extend((0..=20).map(|i| (hour + i * 15_000, f64::from(i as u32))));
+        log.push((hour + 150_000, 10.0));
+        log.extend((21..=24).map(|i| (hour + i * 15_000, f64::from(i as u32))));
+        let out = s.append(&log, &policy, |_, _, _| {});
+        // Bucket 0's two in order into a chunk before bucket 1's, bucket
+        // 1's four after the segment, and the retry beside the chunk; the
+        // 21 spilled ones skipped.
+        assert_eq!((out.appended, out.extra, out.rejected), (7, 1, 0));
+        let st = s.state.lock();
+        let chunks: Vec<(i64, u32, u32)> = st
+            .chunks
+            .iter()
+            .map(|(b, c)| (*b, c.len(), c.spilled_len()))
+            .collect();
+        assert_eq!(chunks, vec![(0, 2, 0), (1, 4, 21)]);
+        assert_eq!(st.last_t, hour + 24 * 15_000);
+        drop(st);
+        // After the replay the last spilled sample is not newer: no change.
+        s.raise_last(hour + 300_000, 20.0);
+        assert_eq!(s.state.lock().last_t, hour + 24 * 15_000);
+        // With nothing replayed after the segment, it is the last sample.
+        let (r, _) = head.get_or_create(&labels("r"));
+        r.restore_spilled(1, vec![(hour, hour + 300_000)], 21);
+        r.raise_last(hour + 300_000, 20.0);
+        let st = r.state.lock();
+        assert_eq!(
+            (st.last_t, st.last_v_bits),
+            (hour + 300_000, 20f64.to_bits())
+        );
+    }
+
+    #[test]
     fn get_many_looks_past_a_colliding_first_series() {
         let head = Head::new(1, None);
         let c = Arc::new(AtomicUsize::new(0));
