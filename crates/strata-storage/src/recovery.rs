@@ -470,10 +470,13 @@ fn partition_samples(records: &[(u64, LogRecord)], part: usize, parts: usize) ->
 struct Spilled {
     buckets: std::collections::BTreeSet<i64>,
     segments: usize,
-    /// Each series' last spilled sample, its time and value: the series'
-    /// last sample after the replay if none replayed is newer.
-    ends: Vec<(std::sync::Arc<crate::head::MemSeries>, i64, f64)>,
+    /// Each series' last spilled sample: the series' last sample after the
+    /// replay if none replayed is newer.
+    ends: Vec<SpilledEnd>,
 }
+
+/// A series, and the time and value of its last spilled sample.
+type SpilledEnd = (std::sync::Arc<crate::head::MemSeries>, i64, f64);
 
 /// The segments of one series and bucket, and the last one's value.
 struct SegmentRun {
@@ -541,7 +544,7 @@ async fn restore_runs(
     db: &Backend,
     head: &Head,
     runs: Vec<SegmentRun>,
-    ends: &mut Vec<(std::sync::Arc<crate::head::MemSeries>, i64, f64)>,
+    ends: &mut Vec<SpilledEnd>,
 ) -> Result<(), StorageError> {
     let mut ids: Vec<u64> = runs.iter().map(|r| r.id).collect();
     ids.sort_unstable();

@@ -279,25 +279,9 @@ impl TailChunk {
         (!self.is_empty()).then_some(self.t)
     }
 
-    /// Value of the last sample, bit for bit.
-    pub fn last_v(&self) -> Option<f64> {
-        (!self.is_empty()).then_some(f64::from_bits(self.v_bits))
-    }
-
     /// Heap bytes held (the buffer's capacity), for head-memory accounting.
     pub fn heap_bytes(&self) -> usize {
         self.bytes.capacity()
-    }
-
-    /// Appends the samples in `[mint, maxt]`, in time order, to `ts`/`vs`.
-    pub fn decode_range_into(
-        &self,
-        mint: i64,
-        maxt: i64,
-        ts: &mut Vec<i64>,
-        vs: &mut Vec<f64>,
-    ) -> Result<(), CodecError> {
-        decode_tail_range_into(&self.bytes, mint, maxt, ts, vs)
     }
 }
 
