@@ -109,6 +109,7 @@ pub(crate) async fn seal(
                 _ => break,
             }
         }
+        inner.room_for_background(&job.hurry).await;
         if let Err(e) = write_durably(&db, encoded.batch).await {
             failed = Some(e);
             break;

@@ -124,6 +124,15 @@ pub struct StorageSettings {
     /// memtable is part of the writer's memory: it fills to this, is
     /// written, and starts again.
     pub memtable_bytes: u64,
+    /// Most bytes of writes SlateDB holds in memory before they are in a
+    /// level-0 table (its memtables and WAL buffer, by its own estimate;
+    /// SlateDB's `max_unflushed_bytes`). At this SlateDB holds every write
+    /// back, ingest included, until a memtable is written; at half of it
+    /// the seal, spills and compaction wait first (at most 2 s a batch).
+    /// The memtables take about twice these bytes of memory. They fill
+    /// when level-0 tables wait for SlateDB's compactor, as behind an
+    /// ingest backlog. At least twice `memtable_bytes`.
+    pub max_unflushed_bytes: u64,
     /// Most exemplars the head keeps, all series together (Prometheus'
     /// `max_exemplars`); the oldest go first. Each bucket's exemplars are
     /// also written to the store at its seal and kept for the retention.
@@ -152,6 +161,7 @@ impl Default for StorageSettings {
             read_timeout: Duration::from_secs(10),
             memory_cache_bytes: 256 << 20,
             memtable_bytes: 64 << 20,
+            max_unflushed_bytes: 256 << 20,
             max_exemplars: crate::head::DEFAULT_MAX_EXEMPLARS,
         }
     }
@@ -199,6 +209,9 @@ impl StorageSettings {
         }
         if self.memtable_bytes < MIN_MEMTABLE_BYTES {
             return Err("memtable_bytes: must be at least 1048576 (1 MiB)".into());
+        }
+        if self.max_unflushed_bytes < self.memtable_bytes.saturating_mul(2) {
+            return Err("max_unflushed_bytes: must be at least twice memtable_bytes".into());
         }
         Ok(())
     }

@@ -115,6 +115,7 @@ pub(crate) fn slatedb_settings(
     slatedb::Settings {
         flush_interval: Some(settings.flush_interval),
         l0_sst_size_bytes: usize::try_from(settings.memtable_bytes).unwrap_or(usize::MAX),
+        max_unflushed_bytes: usize::try_from(settings.max_unflushed_bytes).unwrap_or(usize::MAX),
         compression_codec: codec,
         compactor_options: Some(compactor),
         garbage_collector_options: Some(gc),

@@ -27,6 +27,9 @@ use crate::stats::add;
 /// Series looked at per write batch; the spill lock is held for one batch.
 const SERIES_PER_BATCH: usize = 4096;
 
+/// A spill never hurries past SlateDB's memtables.
+static NO_HURRY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// What one spill pass wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpillPass {
@@ -53,6 +56,9 @@ pub(crate) fn spill_pass(
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let series = inner.head.all_series();
     for part in series.chunks(SERIES_PER_BATCH) {
+        // Spilled samples take more memory in a memtable than in the head:
+        // they wait while the memtables are full.
+        runtime.block_on(inner.room_for_background(&NO_HURRY));
         // The sealer takes this lock to mark a bucket as being sealed, so
         // no segment of it is written once its seal has begun.
         let _sealing = inner.spill_lock.blocking_lock();

@@ -112,6 +112,9 @@ pub struct StorageStats {
     pub reclaim_merges_failed: AtomicU64,
     pub seal_duration: Histogram,
     pub durable_wait: Histogram,
+    /// Time background batches (seal, spill, compaction) waited for
+    /// SlateDB's memtables to drain, counted only when they waited.
+    pub background_wait: Histogram,
     /// The coordinator's time per group of requests: applying it to the
     /// head, and its SlateDB write call (which includes SlateDB's
     /// back-pressure waits).
@@ -151,6 +154,7 @@ impl Default for StorageStats {
             reclaim_merges_failed: AtomicU64::new(0),
             seal_duration: Histogram::new(LATENCY_BOUNDS),
             durable_wait: Histogram::new(LATENCY_BOUNDS),
+            background_wait: Histogram::new(LATENCY_BOUNDS),
             group_apply: Histogram::new(STEP_BOUNDS),
             log_write: Histogram::new(STEP_BOUNDS),
         }

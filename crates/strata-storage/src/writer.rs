@@ -319,6 +319,13 @@ impl Writer {
         crate::reclaim::check(&self.shared, true).await
     }
 
+    /// SlateDB's writes not yet in a level-0 table (memtables and WAL
+    /// buffer), by its estimate as of its last write: what
+    /// `storage.max_unflushed_bytes` limits.
+    pub fn unflushed_bytes(&self) -> u64 {
+        self.shared.unflushed_bytes()
+    }
+
     /// Bytes of SlateDB's tables (L0 and sorted runs), as its manifest
     /// says: what the store holds but for the log not yet in a table.
     pub fn table_bytes(&self) -> Result<u64, StorageError> {

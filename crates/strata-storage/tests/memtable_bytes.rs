@@ -1,6 +1,8 @@
 //! `memtable_bytes` sizes SlateDB's memtable: past it, the writes go to
 //! the object store as level-0 tables while the writer runs, and a value
-//! too small to be sensible is refused by name.
+//! too small to be sensible is refused by name. `max_unflushed_bytes`
+//! bounds the memtables together: a value under two memtables is refused,
+//! and the figure it bounds is SlateDB's own.
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -117,4 +119,57 @@ async fn a_memtable_under_a_mebibyte_is_refused_by_name() {
         .err()
         .expect("a 64 KiB memtable must be refused");
     assert!(err.to_string().contains("memtable_bytes"), "{err}");
+}
+
+#[tokio::test]
+async fn an_unflushed_limit_under_two_memtables_is_refused_by_name() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let settings = StorageSettings {
+        memtable_bytes: 4 << 20,
+        max_unflushed_bytes: 6 << 20,
+        ..StorageSettings::default()
+    };
+    let err = Writer::open(store, "db", settings, Arc::new(ManualClock::new(0)))
+        .await
+        .err()
+        .expect("an unflushed limit under two memtables must be refused");
+    assert!(err.to_string().contains("max_unflushed_bytes"), "{err}");
+}
+
+#[tokio::test]
+async fn the_writer_sees_slatedbs_unflushed_bytes_the_background_waits_on() {
+    // The seal, spills and compaction wait on this figure: it must be
+    // SlateDB's own, growing with writes its memtable holds and back to
+    // nothing once the memtable is a table.
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = strata_storage::SystemClock.now_ms();
+    let t0 = now - now % HOUR;
+    let settings = StorageSettings {
+        seal_check_interval: Duration::from_secs(3600),
+        ..StorageSettings::default()
+    };
+    let db = Writer::open(store, "db", settings, Arc::new(ManualClock::new(t0)))
+        .await
+        .unwrap();
+    // SlateDB takes the figure as a write begins: each look below is
+    // after a small write, which sees what came before it.
+    let small = |k: i64| data(t0 + (40 + k) * 15_000, 1, 1);
+    db.write(data(t0, 40, 0), Durability::Durable)
+        .await
+        .unwrap();
+    db.write(small(0), Durability::Durable).await.unwrap();
+    let held = db.unflushed_bytes();
+    assert!(
+        held > 100_000,
+        "unflushed after ~1 MB of log records: {held}"
+    );
+    db.flush_memtable_now().await.unwrap();
+    db.write(small(1), Durability::Durable).await.unwrap();
+    db.write(small(2), Durability::Durable).await.unwrap();
+    let after = db.unflushed_bytes();
+    assert!(
+        after < held / 4,
+        "unflushed after the memtable was written: {after} (before {held})"
+    );
+    db.close().await.unwrap();
 }

@@ -377,6 +377,12 @@ pub fn render(
     );
     histogram(
         &mut out,
+        "strata_background_wait_seconds",
+        "Time a seal's, spill's or compaction's write waited for SlateDB's memtables to drain below half of storage.max_unflushed_bytes.",
+        &st.background_wait,
+    );
+    histogram(
+        &mut out,
         "strata_coordinator_apply_seconds",
         "Time the write coordinator took to apply one group of requests to the head.",
         &st.group_apply,
