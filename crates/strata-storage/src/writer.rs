@@ -105,9 +105,23 @@ impl Writer {
             Ok(r) => r,
             Err(_) => {
                 stats::add(&self.shared.stats.write_errors, 1);
+                let unflushed = self.shared.unflushed_bytes();
+                let most = self.shared.settings.max_unflushed_bytes;
+                let why = if unflushed >= most {
+                    format!(
+                        "SlateDB holds writes back while its unflushed writes ({} MiB) are at \
+                         storage.max_unflushed_bytes ({} MiB), until a memtable is written \
+                         (its level-0 tables wait for its compactor, or the object store is \
+                         failing or slow)",
+                        unflushed >> 20,
+                        most >> 20
+                    )
+                } else {
+                    "the object store is failing or slow".to_owned()
+                };
                 Err(StorageError::Unavailable(format!(
-                    "write not {} within {limit:?}: the object store is failing or slow; \
-                     its samples may still become durable once it answers",
+                    "write not {} within {limit:?}: {why}; its samples may still be written \
+                     and become durable",
                     match durability {
                         Durability::Applied => "applied",
                         Durability::Durable => "durable",
