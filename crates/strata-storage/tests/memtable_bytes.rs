@@ -107,33 +107,38 @@ async fn a_small_memtable_is_written_as_tables_while_the_writer_runs() {
     assert_eq!(default, 0, "64 MiB memtable: {default} level-0 tables");
 }
 
-#[tokio::test]
-async fn a_memtable_under_a_mebibyte_is_refused_by_name() {
+/// The error opening a writer with `settings`, which must be refused.
+async fn refusal(settings: StorageSettings) -> String {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let settings = StorageSettings {
-        memtable_bytes: 64 << 10,
-        ..StorageSettings::default()
-    };
-    let err = Writer::open(store, "db", settings, Arc::new(ManualClock::new(0)))
+    Writer::open(store, "db", settings, Arc::new(ManualClock::new(0)))
         .await
         .err()
-        .expect("a 64 KiB memtable must be refused");
-    assert!(err.to_string().contains("memtable_bytes"), "{err}");
+        .expect("the settings must be refused")
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_memtable_under_a_mebibyte_is_refused_by_name() {
+    let err = refusal(StorageSettings {
+        memtable_bytes: 64 << 10,
+        ..StorageSettings::default()
+    })
+    .await;
+    assert!(err.contains("memtable_bytes: must be at least"), "{err}");
 }
 
 #[tokio::test]
 async fn an_unflushed_limit_under_two_memtables_is_refused_by_name() {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let settings = StorageSettings {
+    let err = refusal(StorageSettings {
         memtable_bytes: 4 << 20,
         max_unflushed_bytes: 6 << 20,
         ..StorageSettings::default()
-    };
-    let err = Writer::open(store, "db", settings, Arc::new(ManualClock::new(0)))
-        .await
-        .err()
-        .expect("an unflushed limit under two memtables must be refused");
-    assert!(err.to_string().contains("max_unflushed_bytes"), "{err}");
+    })
+    .await;
+    assert!(
+        err.contains("max_unflushed_bytes: must be at least"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
