@@ -57,9 +57,6 @@ const KEYS_PER_BATCH: usize = 1024;
 /// No bucket compacted yet.
 pub(crate) const NONE_COMPACTED: i64 = i64::MIN;
 
-/// Compaction never hurries past SlateDB's memtables: a block can wait.
-static NO_HURRY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Which buckets blocks hold, as the `Mcompacted` key says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Compacted {
@@ -538,7 +535,7 @@ async fn compact_block(
         // A batch of series of which none has samples in these buckets
         // (they went away earlier) writes nothing.
         if !batch.is_empty() {
-            inner.room_for_background(&NO_HURRY).await;
+            inner.room_for_background(&crate::shared::NO_HURRY).await;
             db.write(batch).await?.await_durable().await?;
         }
     }

@@ -142,8 +142,12 @@ async fn wait_below(
 /// SlateDB's gauge of its unflushed writes.
 const UNFLUSHED_METRIC: &str = "slatedb.db.total_mem_size_bytes";
 
+/// For [`Shared::room_for_background`] from work that never hurries (a
+/// spill, a compaction): it can wait.
+pub(crate) static NO_HURRY: AtomicBool = AtomicBool::new(false);
+
 /// Longest a background batch waits for SlateDB's memtables to drain.
-pub(crate) const BACKGROUND_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+const BACKGROUND_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How often a waiting background batch looks again.
 const BACKGROUND_POLL: std::time::Duration = std::time::Duration::from_millis(20);

@@ -21,14 +21,11 @@ use slatedb::WriteBatch;
 use crate::error::StorageError;
 use crate::head::{MemSeries, Spill};
 use crate::keys;
-use crate::shared::Shared;
+use crate::shared::{Shared, NO_HURRY};
 use crate::stats::add;
 
 /// Series looked at per write batch; the spill lock is held for one batch.
 const SERIES_PER_BATCH: usize = 4096;
-
-/// A spill never hurries past SlateDB's memtables.
-static NO_HURRY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// What one spill pass wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,9 +53,6 @@ pub(crate) fn spill_pass(
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let series = inner.head.all_series();
     for part in series.chunks(SERIES_PER_BATCH) {
-        // Spilled samples take more memory in a memtable than in the head:
-        // they wait while the memtables are full.
-        runtime.block_on(inner.room_for_background(&NO_HURRY));
         // The sealer takes this lock to mark a bucket as being sealed, so
         // no segment of it is written once its seal has begun.
         let _sealing = inner.spill_lock.blocking_lock();
@@ -92,6 +86,9 @@ pub(crate) fn spill_pass(
         if spills.is_empty() {
             continue;
         }
+        // Spilled samples take more memory in a memtable than in the head:
+        // they wait while the memtables are full.
+        runtime.block_on(inner.room_for_background(&NO_HURRY));
         if let Err(e) = runtime.block_on(db.write(batch)) {
             add(&inner.stats.spill_errors, 1);
             return Err(inner.note_fenced(e.into()));
