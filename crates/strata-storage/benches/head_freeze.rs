@@ -1,4 +1,6 @@
-//! The head's chunk memory through a bucket, and what freezing costs, on
+//! The head's chunk memory through a bucket (and the bytes of its frozen
+//! runs' file, runs replaced by later freezes included), and what freezing
+//! costs, on
 //! real node_exporter data (the codec's captured fixture: a real
 //! Prometheus scraping a real node_exporter and itself, 10 s and 15 s
 //! scrapes, an hour, its timestamp jitter included).
@@ -106,20 +108,20 @@ fn report(data: &Data) {
     );
     print!("| minutes | samples per series |");
     for f in THRESHOLDS {
-        print!(" freeze at {f} |");
+        print!(" freeze at {f}: heap | its run file |");
     }
     println!();
-    println!("|---|---|{}", "---|".repeat(THRESHOLDS.len()));
+    println!("|---|---|{}", "---|---|".repeat(THRESHOLDS.len()));
     let mut counts = vec![0; AT_MINUTES.len()];
-    let rows: Vec<Vec<usize>> = THRESHOLDS
+    let rows: Vec<Vec<(usize, u64)>> = THRESHOLDS
         .iter()
         .map(|&f| {
-            let mut row = vec![0; AT_MINUTES.len()];
+            let mut row = vec![(0, 0); AT_MINUTES.len()];
             fill(data, f, |ms, n, head| {
                 // The first pass at or after each minute.
                 for (k, &minutes) in AT_MINUTES.iter().enumerate() {
-                    if ms >= minutes * 60_000 && row[k] == 0 {
-                        row[k] = head.memory().chunks;
+                    if ms >= minutes * 60_000 && row[k].0 == 0 {
+                        row[k] = (head.memory().chunks, head.run_file_bytes());
                         counts[k] = n;
                     }
                 }
@@ -133,7 +135,8 @@ fn report(data: &Data) {
             counts[k] as f64 / data.series.len() as f64
         );
         for row in &rows {
-            print!(" {:.0} |", row[k] as f64 / data.series.len() as f64);
+            let n = data.series.len() as f64;
+            print!(" {:.0} | {:.0} |", row[k].0 as f64 / n, row[k].1 as f64 / n);
         }
         println!();
     }

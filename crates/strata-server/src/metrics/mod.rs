@@ -423,6 +423,12 @@ pub fn render(
         "Estimated bytes held by the head.",
         s.head().memory_bytes() as f64,
     );
+    gauge(
+        &mut out,
+        "strata_head_run_file_bytes",
+        "Bytes of the head's frozen runs, kept in unlinked files in the temporary folder (the page cache's, not the heap's), runs a freeze replaced included; each bucket's go at its seal.",
+        s.head().run_file_bytes() as f64,
+    );
     let mem = s.head().memory();
     let _ = writeln!(
         out,

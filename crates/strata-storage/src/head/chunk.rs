@@ -27,11 +27,14 @@
 //! samples per series, whatever the bucket's width, and the seal writes
 //! only what is left.
 
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 use strata_codec::chunk::tail::{decode_tail_range_into, decode_tail_range_to_slices};
-use strata_codec::chunk_len_hint;
 use strata_codec::sealed::decode_sealed_range_into;
 use strata_codec::{encode_sealed, CodecError, TailChunk};
+
+use super::runs::{RunAt, RunFile};
 
 /// Samples a tail needs before it is frozen (staggered per series by the
 /// caller). Half of Prometheus' chunk size: the tail costs two to three times
@@ -45,21 +48,62 @@ pub const FREEZE_MIN_SAMPLES: u32 = 60;
 /// spill. Above the spill threshold's staggered range (480 to 720) so a
 /// writer's chunk holds one run.
 pub(crate) const RUN_MAX_SAMPLES: u32 = 1024;
+const _: () = assert!(RUN_MAX_SAMPLES <= super::runs::MAX_RUN_SAMPLES);
 
-/// Samples frozen in the sealed format, with their time range. The count
-/// is read from the bytes' header when needed: kept beside them, with its
-/// padding, it put [`Older`] in the allocator's 80-byte class.
+/// Samples frozen in the sealed format, with their time range, kept in
+/// the bucket's run file (see `runs.rs`), not the heap.
 struct FrozenRun {
     first_t: i64,
     last_t: i64,
-    bytes: Box<[u8]>,
+    file: Arc<RunFile>,
+    at: RunAt,
 }
 
 impl FrozenRun {
     /// Samples in the run.
     fn len(&self) -> u32 {
-        u32::try_from(chunk_len_hint(&self.bytes)).unwrap_or(u32::MAX)
+        self.at.samples()
     }
+
+    /// Appends the run's samples in `[mint, maxt]` to `ts`/`vs`.
+    fn decode_range_into(
+        &self,
+        mint: i64,
+        maxt: i64,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), CodecError> {
+        self.file
+            .with_run(self.at, |b| decode_sealed_range_into(b, mint, maxt, ts, vs))
+            .map_err(|_| CodecError::Corrupt("frozen run unreadable from its file"))?
+    }
+}
+
+/// `ts`/`vs` in the sealed format, written to `file` as runs of at most
+/// [`RUN_MAX_SAMPLES`] samples each; `None` if one cannot be written.
+fn write_runs(file: &Arc<RunFile>, ts: &[i64], vs: &[f64]) -> Option<SmallVec<[FrozenRun; 1]>> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let per = RUN_MAX_SAMPLES as usize;
+    let mut runs = SmallVec::new();
+    for (t, v) in ts.chunks(per).zip(vs.chunks(per)) {
+        let (&first_t, &last_t) = (t.first()?, t.last()?);
+        let samples = u32::try_from(t.len()).ok()?;
+        let at = SCRATCH.with(|buf| {
+            let mut buf = buf.try_borrow_mut().ok()?;
+            buf.clear();
+            encode_sealed(t, v, &mut buf);
+            file.write(&buf, samples)
+        })?;
+        runs.push(FrozenRun {
+            first_t,
+            last_t,
+            file: Arc::clone(file),
+            at,
+        });
+    }
+    Some(runs)
 }
 
 /// A segment made of a chunk's frozen runs, to be written to the store
@@ -111,13 +155,6 @@ impl Default for Older {
 
 /// What a chunk without a box holds before its tail: nothing.
 static NO_OLDER: std::sync::LazyLock<Older> = std::sync::LazyLock::new(Older::default);
-
-/// `ts`/`vs` in the sealed format, boxed in exactly their size. Encoded
-/// straight into a new `Vec` and boxed, a run grew through a few
-/// allocations and then stayed in the last of them (see [`super::fit`]).
-fn sealed_box(ts: &[i64], vs: &[f64]) -> Box<[u8]> {
-    super::exact_bytes(|buf| encode_sealed(ts, vs, buf))
-}
 
 impl HeadChunk {
     fn older(&self) -> &Older {
@@ -207,13 +244,13 @@ impl HeadChunk {
         }
         let (first, last) = (older.frozen.first()?, older.frozen.last()?);
         let bytes = if let [run] = older.frozen.as_slice() {
-            run.bytes.to_vec()
+            run.file.with_run(run.at, <[u8]>::to_vec).ok()?
         } else {
             ts.clear();
             vs.clear();
             for p in &older.frozen {
                 // Written here: an error would be a bug; keep the runs.
-                decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).ok()?;
+                p.decode_range_into(i64::MIN, i64::MAX, ts, vs).ok()?;
             }
             let mut bytes = Vec::new();
             encode_sealed(ts, vs, &mut bytes);
@@ -246,22 +283,15 @@ impl HeadChunk {
             let (mut ts, mut vs) = (Vec::new(), Vec::new());
             // Written here: an error would be a bug; the run stays whole
             // (its older samples read twice rather than lost).
-            if decode_sealed_range_into(
-                &p.bytes,
-                spill.last_t.saturating_add(1),
-                i64::MAX,
-                &mut ts,
-                &mut vs,
-            )
-            .is_ok()
+            if p.decode_range_into(spill.last_t.saturating_add(1), i64::MAX, &mut ts, &mut vs)
+                .is_ok()
             {
-                if let (Some(&first_t), Ok(len)) = (ts.first(), u32::try_from(ts.len())) {
-                    gone += p.len().saturating_sub(len);
-                    *p = FrozenRun {
-                        first_t,
-                        last_t: p.last_t,
-                        bytes: sealed_box(&ts, &vs),
-                    };
+                let file = Arc::clone(&p.file);
+                if let Some(mut runs) = write_runs(&file, &ts, &vs).filter(|r| r.len() == 1) {
+                    if let Some(run) = runs.pop() {
+                        gone += p.len().saturating_sub(run.len());
+                        *p = run;
+                    }
                 }
             }
         }
@@ -284,7 +314,7 @@ impl HeadChunk {
     ) -> Result<(), CodecError> {
         for p in &self.older().frozen {
             if p.last_t >= mint && p.first_t <= maxt {
-                decode_sealed_range_into(&p.bytes, mint, maxt, ts, vs)?;
+                p.decode_range_into(mint, maxt, ts, vs)?;
             }
         }
         if self.tail.last_t().is_some_and(|l| l >= mint) {
@@ -309,7 +339,7 @@ impl HeadChunk {
             let (mut t, mut v) = (Vec::new(), Vec::new());
             for p in frozen {
                 if p.last_t >= mint && p.first_t <= maxt {
-                    decode_sealed_range_into(&p.bytes, mint, maxt, &mut t, &mut v)?;
+                    p.decode_range_into(mint, maxt, &mut t, &mut v)?;
                 }
             }
             n = t.len();
@@ -340,17 +370,33 @@ impl HeadChunk {
     /// The bucket has ended: moves the whole tail into the frozen runs if
     /// the chunk has frozen runs already (a chunk without them, a few
     /// samples, would grow by their box). Returns whether it did.
-    pub(crate) fn freeze_ended(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> bool {
-        self.older().frozen_len > 0 && self.freeze(1, ts, vs)
+    pub(crate) fn freeze_ended(
+        &mut self,
+        file: &Arc<RunFile>,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> bool {
+        self.older().frozen_len > 0 && self.freeze(1, file, ts, vs)
+    }
+
+    /// Whether [`Self::freeze`] with `min_samples` would move the tail.
+    pub(crate) fn would_freeze(&self, min_samples: u32) -> bool {
+        self.tail.len() >= min_samples.max(1)
+    }
+
+    /// Whether [`Self::freeze_ended`] would move the tail.
+    pub(crate) fn would_freeze_ended(&self) -> bool {
+        self.older().frozen_len > 0 && self.would_freeze(1)
     }
 
     /// Moves the tail into the frozen runs if it holds at least
     /// `min_samples` samples, merged into the last run while that stays
-    /// within [`RUN_MAX_SAMPLES`]; returns whether it did. `ts`/`vs` are
-    /// scratch buffers.
+    /// within [`RUN_MAX_SAMPLES`], written to `file` (the bucket's); returns
+    /// whether it did. `ts`/`vs` are scratch buffers.
     pub(crate) fn freeze(
         &mut self,
         min_samples: u32,
+        file: &Arc<RunFile>,
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> bool {
@@ -358,36 +404,30 @@ impl HeadChunk {
         if len < min_samples.max(1) {
             return false;
         }
-        let (Some(mut first_t), Some(last_t)) = (self.tail.first_t(), self.tail.last_t()) else {
-            return false;
-        };
         ts.clear();
         vs.clear();
-        let older = self.older.get_or_insert_with(Box::default);
-        let into = older
+        let into = self
+            .older()
             .frozen
-            .last_mut()
+            .last()
             .filter(|p| p.len().saturating_add(len) <= RUN_MAX_SAMPLES);
-        if let Some(p) = &into {
-            // Written here: a decode error would be a bug, and keeping the
-            // tail as it is loses nothing.
-            if decode_sealed_range_into(&p.bytes, i64::MIN, i64::MAX, ts, vs).is_err() {
-                return false;
-            }
-            first_t = p.first_t;
+        // Written here: a decode error would be a bug, and keeping the
+        // tail as it is loses nothing.
+        if into.is_some_and(|p| p.decode_range_into(i64::MIN, i64::MAX, ts, vs).is_err()) {
+            return false;
         }
+        let merged = into.is_some();
         if decode_tail_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
             return false;
         }
-        let run = FrozenRun {
-            first_t,
-            last_t,
-            bytes: sealed_box(ts, vs),
+        let Some(runs) = write_runs(file, ts, vs) else {
+            return false;
         };
-        match into {
-            Some(p) => *p = run,
-            None => older.frozen.push(run),
+        let older = self.older_mut();
+        if merged {
+            older.frozen.pop();
         }
+        older.frozen.extend(runs);
         older.frozen_len += len;
         self.tail = TailChunk::new();
         true
@@ -403,14 +443,13 @@ impl HeadChunk {
                 } else {
                     0
                 }
-                + o.frozen.iter().map(|p| p.bytes.len()).sum::<usize>()
         });
         older + self.tail.heap_bytes()
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -426,6 +465,11 @@ mod tests {
         let mut c = HeadChunk::default();
         c.append(1, 1.0);
         assert!(c.older.is_none(), "a young chunk has nothing boxed");
+    }
+
+    /// A run file of its own: the test's chunks hold it.
+    pub(crate) fn run_file() -> Arc<RunFile> {
+        super::super::runs::RunFiles::default().file(0)
     }
 
     fn samples(n: i64) -> Vec<(i64, f64)> {
@@ -446,11 +490,12 @@ mod tests {
         let mut plain = HeadChunk::default();
         let mut frozen = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = run_file();
         for (i, &(t, v)) in data.iter().enumerate() {
             plain.append(t, v);
             frozen.append(t, v);
             if i % 97 == 0 {
-                frozen.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
+                frozen.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs);
             }
         }
         // Ten freezes, one run: each merged into the one before.
@@ -474,7 +519,7 @@ mod tests {
             );
         }
         // Everything frozen, tail empty: still readable, still appendable.
-        assert!(frozen.freeze(1, &mut ts, &mut vs));
+        assert!(frozen.freeze(1, &f, &mut ts, &mut vs));
         assert_eq!(frozen.last_t(), plain.last_t());
         frozen.append(20_000_000, 1.0);
         plain.append(20_000_000, 1.0);
@@ -489,9 +534,10 @@ mod tests {
         let data = samples(1000);
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = run_file();
         for &(t, v) in &data[..600] {
             c.append(t, v);
-            c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs);
+            c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs);
         }
         assert!(c.take_spill(601, &mut ts, &mut vs).is_none());
         assert!(
@@ -506,11 +552,9 @@ mod tests {
         for &(t, v) in &data[600..] {
             c.append(t, v);
         }
-        assert!(c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+        assert!(c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
         assert_eq!(c.older().frozen.len(), 1);
-        let before = c.heap_bytes();
         c.spilled(&spill);
-        assert!(c.heap_bytes() < before);
         assert_eq!(c.spilled_segments(), &[(data[0].0, data[599].0)]);
         assert_eq!(c.spilled_len(), 600);
         assert_eq!(c.len(), 400);
@@ -534,10 +578,11 @@ mod tests {
         let data = samples(i64::from(RUN_MAX_SAMPLES) + 300);
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = run_file();
         for (i, &(t, v)) in data.iter().enumerate() {
             c.append(t, v);
             if i % 100 == 99 {
-                assert!(c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+                assert!(c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
             }
         }
         let runs: Vec<u32> = c.older().frozen.iter().map(|p| p.len()).collect();
@@ -556,14 +601,45 @@ mod tests {
     }
 
     #[test]
+    fn frozen_runs_live_in_the_buckets_file_until_the_chunk_goes() {
+        let files = super::super::runs::RunFiles::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let data = samples(300);
+        let mut c = HeadChunk::default();
+        for &(t, v) in &data {
+            c.append(t, v);
+        }
+        let tail_only = c.heap_bytes();
+        assert!(c.freeze(1, &files.file(3), &mut ts, &mut vs));
+        let in_file = files.bytes();
+        assert!(in_file > 0, "the run is written to the file");
+        assert!(
+            c.heap_bytes() < tail_only / 2,
+            "the heap keeps where the run is, not its bytes: {} of {tail_only}",
+            c.heap_bytes()
+        );
+        // A second freeze merges into the run: a new run in the file, the
+        // one it replaces left there.
+        c.append(99_000_000, 1.0);
+        assert!(c.freeze(1, &files.file(3), &mut ts, &mut vs));
+        assert!(files.bytes() > in_file);
+        let mut want: Vec<(i64, u64)> = data.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        want.push((99_000_000, 1.0f64.to_bits()));
+        assert_eq!(all(&c, i64::MIN, i64::MAX), want);
+        drop(c);
+        assert_eq!(files.bytes(), 0, "the file went with the chunk's runs");
+    }
+
+    #[test]
     fn short_tails_stay() {
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        assert!(!c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+        let f = run_file();
+        assert!(!c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
         for (t, v) in samples(i64::from(FREEZE_MIN_SAMPLES) - 1) {
             c.append(t, v);
         }
-        assert!(!c.freeze(FREEZE_MIN_SAMPLES, &mut ts, &mut vs));
+        assert!(!c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
         assert_eq!(c.len(), FREEZE_MIN_SAMPLES - 1);
     }
 }

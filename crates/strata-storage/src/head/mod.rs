@@ -25,6 +25,7 @@ mod labels;
 mod read;
 mod recent;
 mod released;
+mod runs;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -47,6 +48,8 @@ pub use labels::SeriesLabels;
 pub use read::HeadRead;
 pub(crate) use recent::RecentSeries;
 pub(crate) use released::Released;
+pub(crate) use runs::BucketFiles;
+use runs::RunFiles;
 
 /// No bucket sealed yet.
 pub const NONE_SEALED: i64 = i64::MIN;
@@ -326,12 +329,19 @@ impl MemSeries {
     /// Freezes the tails of this series' chunks holding at least
     /// `min_samples` samples ([staggered](staggered) for this series);
     /// returns how many it froze.
-    fn freeze(&self, min_samples: u32, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> usize {
+    fn freeze(
+        &self,
+        min_samples: u32,
+        files: &mut BucketFiles<'_>,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> usize {
         let min_samples = staggered(min_samples, self.id);
         let mut st = self.state.lock();
         st.chunks
             .iter_mut()
-            .map(|(_, c)| usize::from(c.freeze(min_samples, ts, vs)))
+            .filter(|(_, c)| c.would_freeze(min_samples))
+            .map(|(b, c)| usize::from(c.freeze(min_samples, &files.get(*b), ts, vs)))
             .sum()
     }
 
@@ -339,12 +349,19 @@ impl MemSeries {
     /// such a bucket has ended and takes no more in-order samples but the
     /// stragglers of its last scrape, and waits for its seal in the compact
     /// format. Returns how many it froze.
-    fn freeze_ended(&self, open: i64, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> usize {
+    fn freeze_ended(
+        &self,
+        open: i64,
+        files: &mut BucketFiles<'_>,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> usize {
         let mut st = self.state.lock();
         st.chunks
             .iter_mut()
             .take_while(|(b, _)| *b < open)
-            .map(|(_, c)| usize::from(c.freeze_ended(ts, vs)))
+            .filter(|(_, c)| c.would_freeze_ended())
+            .map(|(b, c)| usize::from(c.freeze_ended(&files.get(*b), ts, vs)))
             .sum()
     }
 
@@ -621,6 +638,8 @@ pub struct Head {
     /// Whether any series has had native histograms: reads of a head
     /// without look for none.
     holds_histograms: AtomicBool,
+    /// The files the chunks' frozen runs are kept in, one a bucket.
+    runs: RunFiles,
 }
 
 impl Head {
@@ -643,6 +662,7 @@ impl Head {
             released: RwLock::new(Vec::new()),
             exemplars: ExemplarStore::default(),
             holds_histograms: AtomicBool::new(false),
+            runs: RunFiles::default(),
         }
     }
 
@@ -1020,9 +1040,10 @@ impl Head {
     /// each series' lock in turn, briefly.
     pub fn freeze_tails(&self, min_samples: u32) -> usize {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let mut files = BucketFiles::new(&self.runs);
         self.all_series()
             .iter()
-            .map(|s| s.freeze(min_samples, &mut ts, &mut vs))
+            .map(|s| s.freeze(min_samples, &mut files, &mut ts, &mut vs))
             .sum()
     }
 
@@ -1032,10 +1053,17 @@ impl Head {
     /// their frozen size, until their seal drops them. Returns how many.
     pub fn freeze_ended(&self, open: i64) -> usize {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let mut files = BucketFiles::new(&self.runs);
         self.all_series()
             .iter()
-            .map(|s| s.freeze_ended(open, &mut ts, &mut vs))
+            .map(|s| s.freeze_ended(open, &mut files, &mut ts, &mut vs))
             .sum()
+    }
+
+    /// Bytes of the frozen runs' files (see `runs.rs`): in the page cache
+    /// or on disk, not in the heap.
+    pub fn run_file_bytes(&self) -> u64 {
+        self.runs.bytes()
     }
 
     /// Bytes held by the head, an estimate for `/metrics`: the sum of

@@ -444,12 +444,13 @@ mod tests {
     /// every other chunk has its first half frozen.
     fn chunks(count: usize, per_chunk: usize) -> Vec<HeadChunk> {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = super::super::chunk::tests::run_file();
         (0..count)
             .map(|c| {
                 let mut chunk = HeadChunk::default();
                 for i in 0..per_chunk {
                     if c % 2 == 0 && i == per_chunk / 2 {
-                        chunk.freeze(1, &mut ts, &mut vs);
+                        chunk.freeze(1, &f, &mut ts, &mut vs);
                     }
                     let s = (c * per_chunk + i) as i64;
                     chunk.append(s * 1000, s as f64);
