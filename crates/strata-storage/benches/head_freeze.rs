@@ -16,8 +16,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use strata_codec::Label;
-use strata_storage::head::{AppendPolicy, Head, MemSeries};
+use strata_codec::{Label, MatchOp, Matcher};
+use strata_storage::head::{AppendPolicy, Head, MemSeries, NONE_SEALED};
 
 /// The `strata` binary's allocator, so the figures are the server's.
 #[global_allocator]
@@ -25,6 +25,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "../../strata-codec/benches/real/mod.rs"]
 mod real;
+
+/// The one bucket, wider than the capture.
+const BUCKET_MS: i64 = 24 * 3_600_000;
 
 /// The background pass's interval, in data time.
 const PASS_MS: i64 = 30_000;
@@ -73,7 +76,7 @@ fn head(data: &Data) -> (Head, Vec<Arc<MemSeries>>, AppendPolicy) {
         })
         .collect();
     // One bucket wider than the capture.
-    let policy = AppendPolicy::strict(0, 24 * 3_600_000);
+    let policy = AppendPolicy::strict(0, BUCKET_MS);
     (head, series, policy)
 }
 
@@ -164,6 +167,23 @@ fn bench(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    g.finish();
+
+    // Reads of a full hour's head (every run frozen at 60 samples): every
+    // series' whole hour, and its last 5 minutes (mostly the tail).
+    let head = fill(&data, THRESHOLDS[0], |_, _, _| {});
+    let all = [Matcher::new(MatchOp::RegexMatch, "job", ".+").unwrap()];
+    let (first, last) = (
+        data.samples.first().map_or(0, |s| s.0),
+        data.samples.last().map_or(0, |s| s.0),
+    );
+    let mut g = c.benchmark_group("head_read");
+    g.throughput(Throughput::Elements(data.series.len() as u64));
+    for (name, mint) in [("hour", first), ("last_5m", last - 300_000)] {
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(head.read_ranges(&all, NONE_SEALED, BUCKET_MS, mint, last)))
+        });
+    }
     g.finish();
 }
 
