@@ -537,7 +537,6 @@ async fn compact_block(
         if !batch.is_empty() {
             inner.room_for_background(&crate::shared::NO_HURRY).await;
             db.write(batch).await?.await_durable().await?;
-            inner.write_out_small_keys(db).await;
         }
     }
 

@@ -114,7 +114,6 @@ pub(crate) async fn seal(
             failed = Some(e);
             break;
         }
-        inner.write_out_small_keys(&db).await;
         crate::series_index::written(&encoded.indexed, encoded.now);
         inner.head.release_sealed(bucket, &encoded.stored);
         done += encoded.series_done;

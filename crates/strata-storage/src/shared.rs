@@ -124,36 +124,6 @@ impl Shared {
     }
 }
 
-/// SlateDB's unflushed bytes past which a seal or a compaction, after a
-/// batch, has the memtable written out (see
-/// [`Shared::write_out_small_keys`]).
-const BACKGROUND_MEMTABLE_BYTES: u64 = 16 << 20;
-
-impl Shared {
-    /// After a seal's or a compaction's batch: has SlateDB write its
-    /// memtable out as a table once it holds [`BACKGROUND_MEMTABLE_BYTES`]
-    /// (by its count), rather than at `storage.memtable_bytes`. Their keys
-    /// are a million small entries, each a skip-list node and two buffers
-    /// of its own, about twice the bytes SlateDB counts: a 64 MiB memtable
-    /// of them, and the one before it being written out, were the seal's
-    /// and the compaction's peaks (a 16 MiB memtable took 94 MiB off a
-    /// 1 M-series writer's, but cost 4.5 % more CPU when it held for ingest
-    /// too). Ingest's memtable keeps its size between seals.
-    pub(crate) async fn write_out_small_keys(&self, db: &slatedb::Db) {
-        let at = BACKGROUND_MEMTABLE_BYTES.min(self.settings.memtable_bytes);
-        if self.unflushed_bytes() < at {
-            return;
-        }
-        let options = slatedb::config::FlushOptions {
-            flush_type: slatedb::config::FlushType::MemTable,
-        };
-        if let Err(e) = db.flush_with_options(options).await {
-            // SlateDB writes it out at its own size instead.
-            tracing::debug!(error = %e, "cannot write the memtable out after a background batch");
-        }
-    }
-}
-
 /// Waits while `level()` is at `high` or more, until `hurry` is set or
 /// `most` has passed; how long it waited.
 async fn wait_below(
