@@ -82,19 +82,14 @@ impl FrozenRun {
 /// `ts`/`vs` in the sealed format, written to `file` as runs of at most
 /// [`RUN_MAX_SAMPLES`] samples each; `None` if one cannot be written.
 fn write_runs(file: &Arc<RunFile>, ts: &[i64], vs: &[f64]) -> Option<SmallVec<[FrozenRun; 1]>> {
-    thread_local! {
-        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
     let per = RUN_MAX_SAMPLES as usize;
     let mut runs = SmallVec::new();
     for (t, v) in ts.chunks(per).zip(vs.chunks(per)) {
         let (&first_t, &last_t) = (t.first()?, t.last()?);
         let samples = u32::try_from(t.len()).ok()?;
-        let at = SCRATCH.with(|buf| {
-            let mut buf = buf.try_borrow_mut().ok()?;
-            buf.clear();
-            encode_sealed(t, v, &mut buf);
-            file.write(&buf, samples)
+        let at = super::with_scratch(|buf| {
+            encode_sealed(t, v, buf);
+            file.write(buf, samples)
         })?;
         runs.push(FrozenRun {
             first_t,
@@ -286,8 +281,7 @@ impl HeadChunk {
             if p.decode_range_into(spill.last_t.saturating_add(1), i64::MAX, &mut ts, &mut vs)
                 .is_ok()
             {
-                let file = Arc::clone(&p.file);
-                if let Some(mut runs) = write_runs(&file, &ts, &vs).filter(|r| r.len() == 1) {
+                if let Some(mut runs) = write_runs(&p.file, &ts, &vs).filter(|r| r.len() == 1) {
                     if let Some(run) = runs.pop() {
                         gone += p.len().saturating_sub(run.len());
                         *p = run;
@@ -376,7 +370,7 @@ impl HeadChunk {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> bool {
-        self.older().frozen_len > 0 && self.freeze(1, file, ts, vs)
+        self.would_freeze_ended() && self.freeze(1, file, ts, vs)
     }
 
     /// Whether [`Self::freeze`] with `min_samples` would move the tail.
@@ -400,10 +394,10 @@ impl HeadChunk {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> bool {
-        let len = self.tail.len();
-        if len < min_samples.max(1) {
+        if !self.would_freeze(min_samples) {
             return false;
         }
+        let len = self.tail.len();
         ts.clear();
         vs.clear();
         let into = self
@@ -449,7 +443,7 @@ impl HeadChunk {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     #[test]
@@ -465,11 +459,6 @@ pub(crate) mod tests {
         let mut c = HeadChunk::default();
         c.append(1, 1.0);
         assert!(c.older.is_none(), "a young chunk has nothing boxed");
-    }
-
-    /// A run file of its own: the test's chunks hold it.
-    pub(crate) fn run_file() -> Arc<RunFile> {
-        super::super::runs::RunFiles::default().file(0)
     }
 
     fn samples(n: i64) -> Vec<(i64, f64)> {
@@ -490,7 +479,7 @@ pub(crate) mod tests {
         let mut plain = HeadChunk::default();
         let mut frozen = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let f = run_file();
+        let f = super::super::runs::test_file();
         for (i, &(t, v)) in data.iter().enumerate() {
             plain.append(t, v);
             frozen.append(t, v);
@@ -534,7 +523,7 @@ pub(crate) mod tests {
         let data = samples(1000);
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let f = run_file();
+        let f = super::super::runs::test_file();
         for &(t, v) in &data[..600] {
             c.append(t, v);
             c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs);
@@ -578,7 +567,7 @@ pub(crate) mod tests {
         let data = samples(i64::from(RUN_MAX_SAMPLES) + 300);
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let f = run_file();
+        let f = super::super::runs::test_file();
         for (i, &(t, v)) in data.iter().enumerate() {
             c.append(t, v);
             if i % 100 == 99 {
@@ -634,7 +623,7 @@ pub(crate) mod tests {
     fn short_tails_stay() {
         let mut c = HeadChunk::default();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let f = run_file();
+        let f = super::super::runs::test_file();
         assert!(!c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
         for (t, v) in samples(i64::from(FREEZE_MIN_SAMPLES) - 1) {
             c.append(t, v);

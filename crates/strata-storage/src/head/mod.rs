@@ -449,24 +449,29 @@ pub(crate) fn fit_box<T>(mut v: Vec<T>) -> Box<[T]> {
     v.into_boxed_slice()
 }
 
-/// The bytes `write` appends to an empty buffer, boxed in exactly their
-/// size: written into a buffer kept per thread, then copied, so the box is
-/// one allocation of its final size (see [`fit`]).
-pub(crate) fn exact_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Box<[u8]> {
+/// Runs `f` with an empty byte buffer kept per thread (a new one if the
+/// thread's is in use): for bytes that are copied or written elsewhere
+/// before `f` returns.
+pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     thread_local! {
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     SCRATCH.with(|buf| match buf.try_borrow_mut() {
         Ok(mut buf) => {
             buf.clear();
-            write(&mut buf);
-            Box::from(buf.as_slice())
+            f(&mut buf)
         }
-        Err(_) => {
-            let mut buf = Vec::new();
-            write(&mut buf);
-            fit_box(buf)
-        }
+        Err(_) => f(&mut Vec::new()),
+    })
+}
+
+/// The bytes `write` appends to an empty buffer, boxed in exactly their
+/// size: written into a buffer kept per thread, then copied, so the box is
+/// one allocation of its final size (see [`fit`]).
+pub(crate) fn exact_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Box<[u8]> {
+    with_scratch(|buf| {
+        write(buf);
+        Box::from(buf.as_slice())
     })
 }
 

@@ -444,7 +444,7 @@ mod tests {
     /// every other chunk has its first half frozen.
     fn chunks(count: usize, per_chunk: usize) -> Vec<HeadChunk> {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let f = super::super::chunk::tests::run_file();
+        let f = super::super::runs::test_file();
         (0..count)
             .map(|c| {
                 let mut chunk = HeadChunk::default();

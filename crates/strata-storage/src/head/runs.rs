@@ -106,22 +106,24 @@ impl RunFile {
     /// long for a [`RunAt`] or cannot be written (the caller keeps the
     /// samples where they were).
     pub(crate) fn write(&self, bytes: &[u8], samples: u32) -> Option<RunAt> {
+        // The length and the count must fit before any room is taken.
+        RunAt::new(0, bytes.len(), samples)?;
         let len = u64::try_from(bytes.len()).ok()?;
         let offset = match &self.backing {
             #[cfg(unix)]
             Backing::File(f) => {
                 use std::os::unix::fs::FileExt;
-                RunAt::new(0, bytes.len(), samples)?;
                 let offset = self.end.fetch_add(len, Ordering::Relaxed);
-                let at = RunAt::new(offset, bytes.len(), samples)?;
+                if offset > MAX_OFFSET {
+                    return None;
+                }
                 if let Err(e) = f.write_all_at(bytes, offset) {
                     warn_once(&e);
                     return None;
                 }
-                return Some(self.counted(at, len));
+                offset
             }
             Backing::Memory(pages) => {
-                RunAt::new(0, bytes.len(), samples)?;
                 let mut pages = pages.lock();
                 let end = self.end.load(Ordering::Relaxed);
                 let page_end = u64::try_from(pages.len() * PAGE).ok()?;
@@ -142,13 +144,9 @@ impl RunFile {
             }
         };
         let at = RunAt::new(offset, bytes.len(), samples)?;
-        Some(self.counted(at, len))
-    }
-
-    fn counted(&self, at: RunAt, len: u64) -> RunAt {
         self.written.fetch_add(len, Ordering::Relaxed);
         self.total.fetch_add(len, Ordering::Relaxed);
-        at
+        Some(at)
     }
 
     /// Reads the run at `at` into `buf` (cleared first).
@@ -177,19 +175,9 @@ impl RunFile {
     /// Reads the run at `at` and hands its bytes to `f`, through a buffer
     /// kept per thread.
     pub(crate) fn with_run<R>(&self, at: RunAt, f: impl FnOnce(&[u8]) -> R) -> std::io::Result<R> {
-        thread_local! {
-            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        BUF.with(|buf| match buf.try_borrow_mut() {
-            Ok(mut buf) => {
-                self.read_into(at, &mut buf)?;
-                Ok(f(&buf))
-            }
-            Err(_) => {
-                let mut buf = Vec::new();
-                self.read_into(at, &mut buf)?;
-                Ok(f(&buf))
-            }
+        super::with_scratch(|buf| {
+            self.read_into(at, buf)?;
+            Ok(f(buf))
         })
     }
 }
@@ -292,6 +280,13 @@ impl<'a> BucketFiles<'a> {
         self.held.push((bucket, Arc::clone(&f)));
         f
     }
+}
+
+/// A run file of its own, for tests: the chunks that hold its runs keep
+/// it.
+#[cfg(test)]
+pub(crate) fn test_file() -> Arc<RunFile> {
+    RunFiles::default().file(0)
 }
 
 #[cfg(test)]
