@@ -38,6 +38,7 @@ use strata_codec::LabelPairs;
 use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};
+use crate::packed_batch::Batch;
 use crate::postings::union;
 use crate::read::FoundKeys;
 use crate::shared::Shared;
@@ -458,7 +459,7 @@ async fn compact_block(
         } else {
             Vec::new().into_iter().peekable()
         };
-        let mut batch = WriteBatch::new();
+        let mut batch = Batch::new();
         for &id in part {
             let (mut ts, mut vs) = (Vec::new(), Vec::new());
             for of_span in &mut found {
@@ -536,7 +537,10 @@ async fn compact_block(
         // (they went away earlier) writes nothing.
         if !batch.is_empty() {
             inner.room_for_background(&crate::shared::NO_HURRY).await;
-            db.write(batch).await?.await_durable().await?;
+            db.write(batch.into_write_batch())
+                .await?
+                .await_durable()
+                .await?;
         }
     }
 
@@ -631,7 +635,7 @@ impl Held {
         &self,
         block: Span,
         from_ms: i64,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
     ) -> Result<Vec<HeldPart>, StorageError> {
         let mut parts = Vec::new();
         if let Some(inline) = values::decode_parts(&self.value)? {

@@ -30,6 +30,7 @@ use strata_codec::LabelPairs;
 use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};
+use crate::packed_batch::Batch;
 use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
@@ -145,7 +146,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
     // bucket a block holds go to the block.
     let through = inner.compacted().through;
     for part in series.chunks(SERIES_PER_BATCH * 4) {
-        let mut batch = WriteBatch::new();
+        let mut batch = Batch::new();
         let mut taken = Vec::new();
         let mut indexed = Vec::new();
         let mut buckets = Vec::new();
@@ -184,6 +185,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
         }
         // Durable before the head lets go: a seal may delete the log
         // records holding these samples right after.
+        let batch = batch.into_write_batch();
         let written = async { db.write(batch).await?.await_durable().await };
         if let Err(e) = written.await {
             add(&inner.stats.late_errors, 1);

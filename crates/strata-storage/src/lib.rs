@@ -26,6 +26,7 @@ mod late;
 pub mod metadata;
 mod object_store_url;
 mod open;
+mod packed_batch;
 mod postings;
 mod read;
 mod reclaim;

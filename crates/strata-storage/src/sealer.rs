@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use crate::error::StorageError;
 use crate::head::MemSeries;
 use crate::keys;
+use crate::packed_batch::Batch;
 use crate::shared::Shared;
 use crate::stats::add;
 use crate::values::{self, Checkpoint};
@@ -241,7 +242,7 @@ fn encode_bucket(
     let released = inner.head.released_set(bucket);
 
     let mut written = Written::default();
-    let mut batch = WriteBatch::new();
+    let mut batch = Batch::new();
     let mut in_batch = 0;
     let mut series_done = 0;
     // Ascending ids (`series` is in id order), held as deltas.
@@ -250,12 +251,12 @@ fn encode_bucket(
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let mut indexed = Vec::new();
     let mut stored = Vec::new();
-    let send = |batch: &mut WriteBatch,
+    let send = |batch: &mut Batch,
                 series_done: &mut usize,
                 indexed: &mut Vec<Arc<MemSeries>>,
                 stored: &mut Vec<Arc<MemSeries>>| {
         let encoded = Encoded {
-            batch: std::mem::take(batch),
+            batch: std::mem::take(batch).into_write_batch(),
             series_done: std::mem::take(series_done),
             indexed: std::mem::take(indexed),
             now,
@@ -338,7 +339,7 @@ fn seal_chunk(
     inner: &Shared,
     bucket: i64,
     s: &MemSeries,
-    batch: &mut WriteBatch,
+    batch: &mut Batch,
     ts: &mut Vec<i64>,
     vs: &mut Vec<f64>,
 ) -> Result<Option<usize>, StorageError> {

@@ -15,12 +15,12 @@
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
-use slatedb::WriteBatch;
 use strata_codec::LabelPairs;
 
 use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::head::{labels_hash, MemSeries, SeriesLabels};
+use crate::packed_batch::Batch;
 use crate::shared::Shared;
 use crate::{keys, values};
 
@@ -35,7 +35,7 @@ const LOOKUP_CONCURRENCY: usize = 64;
 /// bytes (0 if not due).
 pub(crate) fn put_if_due(
     inner: &Shared,
-    batch: &mut WriteBatch,
+    batch: &mut Batch,
     s: &Arc<MemSeries>,
     now: i64,
     indexed: &mut Vec<Arc<MemSeries>>,
@@ -50,7 +50,7 @@ pub(crate) fn put_if_due(
 
 /// Puts series `s`'s `S` and `H` keys into `batch`, written at `now`;
 /// returns their bytes.
-fn put(inner: &Shared, batch: &mut WriteBatch, s: &MemSeries, now: i64) -> usize {
+fn put(inner: &Shared, batch: &mut Batch, s: &MemSeries, now: i64) -> usize {
     let ttl = inner.series_ttl();
     let hash = labels_hash(&s.labels);
     let labels = values::encode_series(now, &s.labels);

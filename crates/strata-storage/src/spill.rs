@@ -16,11 +16,10 @@
 
 use std::sync::Arc;
 
-use slatedb::WriteBatch;
-
 use crate::error::StorageError;
 use crate::head::{MemSeries, Spill};
 use crate::keys;
+use crate::packed_batch::Batch;
 use crate::shared::{Shared, NO_HURRY};
 use crate::stats::add;
 
@@ -66,7 +65,7 @@ pub(crate) fn spill_pass(
             .max(inner.settings.due_through(now));
         let mut spills: Vec<(&Arc<MemSeries>, i64, Spill)> = Vec::new();
         let mut indexed = Vec::new();
-        let mut batch = WriteBatch::new();
+        let mut batch = Batch::new();
         for s in part {
             let taken = s.take_spills(after, min_samples, &mut ts, &mut vs);
             if !taken.is_empty() {
@@ -89,7 +88,7 @@ pub(crate) fn spill_pass(
         // Spilled samples take more memory in a memtable than in the head:
         // they wait while the memtables are full.
         runtime.block_on(inner.room_for_background(&NO_HURRY));
-        if let Err(e) = runtime.block_on(db.write(batch)) {
+        if let Err(e) = runtime.block_on(db.write(batch.into_write_batch())) {
             add(&inner.stats.spill_errors, 1);
             return Err(inner.note_fenced(e.into()));
         }
