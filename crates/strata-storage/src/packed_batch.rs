@@ -90,7 +90,7 @@ impl Batch {
                     value,
                     options,
                 } => batch.put_bytes_with_options(buf.slice(key), buf.slice(value), &options),
-                Op::Delete { key } => batch.delete(&buf[key]),
+                Op::Delete { key } => batch.delete(buf.slice(key)),
             }
         }
         batch
