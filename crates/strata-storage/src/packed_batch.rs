@@ -80,8 +80,9 @@ impl Batch {
 
     /// The batch for SlateDB: its puts' keys and values slices of one
     /// buffer of exactly their bytes.
-    pub(crate) fn into_write_batch(self) -> WriteBatch {
-        let buf = Bytes::copy_from_slice(&self.buf);
+    pub(crate) fn into_write_batch(mut self) -> WriteBatch {
+        crate::head::fit(&mut self.buf);
+        let buf = Bytes::from(self.buf);
         let mut batch = WriteBatch::new();
         for op in self.ops {
             match op {
