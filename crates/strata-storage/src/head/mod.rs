@@ -15,6 +15,7 @@
 //! `read.rs` selects series and reads their samples.
 
 mod append;
+mod by_id;
 mod chunk;
 mod exemplars;
 mod extra;
@@ -27,7 +28,6 @@ mod recent;
 mod released;
 mod runs;
 
-use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -513,7 +513,7 @@ struct SeriesIndex {
     by_hash: FxHashMap<u64, Arc<MemSeries>>,
     /// Further series whose labels hash like an earlier one's.
     collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
-    by_id: BTreeMap<u64, Arc<MemSeries>>,
+    by_id: by_id::ById,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, IdList>>,
     /// tenant -> its active series.
@@ -547,7 +547,7 @@ impl SeriesIndex {
                 ids.push(series.id);
             }
         }
-        self.by_id.insert(series.id, Arc::clone(&series));
+        self.by_id.insert(Arc::clone(&series));
         match self.by_hash.entry(hash) {
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(series);
@@ -564,7 +564,7 @@ impl SeriesIndex {
         let ids: FxHashSet<u64> = gone.iter().map(|s| s.id).collect();
         let mut lists: FxHashSet<(&str, &str)> = FxHashSet::default();
         for s in gone {
-            self.by_id.remove(&s.id);
+            self.by_id.remove(s.id);
             let hash = labels_hash(&s.labels);
             let first = self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s));
             if let Some(others) = self.collisions.get_mut(&hash) {
@@ -711,7 +711,7 @@ impl Head {
             return (s, Origin::Head);
         }
         let (id, origin) = match stored_id {
-            Some(id) if !idx.by_id.contains_key(&id) => {
+            Some(id) if !idx.by_id.contains(id) => {
                 self.next_id.fetch_max(id + 1, Ordering::Relaxed);
                 (id, Origin::Returned)
             }
@@ -742,7 +742,7 @@ impl Head {
             return live;
         }
         let st = s.state.lock();
-        if s.dropped.load(Ordering::Relaxed) && !idx.by_id.contains_key(&s.id) {
+        if s.dropped.load(Ordering::Relaxed) && !idx.by_id.contains(s.id) {
             s.dropped.store(false, Ordering::Relaxed);
             drop(st);
             idx.insert(hash, Arc::clone(s));
@@ -814,7 +814,7 @@ impl Head {
     pub fn insert_recovered(&self, id: u64, labels: Vec<Label>, written_ms: i64) -> Arc<MemSeries> {
         let hash = labels_hash(&labels);
         let mut idx = self.index.write();
-        if let Some(s) = idx.by_id.get(&id) {
+        if let Some(s) = idx.by_id.get(id) {
             return Arc::clone(s);
         }
         let active = idx.active_counter(tenant_of(&labels));
@@ -880,7 +880,7 @@ impl Head {
     }
 
     pub fn series_by_id(&self, id: u64) -> Option<Arc<MemSeries>> {
-        self.index.read().by_id.get(&id).cloned()
+        self.index.read().by_id.get(id).cloned()
     }
 
     /// Every series, ascending by id.
@@ -999,7 +999,7 @@ impl Head {
             let mut idx = self.index.write();
             for s in idle {
                 let st = s.state.lock();
-                let held = idx.by_id.get(&s.id).is_some_and(|h| Arc::ptr_eq(h, &s));
+                let held = idx.by_id.get(s.id).is_some_and(|h| Arc::ptr_eq(h, &s));
                 // A sample may have come in since the caller looked.
                 if !held
                     || s.dropped.load(Ordering::Relaxed)
@@ -1097,7 +1097,7 @@ impl Head {
         let ptr = std::mem::size_of::<Arc<MemSeries>>();
         m.index += idx.by_hash.capacity() * slot(8, ptr);
         m.index += idx.collisions.capacity() * slot(8, 24);
-        m.index += idx.by_id.len() * (8 + ptr) * 3 / 2;
+        m.index += idx.by_id.heap_bytes();
         m.index += idx.postings.capacity() * slot(16, 32);
         for (name, values) in &idx.postings {
             m.index += name.len() + values.capacity() * slot(16, std::mem::size_of::<IdList>());

@@ -42,14 +42,14 @@ impl Head {
                 }
             })
             .collect();
-        combine(sets, || idx.by_id.keys().copied().collect())
+        combine(sets, || idx.by_id.values().map(|s| s.id).collect())
     }
 
     /// The series for ids, skipping unknown ones.
     pub fn series_for(&self, ids: &[u64]) -> Vec<Arc<MemSeries>> {
         let idx = self.index.read();
         ids.iter()
-            .filter_map(|id| idx.by_id.get(id).cloned())
+            .filter_map(|&id| idx.by_id.get(id).cloned())
             .collect()
     }
 }
