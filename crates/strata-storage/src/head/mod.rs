@@ -15,6 +15,7 @@
 //! `read.rs` selects series and reads their samples.
 
 mod append;
+mod by_hash;
 mod by_id;
 mod chunk;
 mod exemplars;
@@ -508,11 +509,9 @@ pub fn labels_hash(labels: &(impl LabelPairs + ?Sized)) -> u64 {
 
 #[derive(Default)]
 struct SeriesIndex {
-    /// The first series with each label hash: one probe and one label
-    /// comparison per lookup.
-    by_hash: FxHashMap<u64, Arc<MemSeries>>,
-    /// Further series whose labels hash like an earlier one's.
-    collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
+    /// Every series by its label hash: one probe and one label comparison
+    /// per lookup.
+    by_hash: by_hash::ByHash,
     by_id: by_id::ById,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, IdList>>,
@@ -548,14 +547,7 @@ impl SeriesIndex {
             }
         }
         self.by_id.insert(Arc::clone(&series));
-        match self.by_hash.entry(hash) {
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(series);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.collisions.entry(hash).or_default().push(series);
-            }
-        }
+        self.by_hash.insert(hash, series);
     }
 
     /// Takes `gone` out of the maps and postings. Each postings list that
@@ -565,22 +557,7 @@ impl SeriesIndex {
         let mut lists: FxHashSet<(&str, &str)> = FxHashSet::default();
         for s in gone {
             self.by_id.remove(s.id);
-            let hash = labels_hash(&s.labels);
-            let first = self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s));
-            if let Some(others) = self.collisions.get_mut(&hash) {
-                others.retain(|o| !Arc::ptr_eq(o, s));
-                if first {
-                    if let Some(next) = others.pop() {
-                        self.by_hash.insert(hash, next);
-                    }
-                }
-                if others.is_empty() {
-                    self.collisions.remove(&hash);
-                }
-            }
-            if first && self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s)) {
-                self.by_hash.remove(&hash);
-            }
+            self.by_hash.remove(labels_hash(&s.labels), s);
             lists.extend(s.labels.pairs());
         }
         for (name, value) in lists {
@@ -756,10 +733,7 @@ impl Head {
         let mut ids = vec![id];
         {
             let idx = self.index.read();
-            if let Some(others) = idx.collisions.get(&hash) {
-                ids.extend(idx.by_hash.get(&hash).map(|s| s.id));
-                ids.extend(others.iter().map(|s| s.id));
-            }
+            ids.extend(idx.by_hash.ids_sharing(hash, id));
         }
         if let Some(known) = self.shared_hashes.lock().get(&hash) {
             ids.extend_from_slice(known);
@@ -848,7 +822,7 @@ impl Head {
         let sets: Vec<(&L, u64)> = sets.map(|l| (l, labels_hash(l))).collect();
         let idx = self.index.read();
         let firsts: Vec<Option<&Arc<MemSeries>>> =
-            sets.iter().map(|(_, h)| idx.by_hash.get(h)).collect();
+            sets.iter().map(|&(_, h)| idx.by_hash.first(h)).collect();
         for s in firsts.iter().take(AHEAD).flatten() {
             prefetch(Arc::as_ptr(s));
         }
@@ -1091,12 +1065,9 @@ impl Head {
             m.chunks += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
             m.extras += st.extras.heap_bytes();
         }
-        // Hash tables: a key, a value and a control byte per slot; the
-        // B-tree about a key and a value per entry, nodes two-thirds full.
+        // The postings' hash maps: a key, a value and a control byte a slot.
         let slot = |k: usize, v: usize| k + v + 1;
-        let ptr = std::mem::size_of::<Arc<MemSeries>>();
-        m.index += idx.by_hash.capacity() * slot(8, ptr);
-        m.index += idx.collisions.capacity() * slot(8, 24);
+        m.index += idx.by_hash.heap_bytes();
         m.index += idx.by_id.heap_bytes();
         m.index += idx.postings.capacity() * slot(16, 32);
         for (name, values) in &idx.postings {
@@ -1158,15 +1129,7 @@ fn find(
     hash: u64,
     labels: &(impl LabelPairs + ?Sized),
 ) -> Option<Arc<MemSeries>> {
-    let first = idx.by_hash.get(&hash)?;
-    if first.labels.eq_pairs(labels) {
-        return Some(Arc::clone(first));
-    }
-    idx.collisions
-        .get(&hash)?
-        .iter()
-        .find(|s| s.labels.eq_pairs(labels))
-        .cloned()
+    idx.by_hash.find(hash, labels).cloned()
 }
 
 #[cfg(test)]
@@ -1329,9 +1292,9 @@ mod tests {
         {
             let idx = head.index.read();
             assert!(!idx.postings.get("k").unwrap().contains_key("a"));
-            // The colliding series took a's place under the hash.
-            assert_eq!(idx.by_hash.get(&hash).map(|s| s.id), Some(99));
-            assert!(!idx.collisions.contains_key(&hash));
+            // The colliding series is still found under the hash.
+            assert_eq!(idx.by_hash.first(hash).map(|s| s.id), Some(99));
+            assert_eq!(find(&idx, hash, &labels("d")).map(|s| s.id), Some(99));
         }
         // The cache keeps what was dropped.
         assert_eq!(head.recent().id(hash), Some(a.id));
