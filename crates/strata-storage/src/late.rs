@@ -31,6 +31,7 @@ use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};
 use crate::packed_batch::Batch;
+use crate::series_index::Held;
 use crate::shared::Shared;
 use crate::stats::add;
 use crate::values;
@@ -155,8 +156,14 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
                 continue;
             }
             // A series whose first data in the store is late (history
-            // imported into sealed buckets) gets its labels there now.
-            crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
+            // imported into sealed buckets) gets its labels there now, and
+            // its `H` key if it holds nothing newer: the head may drop it.
+            let held = if s.holds_none_after(sealed) {
+                Held::MayLeave
+            } else {
+                Held::Stays
+            };
+            crate::series_index::put_if_due(inner, &mut batch, s, now, held, &mut indexed);
             for (bucket, ts, vs) in s.take_late(sealed) {
                 let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
                     continue;

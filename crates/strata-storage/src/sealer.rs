@@ -25,6 +25,7 @@ use crate::error::StorageError;
 use crate::head::MemSeries;
 use crate::keys;
 use crate::packed_batch::Batch;
+use crate::series_index::Held;
 use crate::shared::Shared;
 use crate::stats::add;
 use crate::values::{self, Checkpoint};
@@ -297,8 +298,15 @@ fn encode_bucket(
             // The series' labels reach the store with its first data there
             // (and are refreshed before they expire): once the bucket is
             // sealed, the head may drop the series and its log records go.
+            // It is found by its labels in the store once it holds nothing
+            // newer (`series_index`).
+            let held = if s.holds_none_after(bucket) {
+                Held::MayLeave
+            } else {
+                Held::Stays
+            };
             written.index_bytes +=
-                crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
+                crate::series_index::put_if_due(inner, &mut batch, s, now, held, &mut indexed);
         }
         all.push(s.id);
         written.series += 1;

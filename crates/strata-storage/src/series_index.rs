@@ -1,9 +1,23 @@
 //! The store's series indexes, as the head uses them: `S` (id → labels)
-//! and `H` (label hash → ids), written together with the first of a
-//! series' data that reaches the store (its bucket's seal, a spill, or the
-//! late pass for samples of a sealed bucket) and refreshed together by the
-//! sealer before they expire. Until then the log records carry the labels
-//! (recovery and readers learn them there).
+//! and `H` (label hash → ids).
+//!
+//! A series' `S` key is written with the first of its data that reaches
+//! the store (its bucket's seal, a spill, or the late pass for samples of
+//! a sealed bucket), and refreshed by the sealer before it expires. Until
+//! then the log records carry the labels (recovery and readers learn them
+//! there).
+//!
+//! Its `H` key is written when the series may leave the head: with the
+//! data after which it holds nothing more (its last bucket's seal, or a
+//! late pass). While the head holds a series, the head finds it by its
+//! labels; the store's index is only asked for label sets the head does
+//! not hold. A series that stays from one bucket to the next therefore
+//! writes no `H` key at those seals: the first seal of a million new
+//! series writes two million keys, not three (each an entry in SlateDB's
+//! memtable, about 180 bytes of skip-list node however small the key).
+//! `S` is written again beside it, so that the labels outlive the
+//! series' last data (both expire a retention after they are written;
+//! `S` refreshed half a retention ago would go first).
 //!
 //! The head drops a series once its buckets are all sealed. When its
 //! labels come back in a write, the head does not know them; before a new
@@ -27,46 +41,52 @@ use crate::{keys, values};
 /// Store reads one write request runs at a time, when it reads few.
 const LOOKUP_CONCURRENCY: usize = 64;
 
-/// Puts series `s`'s `S` and `H` keys into `batch` beside its data, if
-/// they are due: never written (a series is logged with its labels, and
-/// its keys wait for the first write of its data to the store), or written
-/// over half a retention ago (refreshed before they expire). Notes `s` in
-/// `indexed` for [`written`] once the batch is written; returns the keys'
-/// bytes (0 if not due).
+/// What a write of a series' data means for its index keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// The head holds samples of the series beyond this write's: `S` if
+    /// due (never written, or over half a retention ago), no `H`.
+    Stays,
+    /// The head holds nothing of the series beyond this write's, and may
+    /// drop it once it is written: `S` and `H`.
+    MayLeave,
+}
+
+/// Puts series `s`'s index keys into `batch` beside its data, as `held`
+/// says. Notes `s` in `indexed` for [`written`] when its `S` key is put;
+/// returns the keys' bytes.
 pub(crate) fn put_if_due(
     inner: &Shared,
     batch: &mut Batch,
     s: &Arc<MemSeries>,
     now: i64,
+    held: Held,
     indexed: &mut Vec<Arc<MemSeries>>,
 ) -> usize {
     let refresh_before = now.saturating_sub(inner.settings.retention_ms() / 2);
-    if s.keys_written_ms() >= refresh_before {
+    if held == Held::Stays && s.keys_written_ms() >= refresh_before {
         return 0;
     }
     indexed.push(Arc::clone(s));
-    put(inner, batch, s, now)
-}
-
-/// Puts series `s`'s `S` and `H` keys into `batch`, written at `now`;
-/// returns their bytes.
-fn put(inner: &Shared, batch: &mut Batch, s: &MemSeries, now: i64) -> usize {
     let ttl = inner.series_ttl();
-    let hash = labels_hash(&s.labels);
     let labels = values::encode_series(now, &s.labels);
-    let ids = values::encode_postings(&inner.head.hash_ids(hash, s.id));
-    let bytes = labels.len() + ids.len() + 2 * keys::series_key(0).len();
+    let mut bytes = labels.len() + keys::series_key(0).len();
     batch.put_with_options(keys::series_key(s.id), labels, &ttl);
-    batch.put_with_options(keys::series_hash_key(hash), ids, &ttl);
-    inner.head.note_stored_hash(hash);
+    if held == Held::MayLeave {
+        let hash = labels_hash(&s.labels);
+        let ids = values::encode_postings(&inner.head.hash_ids(hash, s.id));
+        bytes += ids.len() + keys::series_hash_key(0).len();
+        batch.put_with_options(keys::series_hash_key(hash), ids, &ttl);
+        inner.head.note_stored_hash(hash);
+    }
     bytes
 }
 
-/// Notes that the write holding the `S` and `H` keys of `series`, put at
-/// `now`, succeeded (durably for a seal and the late pass; a spill's keys
-/// share one batch with its segments, which recovery needs together): the
-/// sealer then refreshes them only when they are about to expire. Not
-/// before: a write that failed is made again, keys included.
+/// Notes that the write holding the `S` key of `series`, put at `now`,
+/// succeeded (durably for a seal and the late pass; a spill's keys share
+/// one batch with its segments, which recovery needs together): the
+/// sealer then refreshes it only when it is about to expire. Not before: a
+/// write that failed is made again, keys included.
 pub(crate) fn written(series: &[Arc<MemSeries>], now: i64) {
     for s in series {
         s.note_keys_written(now);

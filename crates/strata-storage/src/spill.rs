@@ -20,6 +20,7 @@ use crate::error::StorageError;
 use crate::head::{MemSeries, Spill};
 use crate::keys;
 use crate::packed_batch::Batch;
+use crate::series_index::Held;
 use crate::shared::{Shared, NO_HURRY};
 use crate::stats::add;
 
@@ -71,7 +72,14 @@ pub(crate) fn spill_pass(
             if !taken.is_empty() {
                 // Labels with the series' first data in the store: recovery
                 // gives segments to their series from the `S` keys.
-                crate::series_index::put_if_due(inner, &mut batch, s, now, &mut indexed);
+                crate::series_index::put_if_due(
+                    inner,
+                    &mut batch,
+                    s,
+                    now,
+                    Held::Stays,
+                    &mut indexed,
+                );
             }
             for (bucket, spill) in taken {
                 batch.put_with_options(

@@ -348,3 +348,92 @@ async fn labels_reach_the_store_with_a_series_first_data() {
     assert_eq!(lens, vec![32, 12, 5]);
     writer.close().await.unwrap();
 }
+
+/// The label hashes the store's labels index (`H` keys) holds, ascending,
+/// and when the `S` key of series `id` was last written.
+async fn stored_index(store: &Arc<dyn ObjectStore>, id: u64) -> (Vec<u64>, Option<i64>) {
+    use strata_storage::{keys, values};
+    let reader = slatedb::DbReader::builder("db", Arc::clone(store))
+        .with_block_transformer(Arc::new(
+            strata_storage::table_compression::TableBlocks::new(Default::default()),
+        ))
+        .build()
+        .await
+        .unwrap();
+    let h = keys::SERIES_HASH;
+    let mut it = reader.scan(vec![h]..vec![h + 1]).await.unwrap();
+    let mut hashes = Vec::new();
+    while let Some(kv) = it.next().await.unwrap() {
+        hashes.push(keys::series_hash(&kv.key).unwrap());
+    }
+    let written = reader
+        .get(keys::series_key(id))
+        .await
+        .unwrap()
+        .map(|v| values::decode_series(&v).unwrap().0);
+    reader.close().await.unwrap();
+    hashes.sort_unstable();
+    (hashes, written)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_series_is_indexed_by_its_labels_once_it_may_leave_the_head() {
+    // Series 0 writes on into the next bucket; series 1 does not.
+    let (store, t0, clock, writer) = writer_with(2, 30, Durability::Applied).await;
+    let (id0, id1) = (id_of(&writer, 0).unwrap(), id_of(&writer, 1).unwrap());
+    clock.set(t0 + HOUR + 5 * MINUTE);
+    writer
+        .write(vec![series(0, minutes(t0 + HOUR, 5))], Durability::Applied)
+        .await
+        .unwrap();
+    let hash = |i: u32| strata_storage::head::labels_hash(&labels(i)[..]);
+
+    // The seal of bucket 0 lets series 1 go, with its `H` key; series 0
+    // stays in the head, which finds it by its labels: no key yet.
+    let first_seal = t0 + HOUR + 6 * MINUTE;
+    seal_at(&writer, &clock, first_seal).await;
+    assert_eq!(writer.head().num_series(), 1);
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    writer.close().await.unwrap();
+    assert_eq!(
+        stored_index(&store, id0).await,
+        (vec![hash(1)], Some(first_seal))
+    );
+
+    // After a restart the log brings series 0 back with its id; the seal
+    // of its last bucket writes its key as it lets it go.
+    let writer = open(&store, &clock).await;
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    // Its labels are written again beside it, to expire no sooner than
+    // its last data.
+    let last_seal = t0 + 2 * HOUR + 6 * MINUTE;
+    seal_at(&writer, &clock, last_seal).await;
+    assert_eq!(writer.head().num_series(), 0);
+    writer.close().await.unwrap();
+    let mut both = vec![hash(0), hash(1)];
+    both.sort_unstable();
+    assert_eq!(stored_index(&store, id0).await, (both, Some(last_seal)));
+
+    // Restarted with an empty head, both come back with their old ids and
+    // read as one series each, old samples and new.
+    let writer = open(&store, &clock).await;
+    let t = t0 + 2 * HOUR + 10 * MINUTE;
+    clock.set(t + 2 * MINUTE);
+    writer
+        .write(
+            vec![series(1, minutes(t, 2)), series(0, minutes(t, 2))],
+            Durability::Applied,
+        )
+        .await
+        .unwrap();
+    assert_eq!(id_of(&writer, 0), Some(id0));
+    assert_eq!(id_of(&writer, 1), Some(id1));
+    assert_eq!(writer.stats().series_returned.load(Ordering::Relaxed), 2);
+    let lens: Vec<usize> = read_all(&writer)
+        .await
+        .iter()
+        .map(|(_, ts)| ts.len())
+        .collect();
+    assert_eq!(lens, vec![37, 32]);
+    writer.close().await.unwrap();
+}

@@ -168,6 +168,15 @@ impl MemSeries {
         }
     }
 
+    /// Whether the series holds no samples of a bucket after `bucket`:
+    /// once what it holds up to `bucket` is written, the head may drop it.
+    pub(crate) fn holds_none_after(&self, bucket: i64) -> bool {
+        let st = self.state.lock();
+        st.chunks.iter().all(|(b, _)| *b <= bucket)
+            && st.extras.iter().all(|r| r.bucket <= bucket)
+            && st.extras.hists().iter().all(|h| h.bucket <= bucket)
+    }
+
     /// The seal of `bucket`: appends this series' samples of the bucket
     /// held in memory to `ts`/`vs`, in order, and returns the segments
     /// already spilled to the store; `None` if the series has no samples
