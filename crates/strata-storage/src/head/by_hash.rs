@@ -13,7 +13,10 @@
 
 use std::sync::Arc;
 
+use std::hash::BuildHasher;
+
 use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 use strata_codec::LabelPairs;
 
 use super::{labels_hash, MemSeries};
@@ -25,20 +28,28 @@ pub(super) struct ByHash {
     shards: [HashTable<Arc<MemSeries>>; SHARDS],
 }
 
-/// The table of a hash: bits 32 to 35, which a table's slot (the low bits)
-/// and tag (the top seven) leave alone below 2^32 slots.
-fn shard(hash: u64) -> usize {
+/// The tables' hash of a label hash, mixed as a `FxHashMap<u64, _>` mixes
+/// its keys: a table takes a slot from the low bits and a tag from the top
+/// seven, and the label hash ends with a multiplication, whose low bits
+/// are the least mixed.
+fn mixed(hash: u64) -> u64 {
+    FxBuildHasher.hash_one(hash)
+}
+
+/// The table of a mixed hash: bits 32 to 35, which a table's slot (the low
+/// bits) and tag (the top seven) leave alone below 2^32 slots.
+fn shard(mixed: u64) -> usize {
     // Masked to four bits: the cast cannot truncate.
-    ((hash >> 32) & (SHARDS as u64 - 1)) as usize
+    ((mixed >> 32) & (SHARDS as u64 - 1)) as usize
 }
 
 fn rehash(s: &Arc<MemSeries>) -> u64 {
-    labels_hash(&s.labels)
+    mixed(labels_hash(&s.labels))
 }
 
 impl ByHash {
-    fn table(&self, hash: u64) -> Option<&HashTable<Arc<MemSeries>>> {
-        self.shards.get(shard(hash))
+    fn table(&self, mixed: u64) -> Option<&HashTable<Arc<MemSeries>>> {
+        self.shards.get(shard(mixed))
     }
 
     /// The series with these labels, whose hash is `hash`.
@@ -47,27 +58,31 @@ impl ByHash {
         hash: u64,
         labels: &(impl LabelPairs + ?Sized),
     ) -> Option<&Arc<MemSeries>> {
-        self.table(hash)?.find(hash, |s| s.labels.eq_pairs(labels))
+        let m = mixed(hash);
+        self.table(m)?.find(m, |s| s.labels.eq_pairs(labels))
     }
 
     /// The first series whose hash may be `hash`, its labels not yet
     /// compared: nearly always the one a lookup finds, to fetch its memory
     /// ahead of the comparison.
     pub(super) fn first(&self, hash: u64) -> Option<&Arc<MemSeries>> {
-        self.table(hash)?.iter_hash(hash).next()
+        let m = mixed(hash);
+        self.table(m)?.iter_hash(m).next()
     }
 
     /// Adds `series`, whose labels hash to `hash` and are not held yet.
     pub(super) fn insert(&mut self, hash: u64, series: Arc<MemSeries>) {
-        if let Some(t) = self.shards.get_mut(shard(hash)) {
-            t.insert_unique(hash, series, rehash);
+        let m = mixed(hash);
+        if let Some(t) = self.shards.get_mut(shard(m)) {
+            t.insert_unique(m, series, rehash);
         }
     }
 
     /// Takes `series`, held under `hash`, out.
     pub(super) fn remove(&mut self, hash: u64, series: &Arc<MemSeries>) {
-        if let Some(t) = self.shards.get_mut(shard(hash)) {
-            if let Ok(e) = t.find_entry(hash, |s| Arc::ptr_eq(s, series)) {
+        let m = mixed(hash);
+        if let Some(t) = self.shards.get_mut(shard(m)) {
+            if let Ok(e) = t.find_entry(m, |s| Arc::ptr_eq(s, series)) {
                 e.remove();
             }
         }
@@ -75,10 +90,11 @@ impl ByHash {
 
     /// The ids of the series other than `id` whose labels hash to `hash`.
     pub(super) fn ids_sharing(&self, hash: u64, id: u64) -> impl Iterator<Item = u64> + '_ {
-        self.table(hash)
+        let m = mixed(hash);
+        self.table(m)
             .into_iter()
-            .flat_map(move |t| t.iter_hash(hash))
-            .filter(move |s| s.id != id && rehash(s) == hash)
+            .flat_map(move |t| t.iter_hash(m))
+            .filter(move |s| s.id != id && labels_hash(&s.labels) == hash)
             .map(|s| s.id)
     }
 
