@@ -13,10 +13,7 @@
 
 use std::sync::Arc;
 
-use std::hash::BuildHasher;
-
 use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
 use strata_codec::LabelPairs;
 
 use super::{labels_hash, MemSeries};
@@ -28,28 +25,20 @@ pub(super) struct ByHash {
     shards: [HashTable<Arc<MemSeries>>; SHARDS],
 }
 
-/// The tables' hash of a label hash, mixed as a `FxHashMap<u64, _>` mixes
-/// its keys: a table takes a slot from the low bits and a tag from the top
-/// seven, and the label hash ends with a multiplication, whose low bits
-/// are the least mixed.
-fn mixed(hash: u64) -> u64 {
-    FxBuildHasher.hash_one(hash)
-}
-
-/// The table of a mixed hash: bits 32 to 35, which a table's slot (the low
-/// bits) and tag (the top seven) leave alone below 2^32 slots.
-fn shard(mixed: u64) -> usize {
+/// The table of a hash: bits 32 to 35, which a table's slot (the low bits)
+/// and tag (the top seven) leave alone below 2^32 slots.
+fn shard(hash: u64) -> usize {
     // Masked to four bits: the cast cannot truncate.
-    ((mixed >> 32) & (SHARDS as u64 - 1)) as usize
+    ((hash >> 32) & (SHARDS as u64 - 1)) as usize
 }
 
 fn rehash(s: &Arc<MemSeries>) -> u64 {
-    mixed(labels_hash(&s.labels))
+    labels_hash(&s.labels)
 }
 
 impl ByHash {
-    fn table(&self, mixed: u64) -> Option<&HashTable<Arc<MemSeries>>> {
-        self.shards.get(shard(mixed))
+    fn table(&self, hash: u64) -> Option<&HashTable<Arc<MemSeries>>> {
+        self.shards.get(shard(hash))
     }
 
     /// The series with these labels, whose hash is `hash`.
@@ -58,31 +47,27 @@ impl ByHash {
         hash: u64,
         labels: &(impl LabelPairs + ?Sized),
     ) -> Option<&Arc<MemSeries>> {
-        let m = mixed(hash);
-        self.table(m)?.find(m, |s| s.labels.eq_pairs(labels))
+        self.table(hash)?.find(hash, |s| s.labels.eq_pairs(labels))
     }
 
     /// The first series whose hash may be `hash`, its labels not yet
     /// compared: nearly always the one a lookup finds, to fetch its memory
     /// ahead of the comparison.
     pub(super) fn first(&self, hash: u64) -> Option<&Arc<MemSeries>> {
-        let m = mixed(hash);
-        self.table(m)?.iter_hash(m).next()
+        self.table(hash)?.iter_hash(hash).next()
     }
 
     /// Adds `series`, whose labels hash to `hash` and are not held yet.
     pub(super) fn insert(&mut self, hash: u64, series: Arc<MemSeries>) {
-        let m = mixed(hash);
-        if let Some(t) = self.shards.get_mut(shard(m)) {
-            t.insert_unique(m, series, rehash);
+        if let Some(t) = self.shards.get_mut(shard(hash)) {
+            t.insert_unique(hash, series, rehash);
         }
     }
 
     /// Takes `series`, held under `hash`, out.
     pub(super) fn remove(&mut self, hash: u64, series: &Arc<MemSeries>) {
-        let m = mixed(hash);
-        if let Some(t) = self.shards.get_mut(shard(m)) {
-            if let Ok(e) = t.find_entry(m, |s| Arc::ptr_eq(s, series)) {
+        if let Some(t) = self.shards.get_mut(shard(hash)) {
+            if let Ok(e) = t.find_entry(hash, |s| Arc::ptr_eq(s, series)) {
                 e.remove();
             }
         }
@@ -90,11 +75,10 @@ impl ByHash {
 
     /// The ids of the series other than `id` whose labels hash to `hash`.
     pub(super) fn ids_sharing(&self, hash: u64, id: u64) -> impl Iterator<Item = u64> + '_ {
-        let m = mixed(hash);
-        self.table(m)
+        self.table(hash)
             .into_iter()
-            .flat_map(move |t| t.iter_hash(m))
-            .filter(move |s| s.id != id && labels_hash(&s.labels) == hash)
+            .flat_map(move |t| t.iter_hash(hash))
+            .filter(move |s| s.id != id && rehash(s) == hash)
             .map(|s| s.id)
     }
 
