@@ -15,7 +15,6 @@
 //! `read.rs` selects series and reads their samples.
 
 mod append;
-mod by_hash;
 mod by_id;
 mod chunk;
 mod exemplars;
@@ -518,9 +517,11 @@ pub fn labels_hash(labels: &(impl LabelPairs + ?Sized)) -> u64 {
 
 #[derive(Default)]
 struct SeriesIndex {
-    /// Every series by its label hash: one probe and one label comparison
-    /// per lookup.
-    by_hash: by_hash::ByHash,
+    /// The first series with each label hash: one probe and one label
+    /// comparison per lookup.
+    by_hash: FxHashMap<u64, Arc<MemSeries>>,
+    /// Further series whose labels hash like an earlier one's.
+    collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
     by_id: by_id::ById,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, IdList>>,
@@ -556,7 +557,14 @@ impl SeriesIndex {
             }
         }
         self.by_id.insert(Arc::clone(&series));
-        self.by_hash.insert(hash, series);
+        match self.by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(series);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collisions.entry(hash).or_default().push(series);
+            }
+        }
     }
 
     /// Takes `gone` out of the maps and postings. Each postings list that
@@ -566,7 +574,22 @@ impl SeriesIndex {
         let mut lists: FxHashSet<(&str, &str)> = FxHashSet::default();
         for s in gone {
             self.by_id.remove(s.id);
-            self.by_hash.remove(labels_hash(&s.labels), s);
+            let hash = labels_hash(&s.labels);
+            let first = self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s));
+            if let Some(others) = self.collisions.get_mut(&hash) {
+                others.retain(|o| !Arc::ptr_eq(o, s));
+                if first {
+                    if let Some(next) = others.pop() {
+                        self.by_hash.insert(hash, next);
+                    }
+                }
+                if others.is_empty() {
+                    self.collisions.remove(&hash);
+                }
+            }
+            if first && self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s)) {
+                self.by_hash.remove(&hash);
+            }
             lists.extend(s.labels.pairs());
         }
         for (name, value) in lists {
@@ -742,7 +765,10 @@ impl Head {
         let mut ids = vec![id];
         {
             let idx = self.index.read();
-            ids.extend(idx.by_hash.ids_sharing(hash, id));
+            if let Some(others) = idx.collisions.get(&hash) {
+                ids.extend(idx.by_hash.get(&hash).map(|s| s.id));
+                ids.extend(others.iter().map(|s| s.id));
+            }
         }
         if let Some(known) = self.shared_hashes.lock().get(&hash) {
             ids.extend_from_slice(known);
@@ -831,7 +857,7 @@ impl Head {
         let sets: Vec<(&L, u64)> = sets.map(|l| (l, labels_hash(l))).collect();
         let idx = self.index.read();
         let firsts: Vec<Option<&Arc<MemSeries>>> =
-            sets.iter().map(|&(_, h)| idx.by_hash.first(h)).collect();
+            sets.iter().map(|(_, h)| idx.by_hash.get(h)).collect();
         for s in firsts.iter().take(AHEAD).flatten() {
             prefetch(Arc::as_ptr(s));
         }
@@ -1074,9 +1100,12 @@ impl Head {
             m.chunks += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
             m.extras += st.extras.heap_bytes();
         }
-        // The postings' hash maps: a key, a value and a control byte a slot.
+        // Hash tables: a key, a value and a control byte per slot; the
+        // B-tree about a key and a value per entry, nodes two-thirds full.
         let slot = |k: usize, v: usize| k + v + 1;
-        m.index += idx.by_hash.heap_bytes();
+        let ptr = std::mem::size_of::<Arc<MemSeries>>();
+        m.index += idx.by_hash.capacity() * slot(8, ptr);
+        m.index += idx.collisions.capacity() * slot(8, 24);
         m.index += idx.by_id.heap_bytes();
         m.index += idx.postings.capacity() * slot(16, 32);
         for (name, values) in &idx.postings {
@@ -1138,7 +1167,15 @@ fn find(
     hash: u64,
     labels: &(impl LabelPairs + ?Sized),
 ) -> Option<Arc<MemSeries>> {
-    idx.by_hash.find(hash, labels).cloned()
+    let first = idx.by_hash.get(&hash)?;
+    if first.labels.eq_pairs(labels) {
+        return Some(Arc::clone(first));
+    }
+    idx.collisions
+        .get(&hash)?
+        .iter()
+        .find(|s| s.labels.eq_pairs(labels))
+        .cloned()
 }
 
 #[cfg(test)]
@@ -1301,9 +1338,9 @@ mod tests {
         {
             let idx = head.index.read();
             assert!(!idx.postings.get("k").unwrap().contains_key("a"));
-            // The colliding series is still found under the hash.
-            assert_eq!(idx.by_hash.first(hash).map(|s| s.id), Some(99));
-            assert_eq!(find(&idx, hash, &labels("d")).map(|s| s.id), Some(99));
+            // The colliding series took a's place under the hash.
+            assert_eq!(idx.by_hash.get(&hash).map(|s| s.id), Some(99));
+            assert!(!idx.collisions.contains_key(&hash));
         }
         // The cache keeps what was dropped.
         assert_eq!(head.recent().id(hash), Some(a.id));
