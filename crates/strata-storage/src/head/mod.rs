@@ -894,7 +894,10 @@ impl Head {
 
     /// Every series, ascending by id.
     pub fn all_series(&self) -> Vec<Arc<MemSeries>> {
-        self.index.read().by_id.values().cloned().collect()
+        let idx = self.index.read();
+        let mut all = Vec::with_capacity(idx.by_id.len());
+        all.extend(idx.by_id.values().cloned());
+        all
     }
 
     pub fn num_series(&self) -> usize {
