@@ -158,11 +158,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
             // A series whose first data in the store is late (history
             // imported into sealed buckets) gets its labels there now, and
             // its `H` key if it holds nothing newer: the head may drop it.
-            let held = if s.holds_none_after(sealed) {
-                Held::MayLeave
-            } else {
-                Held::Stays
-            };
+            let held = Held::after(s, sealed);
             crate::series_index::put_if_due(inner, &mut batch, s, now, held, &mut indexed);
             for (bucket, ts, vs) in s.take_late(sealed) {
                 let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {

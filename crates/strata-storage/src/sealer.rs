@@ -300,11 +300,7 @@ fn encode_bucket(
             // sealed, the head may drop the series and its log records go.
             // It is found by its labels in the store once it holds nothing
             // newer (`series_index`).
-            let held = if s.holds_none_after(bucket) {
-                Held::MayLeave
-            } else {
-                Held::Stays
-            };
+            let held = Held::after(s, bucket);
             written.index_bytes +=
                 crate::series_index::put_if_due(inner, &mut batch, s, now, held, &mut indexed);
         }

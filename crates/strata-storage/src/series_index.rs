@@ -52,6 +52,17 @@ pub(crate) enum Held {
     MayLeave,
 }
 
+impl Held {
+    /// What writing series `s`'s data up to `bucket` means for it.
+    pub(crate) fn after(s: &MemSeries, bucket: i64) -> Self {
+        if s.holds_none_after(bucket) {
+            Self::MayLeave
+        } else {
+            Self::Stays
+        }
+    }
+}
+
 /// Puts series `s`'s index keys into `batch` beside its data, as `held`
 /// says. Notes `s` in `indexed` for [`written`] when its `S` key is put;
 /// returns the keys' bytes.
