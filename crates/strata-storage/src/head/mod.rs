@@ -474,16 +474,6 @@ pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     })
 }
 
-/// The bytes `write` appends to an empty buffer, boxed in exactly their
-/// size: written into a buffer kept per thread, then copied, so the box is
-/// one allocation of its final size (see [`fit`]).
-pub(crate) fn exact_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Box<[u8]> {
-    with_scratch(|buf| {
-        write(buf);
-        Box::from(buf.as_slice())
-    })
-}
-
 /// Makes room for one more chunk and no more. A series holds one or two
 /// (the open bucket, and the one before for the grace); a `Vec` growing by
 /// itself would make room for four at its first push, 576 bytes where 144
@@ -1117,6 +1107,8 @@ impl Head {
                 m.index += value.len() + ids.heap_bytes();
             }
         }
+        // The process's table of label values (see `labels.rs`).
+        m.labels += labels::value_table_bytes();
         m.index += self
             .released
             .read()
