@@ -165,7 +165,11 @@ pub struct SeriesLabels(Packed);
 /// Packed bytes held inline at most: all but the last of the 16 bytes,
 /// which says how many (on a big-endian target, none: the length's top
 /// byte, which tells the two apart, is not the last there).
-const INLINE: usize = if cfg!(target_endian = "little") { 15 } else { 0 };
+const INLINE: usize = if cfg!(target_endian = "little") {
+    15
+} else {
+    0
+};
 
 /// Set in the last byte of an inline [`Packed`]; clear there for a boxed
 /// one, whose length's top byte it is (lengths are far below 2^56).
@@ -193,7 +197,9 @@ impl Packed {
     fn new(bytes: &[u8]) -> Self {
         if bytes.len() <= INLINE {
             let mut inline = [0u8; 16];
-            inline[..bytes.len()].copy_from_slice(bytes);
+            for (to, from) in inline.iter_mut().zip(bytes) {
+                *to = *from;
+            }
             inline[15] = INLINE_TAG | bytes.len() as u8;
             return Self { inline };
         }
@@ -264,7 +270,9 @@ impl SeriesLabels {
 
     /// Whether `other` holds exactly these labels, in the same order.
     pub fn eq_pairs(&self, other: &(impl LabelPairs + ?Sized)) -> bool {
-        let mut r = Reader { buf: self.0.bytes() };
+        let mut r = Reader {
+            buf: self.0.bytes(),
+        };
         if r.len() != other.len() {
             return false;
         }
@@ -444,7 +452,10 @@ mod tests {
         // "0" is too short for a code; the others have one (unless the
         // table is full) and take at most three bytes.
         assert_eq!(value_code("0"), None);
-        assert!(values <= 2 + 3 * 3 || value_code("node").is_none(), "{values}");
+        assert!(
+            values <= 2 + 3 * 3 || value_code("node").is_none(),
+            "{values}"
+        );
         let inline: usize = labels.iter().map(|l| l.name.len() + 1).sum();
         assert!(names < inline || name_code("job").is_none());
         assert_eq!(s.to_labels(), labels);
@@ -522,7 +533,9 @@ mod tests {
             assert!(copy.eq_pairs(&labels[..]), "the copy owns its bytes");
         }
         assert!(SeriesLabels::new(&[Label::new("a", "b")][..]).0.is_inline());
-        assert!(!SeriesLabels::new(&[Label::new("a", "x".repeat(200))][..]).0.is_inline());
+        assert!(!SeriesLabels::new(&[Label::new("a", "x".repeat(200))][..])
+            .0
+            .is_inline());
     }
 
     #[test]
