@@ -434,19 +434,18 @@ mod tests {
         // The count, a code for each name (unless another test has taken
         // every code first), and each value with its length.
         let varint = |x: usize| (usize::BITS - (x | 1).leading_zeros()).div_ceil(7) as usize;
+        // A code's varint, or the length's and the bytes.
+        let size = |code: Option<u32>, text: &str| match code {
+            Some(c) => varint(c as usize * 2 + 1),
+            None => varint(text.len() * 2) + text.len(),
+        };
         let names: usize = labels
             .iter()
-            .map(|l| match name_code(&l.name) {
-                Some(c) => varint(c as usize * 2 + 1),
-                None => varint(l.name.len() * 2) + l.name.len(),
-            })
+            .map(|l| size(name_code(&l.name), &l.name))
             .sum();
         let values: usize = labels
             .iter()
-            .map(|l| match value_code(&l.value) {
-                Some(c) => varint(c as usize * 2 + 1),
-                None => varint(l.value.len() * 2) + l.value.len(),
-            })
+            .map(|l| size(value_code(&l.value), &l.value))
             .sum();
         assert_eq!(s.0.bytes().len(), 1 + names + values);
         // "0" is too short for a code; the others have one (unless the
