@@ -57,6 +57,9 @@ static VALUES: [OnceLock<&'static str>; MAX_VALUE_CODES] =
 /// Bytes the value table holds: its strings and its map's entries.
 static VALUE_TABLE_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Whether every value code is taken.
+static VALUE_TABLE_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Heap bytes of the process-wide value table (see the module's note).
 pub(crate) fn value_table_bytes() -> usize {
     VALUE_TABLE_BYTES.load(std::sync::atomic::Ordering::Relaxed)
@@ -91,12 +94,19 @@ fn value_code(value: &str) -> Option<u32> {
     if let Some(&c) = value_codes().read().get_code(value) {
         return Some(c);
     }
+    // Once the table is full, a value it lacks takes no write lock.
+    if VALUE_TABLE_FULL.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     let mut codes = value_codes().write();
     if let Some(&c) = codes.get_code(value) {
         return Some(c);
     }
     let n = codes.by_value.len();
-    let slot = VALUES.get(n)?;
+    let Some(slot) = VALUES.get(n) else {
+        VALUE_TABLE_FULL.store(true, std::sync::atomic::Ordering::Relaxed);
+        return None;
+    };
     let code = u32::try_from(n).ok()?;
     if codes.block.len() < value.len() {
         // Kept for the life of the process: at most MAX_VALUE_CODES
@@ -163,9 +173,10 @@ fn name_code(name: &str) -> Option<u32> {
 pub struct SeriesLabels(Packed);
 
 /// Packed bytes held inline at most: all but the last of the 16 bytes,
-/// which says how many (on a big-endian target, none: the length's top
-/// byte, which tells the two apart, is not the last there).
-const INLINE: usize = if cfg!(target_endian = "little") {
+/// which says how many (none but on a little-endian 64-bit target: the
+/// length's top byte, which tells the two forms apart, is the last one
+/// there only).
+const INLINE: usize = if cfg!(all(target_endian = "little", target_pointer_width = "64")) {
     15
 } else {
     0
@@ -496,6 +507,10 @@ mod tests {
             value_code(&format!("filler_value_{i}"));
         }
         assert_eq!(value_code("a value never seen before"), None);
+        assert!(
+            VALUE_TABLE_FULL.load(std::sync::atomic::Ordering::Relaxed),
+            "a full table is said so once, and no write lock is taken after"
+        );
         let labels = [
             Label::new("a", "a value never seen before"),
             Label::new("b", long.as_str()),
