@@ -25,6 +25,7 @@
 //! the packed labels went from 57 bytes a series to 11, short enough to be
 //! held in the series.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::RwLock;
@@ -55,14 +56,14 @@ static VALUES: [OnceLock<&'static str>; MAX_VALUE_CODES] =
     [const { OnceLock::new() }; MAX_VALUE_CODES];
 
 /// Bytes the value table holds: its strings and its map's entries.
-static VALUE_TABLE_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static VALUE_TABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether every value code is taken.
-static VALUE_TABLE_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static VALUE_TABLE_FULL: AtomicBool = AtomicBool::new(false);
 
 /// Heap bytes of the process-wide value table (see the module's note).
 pub(crate) fn value_table_bytes() -> usize {
-    VALUE_TABLE_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+    VALUE_TABLE_BYTES.load(Ordering::Relaxed)
 }
 
 /// Values with a code, and the block their bytes go to: values are kept
@@ -91,20 +92,20 @@ fn value_code(value: &str) -> Option<u32> {
     if !(MIN_CODED_VALUE..=MAX_CODED_VALUE).contains(&value.len()) {
         return None;
     }
-    if let Some(&c) = value_codes().read().get_code(value) {
+    if let Some(&c) = value_codes().read().by_value.get(value) {
         return Some(c);
     }
     // Once the table is full, a value it lacks takes no write lock.
-    if VALUE_TABLE_FULL.load(std::sync::atomic::Ordering::Relaxed) {
+    if VALUE_TABLE_FULL.load(Ordering::Relaxed) {
         return None;
     }
     let mut codes = value_codes().write();
-    if let Some(&c) = codes.get_code(value) {
+    if let Some(&c) = codes.by_value.get(value) {
         return Some(c);
     }
     let n = codes.by_value.len();
     let Some(slot) = VALUES.get(n) else {
-        VALUE_TABLE_FULL.store(true, std::sync::atomic::Ordering::Relaxed);
+        VALUE_TABLE_FULL.store(true, Ordering::Relaxed);
         return None;
     };
     let code = u32::try_from(n).ok()?;
@@ -112,7 +113,7 @@ fn value_code(value: &str) -> Option<u32> {
         // Kept for the life of the process: at most MAX_VALUE_CODES
         // values of at most MAX_CODED_VALUE bytes.
         codes.block = Box::leak(vec![0; VALUE_BLOCK].into_boxed_slice());
-        VALUE_TABLE_BYTES.fetch_add(VALUE_BLOCK, std::sync::atomic::Ordering::Relaxed);
+        VALUE_TABLE_BYTES.fetch_add(VALUE_BLOCK, Ordering::Relaxed);
     }
     let block = std::mem::take(&mut codes.block);
     let (kept, rest) = block.split_at_mut(value.len());
@@ -127,15 +128,9 @@ fn value_code(value: &str) -> Option<u32> {
         // A key, a code and a control byte a slot.
         let slot_bytes = std::mem::size_of::<(&str, u32)>() + 1;
         let grown = (codes.by_value.capacity() - before) * slot_bytes;
-        VALUE_TABLE_BYTES.fetch_add(grown, std::sync::atomic::Ordering::Relaxed);
+        VALUE_TABLE_BYTES.fetch_add(grown, Ordering::Relaxed);
     }
     Some(code)
-}
-
-impl ValueCodes {
-    fn get_code(&self, value: &str) -> Option<&u32> {
-        self.by_value.get(value)
-    }
 }
 
 /// Codes by name, for new label sets.
@@ -508,7 +503,7 @@ mod tests {
         }
         assert_eq!(value_code("a value never seen before"), None);
         assert!(
-            VALUE_TABLE_FULL.load(std::sync::atomic::Ordering::Relaxed),
+            VALUE_TABLE_FULL.load(Ordering::Relaxed),
             "a full table is said so once, and no write lock is taken after"
         );
         let labels = [
