@@ -2,17 +2,15 @@
 //! (`storage.block_duration`, a day by default) are sealed, each series'
 //! samples of them are written once more as parts of the block, one per
 //! quarter of it, and the block's postings as one set, under the block's
-//! own keys (`B`, `P`, `K`: `docs/format.md`). While the block fills, each
-//! part is a key of its own beside the list of them; once it is whole, a
-//! series' parts go into one value. A week of hourly buckets is then 7
-//! keys per series instead of 168, and a read decodes only the parts its
-//! range meets.
+//! own keys (`B`, `P`, `K`: `docs/format.md`). A series' parts are one
+//! value, written again with each new quarter. A week of hourly buckets
+//! is then 7 keys per series instead of 168, and a read decodes only the
+//! parts its range meets.
 //!
 //! ```text
-//!  buckets [from, upto) sealed ─▶ per series a part per quarter, `B |
-//!      start | series | first | last` (late segments folded in), and the
-//!      list of the block's parts at `B | start | series`; once whole, all
-//!      the parts in that one value + `P | start | …` postings
+//!  buckets [from, upto) sealed ─▶ per series a part per quarter (late
+//!      segments folded in), with the parts the block held, in the one
+//!      value at `B | start | series` + `P | start | …` postings
 //!      ─▶ `Mcompacted` says blocks hold every bucket before upto (the
 //!      switch)
 //!  `compaction_delete_delay` after the last switch ─▶ the buckets' `C`,
@@ -431,9 +429,10 @@ async fn compact_block(
         ..CompactPass::default()
     };
     // Chunks: the buckets' samples of each series become parts of the
-    // block, one per quarter of it, written once as keys of their own while
-    // the block fills; once it is whole, every part of a series goes into
-    // one value. Its late segments wait for the fold.
+    // block, one per quarter of it, written with the parts the block holds
+    // already into the series' one value: one key a series per pass, where
+    // a key per part and their list took two or more, each a node of
+    // SlateDB's memtable. Its late segments wait for the fold.
     let n = inner.settings.block_buckets();
     let bucket_ms = inner.settings.bucket_ms();
     let whole = upto == start + n;
@@ -493,45 +492,20 @@ async fn compact_block(
             if let Some(h) = &held {
                 inner.reclaim.note(h.value.len());
             }
-            if whole {
-                // Every part in the one value; the part keys go.
-                for p in &kept {
-                    if p.in_key {
-                        inner.reclaim.note(p.bytes.len());
-                        batch.delete(keys::segment_key(block, id, p.range.0, p.range.1));
-                    }
+            // Every part in the one value; part keys (of a block extended
+            // by a build that kept them) go.
+            for p in &kept {
+                if p.in_key {
+                    inner.reclaim.note(p.bytes.len());
+                    batch.delete(keys::segment_key(block, id, p.range.0, p.range.1));
                 }
-                let all: Vec<((i64, i64), &[u8])> = kept
-                    .iter()
-                    .map(|p| (p.range, &p.bytes[..]))
-                    .chain(new.iter().map(|(r, b)| (*r, &b[..])))
-                    .collect();
-                batch.put_with_options(
-                    keys::chunk_key(block, id),
-                    values::encode_parts(&all),
-                    &ttl,
-                );
-            } else {
-                // A part key each, and the list of them.
-                let mut listed = Vec::with_capacity(kept.len() + new.len());
-                for p in &kept {
-                    if !p.in_key {
-                        let key = keys::segment_key(block, id, p.range.0, p.range.1);
-                        batch.put_with_options(key, &p.bytes[..], &ttl);
-                    }
-                    listed.push(p.range);
-                }
-                for (range, bytes) in &new {
-                    let key = keys::segment_key(block, id, range.0, range.1);
-                    batch.put_with_options(key, &bytes[..], &ttl);
-                    listed.push(*range);
-                }
-                batch.put_with_options(
-                    keys::chunk_key(block, id),
-                    values::encode_segmented(&listed, &[]),
-                    &ttl,
-                );
             }
+            let all: Vec<((i64, i64), &[u8])> = kept
+                .iter()
+                .map(|p| (p.range, &p.bytes[..]))
+                .chain(new.iter().map(|(r, b)| (*r, &b[..])))
+                .collect();
+            batch.put_with_options(keys::chunk_key(block, id), values::encode_parts(&all), &ttl);
         }
         // A batch of series of which none has samples in these buckets
         // (they went away earlier) writes nothing.

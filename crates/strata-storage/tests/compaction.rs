@@ -692,3 +692,175 @@ async fn an_extension_with_only_new_series() {
     assert!(got == want, "{}", difference(&got, &want));
     db.close().await.unwrap();
 }
+
+/// The `B` keys of the block starting at hour `block_hour`: per series its
+/// value's part ranges (`None` for a value of another form), and how many
+/// part keys of their own it has.
+async fn block_keys(
+    store: &Arc<dyn ObjectStore>,
+    block_hour: i64,
+) -> std::collections::BTreeMap<u64, (Option<Vec<(i64, i64)>>, usize)> {
+    use strata_storage::keys;
+    let reader = slatedb::DbReader::builder("db", Arc::clone(store))
+        .with_block_transformer(Arc::new(
+            strata_storage::table_compression::TableBlocks::new(Default::default()),
+        ))
+        .build()
+        .await
+        .unwrap();
+    let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
+    let mut end = prefix.clone();
+    *end.last_mut().unwrap() += 1;
+    let mut it = reader.scan(prefix..end).await.unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    while let Some(kv) = it.next().await.unwrap() {
+        let id = keys::chunk_series(&kv.key).unwrap();
+        let entry = out.entry(id).or_insert((None, 0));
+        match kv.key.len() {
+            keys::CHUNK_KEY_LEN => {
+                entry.0 = strata_storage::values::decode_parts(&kv.value)
+                    .unwrap()
+                    .map(|parts| parts.into_iter().map(|(range, _)| range).collect());
+            }
+            keys::SEGMENT_KEY_LEN => entry.1 += 1,
+            _ => {}
+        }
+    }
+    reader.close().await.unwrap();
+    out
+}
+
+/// Rewrites every series' value of the block starting at hour
+/// `block_hour` as a build that kept a block's parts apart while it filled
+/// wrote it: each part under a key of its own, the value their list.
+async fn parts_apart(store: &Arc<dyn ObjectStore>, block_hour: i64) {
+    use strata_storage::{keys, values};
+    let db = slatedb::Db::builder("db", Arc::clone(store))
+        .with_block_transformer(Arc::new(
+            strata_storage::table_compression::TableBlocks::new(Default::default()),
+        ))
+        .build()
+        .await
+        .unwrap();
+    let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
+    let mut end = prefix.clone();
+    *end.last_mut().unwrap() += 1;
+    let mut values_of = Vec::new();
+    let mut it = db.scan(prefix..end).await.unwrap();
+    while let Some(kv) = it.next().await.unwrap() {
+        if kv.key.len() == keys::CHUNK_KEY_LEN {
+            values_of.push((keys::chunk_series(&kv.key).unwrap(), kv.value));
+        }
+    }
+    drop(it);
+    for (id, value) in values_of {
+        let parts = values::decode_parts(&value).unwrap().unwrap();
+        let mut batch = slatedb::WriteBatch::new();
+        let mut listed = Vec::new();
+        for ((first, last), at) in parts {
+            let key = keys::segment_key(keys::Span::Block(block_hour), id, first, last);
+            batch.put(key, &value[at]);
+            listed.push((first, last));
+        }
+        batch.put(
+            keys::chunk_key(keys::Span::Block(block_hour), id),
+            values::encode_segmented(&listed, &[]),
+        );
+        db.write(batch).await.unwrap();
+    }
+    db.close().await.unwrap();
+}
+
+/// Each extension of a block writes one key a series, its parts in one
+/// value; a block whose parts an earlier build kept under keys of their
+/// own reads the same, and its next extension takes them into the value
+/// and deletes their keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_holds_one_key_a_series_as_it_fills() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let now = SystemClock.now_ms();
+    let first = block_aligned(now, 3 * BLOCK_HOURS);
+    let block_hour = first / HOUR;
+    let clock = Arc::new(ManualClock::new(first + 2 * HOUR + 600_000));
+    let mut want = Expected::new();
+    let series = |ids: std::ops::Range<u64>, hours: std::ops::Range<i64>| -> Vec<IngestSeries> {
+        ids.map(|i| IngestSeries {
+            labels: labels(i),
+            samples: hours
+                .clone()
+                .flat_map(|h| {
+                    (0..4).map(move |k| (first + h * HOUR + k * 600_000, (h * 4 + k) as f64))
+                })
+                .collect(),
+            exemplars: Vec::new(),
+            histograms: Vec::new(),
+        })
+        .collect()
+    };
+    // Two hours, one quarter each (blocks of six hours are filled an hour
+    // at a time), then a third.
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    let req = series(0..40, 0..2);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    db.seal_due_now().await.unwrap();
+    db.compact_now(true).await.unwrap();
+    assert_eq!(db.compacted_through(), Some(block_hour + 2));
+    let req = series(0..40, 2..3);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    clock.set(first + 3 * HOUR + 600_000);
+    db.seal_due_now().await.unwrap();
+    db.compact_now(true).await.unwrap();
+    assert_eq!(db.compacted_through(), Some(block_hour + 3));
+    db.close().await.unwrap();
+
+    let held = block_keys(&store, block_hour).await;
+    assert_eq!(held.len(), 40);
+    for (id, (parts, apart)) in &held {
+        let ranges = parts
+            .as_ref()
+            .unwrap_or_else(|| panic!("series {id}: not one value"));
+        assert_eq!(ranges.len(), 3, "series {id}: {ranges:?}");
+        assert_eq!(*apart, 0, "series {id}: part keys of its own");
+    }
+
+    // As an earlier build left it: parts apart, the value their list.
+    parts_apart(&store, block_hour).await;
+    assert!(block_keys(&store, block_hour)
+        .await
+        .values()
+        .all(|(parts, apart)| parts.is_none() && *apart == 3));
+    let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())
+        .await
+        .unwrap();
+    let got = read(&db, &all(), first, first + BLOCK_HOURS * HOUR).await;
+    assert!(got == want, "parts apart: {}", difference(&got, &want));
+    // The next extension, with a series new to the block.
+    let req = series(0..41, 3..4);
+    add(&mut want, &req);
+    db.write(req, Durability::Applied).await.unwrap();
+    clock.set(first + 4 * HOUR + 600_000);
+    db.seal_due_now().await.unwrap();
+    let pass = db.compact_now(true).await.unwrap();
+    assert_eq!(pass.series, 41, "{pass:?}");
+    assert_eq!(db.compacted_through(), Some(block_hour + 4));
+    let got = read(&db, &all(), first, first + BLOCK_HOURS * HOUR).await;
+    assert!(got == want, "extended: {}", difference(&got, &want));
+    db.close().await.unwrap();
+
+    let held = block_keys(&store, block_hour).await;
+    assert_eq!(held.len(), 41);
+    let mut by_parts = std::collections::BTreeMap::new();
+    for (id, (parts, apart)) in &held {
+        let ranges = parts
+            .as_ref()
+            .unwrap_or_else(|| panic!("series {id}: not one value"));
+        *by_parts.entry(ranges.len()).or_insert(0) += 1;
+        assert_eq!(*apart, 0, "series {id}: part keys left");
+    }
+    // The series new to the block has its one part.
+    assert_eq!(by_parts, [(1, 1), (4, 40)].into_iter().collect());
+}
