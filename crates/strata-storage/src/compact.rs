@@ -583,7 +583,8 @@ struct Held {
 struct HeldPart {
     range: (i64, i64),
     bytes: bytes::Bytes,
-    /// Stored under a part key of its own (else inside the `B` value).
+    /// Stored under a part key of its own, as earlier builds kept a block's
+    /// parts while it filled (else inside the `B` value).
     in_key: bool,
 }
 
