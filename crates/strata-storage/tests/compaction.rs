@@ -19,6 +19,8 @@ use object_store::ObjectStore;
 use proptest::prelude::*;
 use strata_codec::{Label, MatchOp, Matcher};
 
+#[path = "support/raw.rs"]
+mod raw;
 #[path = "support/samples.rs"]
 mod samples;
 use samples::{read, Expected};
@@ -649,6 +651,31 @@ async fn deleted_chunks_give_their_space_back() {
     db.close().await.unwrap();
 }
 
+/// Series `ids`, each with `per_hour` samples ten minutes apart in each of
+/// `hours` (counted from `first`).
+fn hourly(
+    first: i64,
+    ids: std::ops::Range<u64>,
+    hours: std::ops::Range<i64>,
+    per_hour: i64,
+) -> Vec<IngestSeries> {
+    ids.map(|i| IngestSeries {
+        labels: labels(i),
+        samples: hours
+            .clone()
+            .flat_map(|h| {
+                (0..per_hour).map(move |k| {
+                    let t = first + h * HOUR + 1_000 + k * 600_000;
+                    (t, (i as i64 * 1_000 + h * per_hour + k) as f64)
+                })
+            })
+            .collect(),
+        exemplars: Vec::new(),
+        histograms: Vec::new(),
+    })
+    .collect()
+}
+
 /// A block extended with samples of new series only: the series it held
 /// (more than one write batch of them) have nothing to add, and the
 /// extension still switches, every sample there.
@@ -662,18 +689,7 @@ async fn an_extension_with_only_new_series() {
         .await
         .unwrap();
     let mut want = Expected::new();
-    let series = |ids: std::ops::Range<u64>, hours: std::ops::Range<i64>| -> Vec<IngestSeries> {
-        ids.map(|i| IngestSeries {
-            labels: labels(i),
-            samples: hours
-                .clone()
-                .map(|h| (first + h * HOUR + 1_000, i as f64))
-                .collect(),
-            exemplars: Vec::new(),
-            histograms: Vec::new(),
-        })
-        .collect()
-    };
+    let series = |ids, hours| hourly(first, ids, hours, 1);
     let req = series(0..700, 0..3);
     add(&mut want, &req);
     db.write(req, Durability::Applied).await.unwrap();
@@ -701,13 +717,7 @@ async fn block_keys(
     block_hour: i64,
 ) -> std::collections::BTreeMap<u64, (Option<Vec<(i64, i64)>>, usize)> {
     use strata_storage::keys;
-    let reader = slatedb::DbReader::builder("db", Arc::clone(store))
-        .with_block_transformer(Arc::new(
-            strata_storage::table_compression::TableBlocks::new(Default::default()),
-        ))
-        .build()
-        .await
-        .unwrap();
+    let reader = raw::reader(store).await;
     let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
     let mut end = prefix.clone();
     *end.last_mut().unwrap() += 1;
@@ -735,13 +745,7 @@ async fn block_keys(
 /// wrote it: each part under a key of its own, the value their list.
 async fn parts_apart(store: &Arc<dyn ObjectStore>, block_hour: i64) {
     use strata_storage::{keys, values};
-    let db = slatedb::Db::builder("db", Arc::clone(store))
-        .with_block_transformer(Arc::new(
-            strata_storage::table_compression::TableBlocks::new(Default::default()),
-        ))
-        .build()
-        .await
-        .unwrap();
+    let db = raw::writer(store).await;
     let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
     let mut end = prefix.clone();
     *end.last_mut().unwrap() += 1;
@@ -783,20 +787,7 @@ async fn a_block_holds_one_key_a_series_as_it_fills() {
     let block_hour = first / HOUR;
     let clock = Arc::new(ManualClock::new(first + 2 * HOUR + 600_000));
     let mut want = Expected::new();
-    let series = |ids: std::ops::Range<u64>, hours: std::ops::Range<i64>| -> Vec<IngestSeries> {
-        ids.map(|i| IngestSeries {
-            labels: labels(i),
-            samples: hours
-                .clone()
-                .flat_map(|h| {
-                    (0..4).map(move |k| (first + h * HOUR + k * 600_000, (h * 4 + k) as f64))
-                })
-                .collect(),
-            exemplars: Vec::new(),
-            histograms: Vec::new(),
-        })
-        .collect()
-    };
+    let series = |ids, hours| hourly(first, ids, hours, 4);
     // Two hours, one quarter each (blocks of six hours are filled an hour
     // at a time), then a third.
     let db = Writer::open(Arc::clone(&store), "db", settings(), clock.clone())

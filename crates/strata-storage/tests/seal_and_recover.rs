@@ -2,6 +2,9 @@
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "support/raw.rs"]
+mod raw;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,13 +88,7 @@ async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
 
 /// The sequence numbers of the log records in the database at `db`.
 async fn log_seqs(store: &Arc<dyn ObjectStore>) -> Vec<u64> {
-    let reader = slatedb::DbReader::builder("db", Arc::clone(store))
-        .with_block_transformer(Arc::new(
-            strata_storage::table_compression::TableBlocks::new(Default::default()),
-        ))
-        .build()
-        .await
-        .unwrap();
+    let reader = raw::reader(store).await;
     let mut it = reader
         .scan(vec![strata_storage::keys::LOG]..vec![strata_storage::keys::LOG + 1])
         .await

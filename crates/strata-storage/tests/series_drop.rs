@@ -5,6 +5,9 @@
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "support/raw.rs"]
+mod raw;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -353,13 +356,7 @@ async fn labels_reach_the_store_with_a_series_first_data() {
 /// and when the `S` key of series `id` was last written.
 async fn stored_index(store: &Arc<dyn ObjectStore>, id: u64) -> (Vec<u64>, Option<i64>) {
     use strata_storage::{keys, values};
-    let reader = slatedb::DbReader::builder("db", Arc::clone(store))
-        .with_block_transformer(Arc::new(
-            strata_storage::table_compression::TableBlocks::new(Default::default()),
-        ))
-        .build()
-        .await
-        .unwrap();
+    let reader = raw::reader(store).await;
     let h = keys::SERIES_HASH;
     let mut it = reader.scan(vec![h]..vec![h + 1]).await.unwrap();
     let mut hashes = Vec::new();
