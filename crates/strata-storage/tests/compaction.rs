@@ -709,6 +709,14 @@ async fn an_extension_with_only_new_series() {
     db.close().await.unwrap();
 }
 
+/// Every chunk and part key of the block starting at hour `block_hour`.
+fn block_chunk_keys(block_hour: i64) -> std::ops::Range<Vec<u8>> {
+    use strata_storage::keys;
+    let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
+    let end = keys::prefix_end(&prefix);
+    prefix..end
+}
+
 /// The `B` keys of the block starting at hour `block_hour`: per series its
 /// value's part ranges (`None` for a value of another form), and how many
 /// part keys of their own it has.
@@ -718,10 +726,7 @@ async fn block_keys(
 ) -> std::collections::BTreeMap<u64, (Option<Vec<(i64, i64)>>, usize)> {
     use strata_storage::keys;
     let reader = raw::reader(store).await;
-    let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
-    let mut end = prefix.clone();
-    *end.last_mut().unwrap() += 1;
-    let mut it = reader.scan(prefix..end).await.unwrap();
+    let mut it = reader.scan(block_chunk_keys(block_hour)).await.unwrap();
     let mut out = std::collections::BTreeMap::new();
     while let Some(kv) = it.next().await.unwrap() {
         let id = keys::chunk_series(&kv.key).unwrap();
@@ -746,11 +751,8 @@ async fn block_keys(
 async fn parts_apart(store: &Arc<dyn ObjectStore>, block_hour: i64) {
     use strata_storage::{keys, values};
     let db = raw::writer(store).await;
-    let prefix = keys::chunk_prefix(keys::Span::Block(block_hour));
-    let mut end = prefix.clone();
-    *end.last_mut().unwrap() += 1;
     let mut values_of = Vec::new();
-    let mut it = db.scan(prefix..end).await.unwrap();
+    let mut it = db.scan(block_chunk_keys(block_hour)).await.unwrap();
     while let Some(kv) = it.next().await.unwrap() {
         if kv.key.len() == keys::CHUNK_KEY_LEN {
             values_of.push((keys::chunk_series(&kv.key).unwrap(), kv.value));
