@@ -110,14 +110,34 @@ pub(crate) struct Spill {
     samples: u32,
 }
 
-#[derive(Default)]
-pub(crate) struct HeadChunk {
-    /// The newest samples, after every frozen one.
-    tail: TailChunk,
-    /// Frozen runs and spilled segments, once the chunk has any: most open
-    /// chunks are younger than a freeze, and kept inline these made every
-    /// series' chunk entry 144 bytes instead of 96.
-    older: Option<Box<Older>>,
+pub(crate) struct HeadChunk(Body);
+
+enum Body {
+    /// A chunk that takes samples.
+    Open {
+        /// The newest samples, after every frozen one.
+        tail: TailChunk,
+        /// Frozen runs and spilled segments, once the chunk has any: most
+        /// open chunks are younger than a freeze, and kept inline these made
+        /// every series' chunk entry 144 bytes instead of 96.
+        older: Option<Box<Older>>,
+    },
+    /// An ended bucket's chunk with its tail frozen (see
+    /// [`HeadChunk::freeze_ended`]): what the box held, kept in the bytes
+    /// the tail took. An ended bucket's chunks wait for their seal beside
+    /// the open bucket's; without the box, each waits in its 80-byte entry
+    /// alone (64 bytes less a series at the seal). A sample appended to it
+    /// opens it again.
+    Closed(Older),
+}
+
+impl Default for HeadChunk {
+    fn default() -> Self {
+        Self(Body::Open {
+            tail: TailChunk::new(),
+            older: None,
+        })
+    }
 }
 
 /// What a chunk holds before its tail.
@@ -151,13 +171,62 @@ impl Default for Older {
 /// What a chunk without a box holds before its tail: nothing.
 static NO_OLDER: std::sync::LazyLock<Older> = std::sync::LazyLock::new(Older::default);
 
+/// A closed chunk's tail: empty.
+static NO_TAIL: std::sync::LazyLock<TailChunk> = std::sync::LazyLock::new(TailChunk::new);
+
 impl HeadChunk {
     fn older(&self) -> &Older {
-        self.older.as_deref().unwrap_or(&NO_OLDER)
+        match &self.0 {
+            Body::Open { older, .. } => older.as_deref().unwrap_or(&NO_OLDER),
+            Body::Closed(older) => older,
+        }
     }
 
     fn older_mut(&mut self) -> &mut Older {
-        self.older.get_or_insert_with(Box::default)
+        match &mut self.0 {
+            Body::Open { older, .. } => older.get_or_insert_with(Box::default),
+            Body::Closed(older) => older,
+        }
+    }
+
+    fn tail(&self) -> &TailChunk {
+        match &self.0 {
+            Body::Open { tail, .. } => tail,
+            Body::Closed(_) => &NO_TAIL,
+        }
+    }
+
+    /// The tail, the chunk opened again if it was closed.
+    fn tail_mut(&mut self) -> &mut TailChunk {
+        if let Body::Closed(older) = &mut self.0 {
+            let older = Box::new(std::mem::take(older));
+            self.0 = Body::Open {
+                tail: TailChunk::new(),
+                older: Some(older),
+            };
+        }
+        match &mut self.0 {
+            Body::Open { tail, .. } => tail,
+            Body::Closed(_) => unreachable!("opened above"),
+        }
+    }
+
+    /// Whether the chunk is closed (see [`Body::Closed`]).
+    #[cfg(test)]
+    fn is_closed(&self) -> bool {
+        matches!(self.0, Body::Closed(_))
+    }
+
+    /// Closes the chunk if its tail is empty and it holds something older:
+    /// its box goes, what it held kept inline.
+    pub(crate) fn close(&mut self) {
+        if let Body::Open { tail, older } = &mut self.0 {
+            if tail.len() == 0 {
+                if let Some(older) = older.take() {
+                    self.0 = Body::Closed(*older);
+                }
+            }
+        }
     }
 
     /// Log replay: whether a sample at `t` that was in order when first
@@ -171,12 +240,12 @@ impl HeadChunk {
 
     /// Appends a sample later than every sample held.
     pub(crate) fn append(&mut self, t: i64, v: f64) {
-        self.tail.append(t, v);
+        self.tail_mut().append(t, v);
     }
 
     /// Samples held in memory (not those of spilled segments).
     pub(crate) fn len(&self) -> u32 {
-        self.older().frozen_len + self.tail.len()
+        self.older().frozen_len + self.tail().len()
     }
 
     /// The first sample's time, spilled segments included.
@@ -187,13 +256,13 @@ impl HeadChunk {
         }
         match older.frozen.first() {
             Some(p) => Some(p.first_t),
-            None => self.tail.first_t(),
+            None => self.tail().first_t(),
         }
     }
 
     /// The last sample's time, spilled segments included.
     pub(crate) fn last_t(&self) -> Option<i64> {
-        self.tail
+        self.tail()
             .last_t()
             .or_else(|| self.older().frozen.last().map(|p| p.last_t))
             .or_else(|| self.older().spilled.last().map(|&(_, last)| last))
@@ -219,10 +288,10 @@ impl HeadChunk {
                 ..Older::default()
             })
         });
-        Self {
+        Self(Body::Open {
+            tail: TailChunk::new(),
             older,
-            ..Self::default()
-        }
+        })
     }
 
     /// The frozen runs as one segment, if they hold at least `min_samples`
@@ -311,8 +380,9 @@ impl HeadChunk {
                 p.decode_range_into(mint, maxt, ts, vs)?;
             }
         }
-        if self.tail.last_t().is_some_and(|l| l >= mint) {
-            decode_tail_range_into(self.tail.bytes(), mint, maxt, ts, vs)?;
+        let tail = self.tail();
+        if tail.last_t().is_some_and(|l| l >= mint) {
+            decode_tail_range_into(tail.bytes(), mint, maxt, ts, vs)?;
         }
         Ok(())
     }
@@ -343,11 +413,12 @@ impl HeadChunk {
             t_out.copy_from_slice(&t);
             v_out.copy_from_slice(&v);
         }
-        if self.tail.last_t().is_some_and(|l| l >= mint) {
+        let tail = self.tail();
+        if tail.last_t().is_some_and(|l| l >= mint) {
             let (Some(t_out), Some(v_out)) = (ts.get_mut(n..), vs.get_mut(n..)) else {
                 return Err(CodecError::Corrupt("head chunk longer than its count"));
             };
-            n += decode_tail_range_to_slices(self.tail.bytes(), mint, maxt, t_out, v_out)?;
+            n += decode_tail_range_to_slices(tail.bytes(), mint, maxt, t_out, v_out)?;
         }
         Ok(n)
     }
@@ -363,19 +434,22 @@ impl HeadChunk {
 
     /// The bucket has ended: moves the whole tail into the frozen runs if
     /// the chunk has frozen runs already (a chunk without them, a few
-    /// samples, would grow by their box). Returns whether it did.
+    /// samples, would grow by their box), then closes the chunk (see
+    /// [`Body::Closed`]) if its tail is empty. Returns whether it froze.
     pub(crate) fn freeze_ended(
         &mut self,
         file: &Arc<RunFile>,
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> bool {
-        self.would_freeze_ended() && self.freeze(1, file, ts, vs)
+        let froze = self.would_freeze_ended() && self.freeze(1, file, ts, vs);
+        self.close();
+        froze
     }
 
     /// Whether [`Self::freeze`] with `min_samples` would move the tail.
     pub(crate) fn would_freeze(&self, min_samples: u32) -> bool {
-        self.tail.len() >= min_samples.max(1)
+        self.tail().len() >= min_samples.max(1)
     }
 
     /// Whether [`Self::freeze_ended`] would move the tail.
@@ -397,7 +471,7 @@ impl HeadChunk {
         if !self.would_freeze(min_samples) {
             return false;
         }
-        let len = self.tail.len();
+        let len = self.tail().len();
         ts.clear();
         vs.clear();
         let into = self
@@ -411,7 +485,7 @@ impl HeadChunk {
             return false;
         }
         let merged = into.is_some();
-        if decode_tail_range_into(self.tail.bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
+        if decode_tail_range_into(self.tail().bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
             return false;
         }
         let Some(runs) = write_runs(file, ts, vs) else {
@@ -423,22 +497,29 @@ impl HeadChunk {
         }
         older.frozen.extend(runs);
         older.frozen_len += len;
-        self.tail = TailChunk::new();
+        *self.tail_mut() = TailChunk::new();
         true
     }
 
     /// Heap bytes held, for head-memory accounting.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let older = self.older.as_deref().map_or(0, |o| {
-            std::mem::size_of::<Older>()
-                + o.spilled.len() * std::mem::size_of::<(i64, i64)>()
+        let outside = |o: &Older| {
+            o.spilled.len() * std::mem::size_of::<(i64, i64)>()
                 + if o.frozen.spilled() {
                     o.frozen.capacity() * std::mem::size_of::<FrozenRun>()
                 } else {
                     0
                 }
-        });
-        older + self.tail.heap_bytes()
+        };
+        match &self.0 {
+            Body::Open { tail, older } => {
+                older
+                    .as_deref()
+                    .map_or(0, |o| std::mem::size_of::<Older>() + outside(o))
+                    + tail.heap_bytes()
+            }
+            Body::Closed(older) => outside(older),
+        }
     }
 }
 
@@ -458,7 +539,10 @@ mod tests {
         );
         let mut c = HeadChunk::default();
         c.append(1, 1.0);
-        assert!(c.older.is_none(), "a young chunk has nothing boxed");
+        assert!(
+            matches!(c.0, Body::Open { older: None, .. }),
+            "a young chunk has nothing boxed"
+        );
     }
 
     fn samples(n: i64) -> Vec<(i64, f64)> {
@@ -617,6 +701,61 @@ mod tests {
         assert_eq!(all(&c, i64::MIN, i64::MAX), want);
         drop(c);
         assert_eq!(files.bytes(), 0, "the file went with the chunk's runs");
+    }
+
+    #[test]
+    fn an_ended_chunk_closes_without_its_box() {
+        let data = samples(300);
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = super::super::runs::test_file();
+        let mut c = HeadChunk::default();
+        for &(t, v) in &data[..200] {
+            c.append(t, v);
+        }
+        assert!(c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
+        for &(t, v) in &data[200..] {
+            c.append(t, v);
+        }
+        let open = all(&c, i64::MIN, i64::MAX);
+        let open_heap = c.heap_bytes();
+        assert!(c.freeze_ended(&f, &mut ts, &mut vs));
+        assert!(c.is_closed(), "tail frozen: closed");
+        assert!(
+            c.heap_bytes() + std::mem::size_of::<Older>() <= open_heap,
+            "the box went: {} of {open_heap}",
+            c.heap_bytes()
+        );
+        assert_eq!(all(&c, i64::MIN, i64::MAX), open);
+        assert_eq!(all(&c, data[10].0, data[250].0), open[10..=250].to_vec());
+        assert_eq!(
+            (c.len(), c.first_t(), c.last_t()),
+            (300, Some(data[0].0), Some(data[299].0))
+        );
+        // A spill and its drop work on the closed chunk in place.
+        let spill = c.take_spill(1, &mut ts, &mut vs).unwrap();
+        c.spilled(&spill);
+        assert!(c.is_closed());
+        assert_eq!((c.len(), c.spilled_len()), (0, 300));
+        assert_eq!(c.spilled_segments(), &[(data[0].0, data[299].0)]);
+        // A sample appended opens it again, and every sample still reads.
+        let mut d = HeadChunk::default();
+        for &(t, v) in &data {
+            d.append(t, v);
+        }
+        d.freeze(1, &f, &mut ts, &mut vs);
+        d.close();
+        assert!(d.is_closed());
+        d.append(99_000_000, 2.5);
+        assert!(!d.is_closed());
+        let mut want = open.clone();
+        want.push((99_000_000, 2.5f64.to_bits()));
+        assert_eq!(all(&d, i64::MIN, i64::MAX), want);
+        assert_eq!(d.len(), 301);
+        // A young chunk (nothing frozen) stays open: it has no box to drop.
+        let mut y = HeadChunk::default();
+        y.append(1, 1.0);
+        y.close();
+        assert!(!y.is_closed());
     }
 
     #[test]

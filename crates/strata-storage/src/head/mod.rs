@@ -32,6 +32,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use strata_codec::{CodecError, Label, LabelPairs};
@@ -369,8 +370,14 @@ impl MemSeries {
         st.chunks
             .iter_mut()
             .take_while(|(b, _)| *b < open)
-            .filter(|(_, c)| c.would_freeze_ended())
-            .map(|(b, c)| usize::from(c.freeze_ended(&files.get(*b), ts, vs)))
+            .map(|(b, c)| {
+                if c.would_freeze_ended() {
+                    usize::from(c.freeze_ended(&files.get(*b), ts, vs))
+                } else {
+                    c.close();
+                    0
+                }
+            })
             .sum()
     }
 
@@ -507,11 +514,13 @@ pub fn labels_hash(labels: &(impl LabelPairs + ?Sized)) -> u64 {
 
 #[derive(Default)]
 struct SeriesIndex {
-    /// The first series with each label hash: one probe and one label
-    /// comparison per lookup.
-    by_hash: FxHashMap<u64, Arc<MemSeries>>,
-    /// Further series whose labels hash like an earlier one's.
-    collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
+    /// Every series, found by its label hash (see [`slot_hash`]) and told
+    /// apart by its labels. A table of the series alone, not a map from
+    /// the hash: the hash is computed again from the labels when the table
+    /// grows, and 8 bytes a slot less is 16 MiB at a million series (the
+    /// table's slots are a power of two, half to seven eighths full).
+    /// Series whose labels hash alike are simply two entries.
+    by_hash: HashTable<Arc<MemSeries>>,
     by_id: by_id::ById,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, IdList>>,
@@ -547,14 +556,9 @@ impl SeriesIndex {
             }
         }
         self.by_id.insert(Arc::clone(&series));
-        match self.by_hash.entry(hash) {
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(series);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.collisions.entry(hash).or_default().push(series);
-            }
-        }
+        self.by_hash.insert_unique(slot_hash(hash), series, |s| {
+            slot_hash(labels_hash(&s.labels))
+        });
     }
 
     /// Takes `gone` out of the maps and postings. Each postings list that
@@ -564,21 +568,9 @@ impl SeriesIndex {
         let mut lists: FxHashSet<(&str, &str)> = FxHashSet::default();
         for s in gone {
             self.by_id.remove(s.id);
-            let hash = labels_hash(&s.labels);
-            let first = self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s));
-            if let Some(others) = self.collisions.get_mut(&hash) {
-                others.retain(|o| !Arc::ptr_eq(o, s));
-                if first {
-                    if let Some(next) = others.pop() {
-                        self.by_hash.insert(hash, next);
-                    }
-                }
-                if others.is_empty() {
-                    self.collisions.remove(&hash);
-                }
-            }
-            if first && self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s)) {
-                self.by_hash.remove(&hash);
+            let hash = slot_hash(labels_hash(&s.labels));
+            if let Ok(e) = self.by_hash.find_entry(hash, |f| Arc::ptr_eq(f, s)) {
+                e.remove();
             }
             lists.extend(s.labels.pairs());
         }
@@ -755,10 +747,12 @@ impl Head {
         let mut ids = vec![id];
         {
             let idx = self.index.read();
-            if let Some(others) = idx.collisions.get(&hash) {
-                ids.extend(idx.by_hash.get(&hash).map(|s| s.id));
-                ids.extend(others.iter().map(|s| s.id));
-            }
+            ids.extend(
+                idx.by_hash
+                    .iter_hash(slot_hash(hash))
+                    .filter(|s| labels_hash(&s.labels) == hash)
+                    .map(|s| s.id),
+            );
         }
         if let Some(known) = self.shared_hashes.lock().get(&hash) {
             ids.extend_from_slice(known);
@@ -846,8 +840,10 @@ impl Head {
         const AHEAD: usize = 8;
         let sets: Vec<(&L, u64)> = sets.map(|l| (l, labels_hash(l))).collect();
         let idx = self.index.read();
-        let firsts: Vec<Option<&Arc<MemSeries>>> =
-            sets.iter().map(|(_, h)| idx.by_hash.get(h)).collect();
+        let firsts: Vec<Option<&Arc<MemSeries>>> = sets
+            .iter()
+            .map(|(_, h)| first_candidate(&idx, *h))
+            .collect();
         for s in firsts.iter().take(AHEAD).flatten() {
             prefetch(Arc::as_ptr(s));
         }
@@ -1097,8 +1093,7 @@ impl Head {
         // B-tree about a key and a value per entry, nodes two-thirds full.
         let slot = |k: usize, v: usize| k + v + 1;
         let ptr = std::mem::size_of::<Arc<MemSeries>>();
-        m.index += idx.by_hash.capacity() * slot(8, ptr);
-        m.index += idx.collisions.capacity() * slot(8, 24);
+        m.index += idx.by_hash.capacity() * slot(0, ptr);
         m.index += idx.by_id.heap_bytes();
         m.index += idx.postings.capacity() * slot(16, 32);
         for (name, values) in &idx.postings {
@@ -1157,19 +1152,29 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// Where a label hash goes in [`SeriesIndex::by_hash`]: mixed once more,
+/// as a map keyed by the hash would: the table takes a slot from the low
+/// bits, which a label hash alone spreads least.
+fn slot_hash(hash: u64) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u64(hash);
+    h.finish()
+}
+
+/// The first series in the table whose slot matches `hash`'s, without
+/// looking at its labels: the one [`find`] nearly always returns, for
+/// [`Head::get_many`] to fetch ahead of comparing.
+fn first_candidate(idx: &SeriesIndex, hash: u64) -> Option<&Arc<MemSeries>> {
+    idx.by_hash.find(slot_hash(hash), |_| true)
+}
+
 fn find(
     idx: &SeriesIndex,
     hash: u64,
     labels: &(impl LabelPairs + ?Sized),
 ) -> Option<Arc<MemSeries>> {
-    let first = idx.by_hash.get(&hash)?;
-    if first.labels.eq_pairs(labels) {
-        return Some(Arc::clone(first));
-    }
-    idx.collisions
-        .get(&hash)?
-        .iter()
-        .find(|s| s.labels.eq_pairs(labels))
+    idx.by_hash
+        .find(slot_hash(hash), |s| s.labels.eq_pairs(labels))
         .cloned()
 }
 
@@ -1333,9 +1338,13 @@ mod tests {
         {
             let idx = head.index.read();
             assert!(!idx.postings.get("k").unwrap().contains_key("a"));
-            // The colliding series took a's place under the hash.
-            assert_eq!(idx.by_hash.get(&hash).map(|s| s.id), Some(99));
-            assert!(!idx.collisions.contains_key(&hash));
+            // The colliding series stays under the hash, a alone went.
+            let under: Vec<u64> = idx
+                .by_hash
+                .iter_hash(slot_hash(hash))
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(under, vec![99]);
         }
         // The cache keeps what was dropped.
         assert_eq!(head.recent().id(hash), Some(a.id));
@@ -1401,6 +1410,7 @@ mod tests {
         assert_eq!(head.freeze_ended(0), 0);
         assert_eq!(head.freeze_ended(1), 1, "bucket 0 has ended");
         assert!(bytes(0) < ended_before, "{} -> {}", ended_before, bytes(0));
+        assert_eq!(bytes(0), 0, "closed: one run inline, no box, no tail");
         assert_eq!(bytes(1), open_before, "the open bucket's tail stays");
         assert_eq!(short.state.lock().chunks[0].1.heap_bytes(), short_before);
         assert_eq!(head.freeze_ended(1), 0, "nothing left to freeze");
