@@ -127,8 +127,9 @@ pub struct StorageSettings {
     /// Most bytes of writes SlateDB holds in memory before they are in a
     /// level-0 table (its memtables and WAL buffer, by its own estimate;
     /// SlateDB's `max_unflushed_bytes`). At this SlateDB holds every write
-    /// back, ingest included, until a memtable is written; at half of it
-    /// the seal, spills and compaction wait first (at most 2 s a batch).
+    /// back, ingest included, until a memtable is written. The seal,
+    /// spills and compaction wait first, from `memtable_bytes` on (at most
+    /// 2 s a batch).
     /// The memtables take about twice these bytes of memory. They fill
     /// when level-0 tables wait for SlateDB's compactor, as behind an
     /// ingest backlog. At least twice `memtable_bytes`.

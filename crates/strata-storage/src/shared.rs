@@ -102,21 +102,31 @@ impl Shared {
     }
 
     /// Holds a background write (a seal's, a spill's or a compaction's
-    /// batch) back while SlateDB's unflushed writes are at half
-    /// `storage.max_unflushed_bytes` or more, for at most
-    /// [`BACKGROUND_WAIT`]; returns at once when `hurry` is set.
+    /// batch) back while SlateDB's unflushed writes are a memtable's worth
+    /// (`storage.memtable_bytes`) or more, for at most [`BACKGROUND_WAIT`];
+    /// returns at once when `hurry` is set.
     ///
-    /// SlateDB holds every write back at the limit, the coordinator's log
-    /// records included, and its memtables take about twice the bytes it
-    /// counts. Behind an ingest backlog its level-0 tables wait for its
-    /// compactor and the memtables fill: at 2 M series on two cores they
-    /// reached 768 MiB by its count, 1.5 GiB of heap. Background work
-    /// yields first, so ingest meets the limit only when it alone fills
-    /// the memtables; the head keeps what the seal has not written yet,
-    /// in its compact form, meanwhile. The wait is bounded so a seal
-    /// always moves on.
+    /// A memtable's entries take about twice the bytes SlateDB counts (a
+    /// skip-list node beside each key and value), and a seal or a
+    /// compaction writes a million small keys at 1 M series: left to fill
+    /// up to half `storage.max_unflushed_bytes`, they held a memtable
+    /// being written and another one full beside it, the writer's highest
+    /// memory. Waiting at one memtable, background work fills the next
+    /// only once the one before is in a level-0 table.
+    ///
+    /// SlateDB holds every write back at `storage.max_unflushed_bytes`, the
+    /// coordinator's log records included. Behind an ingest backlog its
+    /// level-0 tables wait for its compactor and the memtables fill: at
+    /// 2 M series on two cores they reached 768 MiB by its count, 1.5 GiB
+    /// of heap. Background work yields first, so ingest meets the limit
+    /// only when it alone fills the memtables; the head keeps what the seal
+    /// has not written yet, in its compact form, meanwhile. The wait is
+    /// bounded so a seal always moves on.
     pub(crate) async fn room_for_background(&self, hurry: &AtomicBool) {
-        let high = self.settings.max_unflushed_bytes / 2;
+        let high = self
+            .settings
+            .memtable_bytes
+            .min(self.settings.max_unflushed_bytes / 2);
         let waited = wait_below(|| self.unflushed_bytes(), high, hurry, BACKGROUND_WAIT).await;
         if !waited.is_zero() {
             self.stats.background_wait.observe(waited);

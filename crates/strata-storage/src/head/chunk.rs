@@ -221,7 +221,7 @@ impl HeadChunk {
     /// its box goes, what it held kept inline.
     pub(crate) fn close(&mut self) {
         if let Body::Open { tail, older } = &mut self.0 {
-            if tail.len() == 0 {
+            if tail.is_empty() {
                 if let Some(older) = older.take() {
                     self.0 = Body::Closed(*older);
                 }

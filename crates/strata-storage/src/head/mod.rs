@@ -32,7 +32,6 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use strata_codec::{CodecError, Label, LabelPairs};
@@ -514,13 +513,11 @@ pub fn labels_hash(labels: &(impl LabelPairs + ?Sized)) -> u64 {
 
 #[derive(Default)]
 struct SeriesIndex {
-    /// Every series, found by its label hash (see [`slot_hash`]) and told
-    /// apart by its labels. A table of the series alone, not a map from
-    /// the hash: the hash is computed again from the labels when the table
-    /// grows, and 8 bytes a slot less is 16 MiB at a million series (the
-    /// table's slots are a power of two, half to seven eighths full).
-    /// Series whose labels hash alike are simply two entries.
-    by_hash: HashTable<Arc<MemSeries>>,
+    /// The first series with each label hash: one probe and one label
+    /// comparison per lookup.
+    by_hash: FxHashMap<u64, Arc<MemSeries>>,
+    /// Further series whose labels hash like an earlier one's.
+    collisions: FxHashMap<u64, Vec<Arc<MemSeries>>>,
     by_id: by_id::ById,
     /// name -> value -> ids, each id list ascending.
     postings: FxHashMap<Box<str>, FxHashMap<Box<str>, IdList>>,
@@ -556,9 +553,14 @@ impl SeriesIndex {
             }
         }
         self.by_id.insert(Arc::clone(&series));
-        self.by_hash.insert_unique(slot_hash(hash), series, |s| {
-            slot_hash(labels_hash(&s.labels))
-        });
+        match self.by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(series);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collisions.entry(hash).or_default().push(series);
+            }
+        }
     }
 
     /// Takes `gone` out of the maps and postings. Each postings list that
@@ -568,9 +570,21 @@ impl SeriesIndex {
         let mut lists: FxHashSet<(&str, &str)> = FxHashSet::default();
         for s in gone {
             self.by_id.remove(s.id);
-            let hash = slot_hash(labels_hash(&s.labels));
-            if let Ok(e) = self.by_hash.find_entry(hash, |f| Arc::ptr_eq(f, s)) {
-                e.remove();
+            let hash = labels_hash(&s.labels);
+            let first = self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s));
+            if let Some(others) = self.collisions.get_mut(&hash) {
+                others.retain(|o| !Arc::ptr_eq(o, s));
+                if first {
+                    if let Some(next) = others.pop() {
+                        self.by_hash.insert(hash, next);
+                    }
+                }
+                if others.is_empty() {
+                    self.collisions.remove(&hash);
+                }
+            }
+            if first && self.by_hash.get(&hash).is_some_and(|f| Arc::ptr_eq(f, s)) {
+                self.by_hash.remove(&hash);
             }
             lists.extend(s.labels.pairs());
         }
@@ -747,12 +761,10 @@ impl Head {
         let mut ids = vec![id];
         {
             let idx = self.index.read();
-            ids.extend(
-                idx.by_hash
-                    .iter_hash(slot_hash(hash))
-                    .filter(|s| labels_hash(&s.labels) == hash)
-                    .map(|s| s.id),
-            );
+            if let Some(others) = idx.collisions.get(&hash) {
+                ids.extend(idx.by_hash.get(&hash).map(|s| s.id));
+                ids.extend(others.iter().map(|s| s.id));
+            }
         }
         if let Some(known) = self.shared_hashes.lock().get(&hash) {
             ids.extend_from_slice(known);
@@ -840,10 +852,8 @@ impl Head {
         const AHEAD: usize = 8;
         let sets: Vec<(&L, u64)> = sets.map(|l| (l, labels_hash(l))).collect();
         let idx = self.index.read();
-        let firsts: Vec<Option<&Arc<MemSeries>>> = sets
-            .iter()
-            .map(|(_, h)| first_candidate(&idx, *h))
-            .collect();
+        let firsts: Vec<Option<&Arc<MemSeries>>> =
+            sets.iter().map(|(_, h)| idx.by_hash.get(h)).collect();
         for s in firsts.iter().take(AHEAD).flatten() {
             prefetch(Arc::as_ptr(s));
         }
@@ -1093,7 +1103,8 @@ impl Head {
         // B-tree about a key and a value per entry, nodes two-thirds full.
         let slot = |k: usize, v: usize| k + v + 1;
         let ptr = std::mem::size_of::<Arc<MemSeries>>();
-        m.index += idx.by_hash.capacity() * slot(0, ptr);
+        m.index += idx.by_hash.capacity() * slot(8, ptr);
+        m.index += idx.collisions.capacity() * slot(8, 24);
         m.index += idx.by_id.heap_bytes();
         m.index += idx.postings.capacity() * slot(16, 32);
         for (name, values) in &idx.postings {
@@ -1152,29 +1163,19 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-/// Where a label hash goes in [`SeriesIndex::by_hash`]: mixed once more,
-/// as a map keyed by the hash would: the table takes a slot from the low
-/// bits, which a label hash alone spreads least.
-fn slot_hash(hash: u64) -> u64 {
-    let mut h = FxHasher::default();
-    h.write_u64(hash);
-    h.finish()
-}
-
-/// The first series in the table whose slot matches `hash`'s, without
-/// looking at its labels: the one [`find`] nearly always returns, for
-/// [`Head::get_many`] to fetch ahead of comparing.
-fn first_candidate(idx: &SeriesIndex, hash: u64) -> Option<&Arc<MemSeries>> {
-    idx.by_hash.find(slot_hash(hash), |_| true)
-}
-
 fn find(
     idx: &SeriesIndex,
     hash: u64,
     labels: &(impl LabelPairs + ?Sized),
 ) -> Option<Arc<MemSeries>> {
-    idx.by_hash
-        .find(slot_hash(hash), |s| s.labels.eq_pairs(labels))
+    let first = idx.by_hash.get(&hash)?;
+    if first.labels.eq_pairs(labels) {
+        return Some(Arc::clone(first));
+    }
+    idx.collisions
+        .get(&hash)?
+        .iter()
+        .find(|s| s.labels.eq_pairs(labels))
         .cloned()
 }
 
@@ -1338,13 +1339,9 @@ mod tests {
         {
             let idx = head.index.read();
             assert!(!idx.postings.get("k").unwrap().contains_key("a"));
-            // The colliding series stays under the hash, a alone went.
-            let under: Vec<u64> = idx
-                .by_hash
-                .iter_hash(slot_hash(hash))
-                .map(|s| s.id)
-                .collect();
-            assert_eq!(under, vec![99]);
+            // The colliding series took a's place under the hash.
+            assert_eq!(idx.by_hash.get(&hash).map(|s| s.id), Some(99));
+            assert!(!idx.collisions.contains_key(&hash));
         }
         // The cache keeps what was dropped.
         assert_eq!(head.recent().id(hash), Some(a.id));
