@@ -378,7 +378,7 @@ pub fn render(
     histogram(
         &mut out,
         "strata_background_wait_seconds",
-        "Time a seal's, spill's or compaction's write waited for SlateDB's memtables to drain below half of storage.max_unflushed_bytes.",
+        "Time a seal's, spill's or compaction's write waited for SlateDB's memtables to drain below storage.memtable_bytes.",
         &st.background_wait,
     );
     histogram(

@@ -26,6 +26,12 @@
 //! segment's time range. The head then holds at most a segment's worth of
 //! samples per series, whatever the bucket's width, and the seal writes
 //! only what is left.
+//!
+//! Once its bucket has ended, a chunk's tail is frozen too
+//! ([`HeadChunk::freeze_ended`]) and the chunk closed: what its box held
+//! moves into the bytes the tail took, and the box goes. A series holds
+//! the ended bucket's chunk beside the open one's until the seal writes it,
+//! and at a million series the boxes were 64 MiB of that.
 
 use std::sync::Arc;
 
