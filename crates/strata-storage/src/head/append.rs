@@ -73,6 +73,10 @@ pub struct AppendOutcome {
     /// Nothing was appended: the head had dropped the series (see
     /// [`super::Head::revive`]).
     pub series_dropped: bool,
+    /// A sample opened a later bucket's chunk than the series had: the
+    /// chunk before it takes no more samples in order, and waits for its
+    /// seal (see [`super::Head::close_ended`]).
+    pub ended: bool,
 }
 
 impl AppendOutcome {
@@ -134,9 +138,8 @@ fn stored_at(
     if decoded.as_ref().is_none_or(|(b, _)| *b != bucket) {
         let samples = st
             .chunks
-            .iter()
-            .find(|(b, _)| *b == bucket)
-            .map(|(_, c)| {
+            .get(bucket)
+            .map(|c| {
                 let (mut ts, mut vs) = (Vec::new(), Vec::new());
                 // Written here: an error would be a bug, and the samples
                 // before it are still right.
@@ -184,11 +187,7 @@ impl MemSeries {
             // a spilled segment holds is skipped, and is the series' last
             // sample, as it was then.
             if policy.replay && !sealed && t > st.last_t {
-                let spilled = st
-                    .chunks
-                    .iter()
-                    .find(|(b, _)| *b == bucket)
-                    .is_some_and(|(_, c)| c.replayed_spilled(t));
+                let spilled = st.chunks.get(bucket).is_some_and(|c| c.replayed_spilled(t));
                 if spilled {
                     st.last_t = t;
                     st.last_v_bits = v.to_bits();
@@ -196,26 +195,18 @@ impl MemSeries {
                 }
             }
             if t > st.last_t && !sealed {
-                let chunk = match st.chunks.last_mut() {
-                    Some((b, c)) if *b == bucket => c,
-                    _ => {
-                        // Usually a new last chunk; in a replay, a later
-                        // bucket's may be there already (restored from
-                        // its spilled segments), so in bucket order.
-                        let at = st.chunks.partition_point(|(b, _)| *b < bucket);
-                        if st.chunks.get(at).is_none_or(|(b, _)| *b != bucket) {
-                            if !super::hist::has_data(st) {
-                                self.active
-                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            }
-                            super::room_for_one(&mut st.chunks);
-                            st.chunks.insert(at, (bucket, HeadChunk::default()));
-                        }
-                        match st.chunks.get_mut(at) {
-                            Some((_, c)) => c,
-                            None => continue,
-                        }
+                // Usually the newest chunk or a new one; in a replay, a
+                // later bucket's may be there already (restored from its
+                // spilled segments).
+                if st.chunks.get(bucket).is_none() {
+                    if !super::hist::has_data(st) {
+                        self.active
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
+                    out.ended |= st.chunks.insert(bucket, HeadChunk::default());
+                }
+                let Some(chunk) = st.chunks.get_mut(bucket) else {
+                    continue;
                 };
                 chunk.append(t, v);
                 st.last_t = t;
@@ -275,9 +266,8 @@ impl MemSeries {
             if !sealed {
                 // In order within its own bucket: the bucket's chunk takes
                 // it (a series may run ahead in a later bucket).
-                let at = st.chunks.partition_point(|(b, _)| *b < bucket);
-                match st.chunks.get_mut(at) {
-                    Some((b, c)) if *b == bucket => {
+                match st.chunks.get_mut(bucket) {
+                    Some(c) => {
                         if c.last_t().is_none_or(|l| l < t) {
                             c.append(t, v);
                             if older.as_ref().is_some_and(|(b, _)| *b == bucket) {
@@ -288,15 +278,14 @@ impl MemSeries {
                             continue;
                         }
                     }
-                    _ => {
+                    None => {
                         if !super::hist::has_data(st) {
                             self.active
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
                         let mut c = HeadChunk::default();
                         c.append(t, v);
-                        super::room_for_one(&mut st.chunks);
-                        st.chunks.insert(at, (bucket, c));
+                        st.chunks.insert(bucket, c);
                         out.appended += 1;
                         accepted(t, v, bucket);
                         continue;
@@ -404,7 +393,7 @@ mod tests {
     fn read_all(s: &MemSeries) -> Vec<(i64, f64)> {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         let st = s.state.lock();
-        for (_, c) in &st.chunks {
+        for (_, c) in st.chunks.iter() {
             c.decode_into(&mut ts, &mut vs).unwrap();
         }
         let (ets, evs) = super::super::extra::merged(st.extras.iter(), i64::MIN, i64::MAX);
