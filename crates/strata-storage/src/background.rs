@@ -42,20 +42,9 @@ pub(crate) fn start_freezer(
                     return;
                 };
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
-                let pass_ms = i64::try_from(FREEZE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
-                // The last pass before the open bucket ends: its tails too.
-                let now = inner.clock.now_ms();
-                let bucket = now.div_euclid(inner.settings.bucket_ms());
-                if now
-                    .saturating_add(pass_ms)
-                    .div_euclid(inner.settings.bucket_ms())
-                    > bucket
-                {
-                    let ending = inner.head.freeze_ending(bucket);
-                    tracing::debug!(ending, "froze the tails of a bucket about to end");
-                }
                 // Buckets that ended a pass ago or more: their last scrape's
                 // samples are in.
+                let pass_ms = i64::try_from(FREEZE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
                 let open = inner
                     .clock
                     .now_ms()

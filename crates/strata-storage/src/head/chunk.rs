@@ -217,12 +217,6 @@ impl HeadChunk {
         }
     }
 
-    /// Samples in the tail.
-    #[cfg(test)]
-    pub(crate) fn tail_len(&self) -> u32 {
-        self.tail().len()
-    }
-
     /// Whether the chunk is closed (see [`Body::Closed`]).
     #[cfg(test)]
     fn is_closed(&self) -> bool {

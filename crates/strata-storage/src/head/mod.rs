@@ -380,23 +380,6 @@ impl MemSeries {
             .sum()
     }
 
-    /// Freezes the whole tail of the chunk of `bucket`, if it has a frozen
-    /// run already: the bucket is about to end (see
-    /// [`Head::freeze_ending`]). Returns whether it froze.
-    fn freeze_ending(
-        &self,
-        bucket: i64,
-        files: &mut BucketFiles<'_>,
-        ts: &mut Vec<i64>,
-        vs: &mut Vec<f64>,
-    ) -> bool {
-        let mut st = self.state.lock();
-        match st.chunks.get_mut(bucket) {
-            Some(c) if c.would_freeze_ended() => c.freeze(1, &files.get(bucket), ts, vs),
-            _ => false,
-        }
-    }
-
     /// [`Self::freeze_ended`] of every chunk before the newest one: the
     /// series has samples of a later bucket, so those take no more in
     /// order.
@@ -1091,22 +1074,6 @@ impl Head {
             .sum()
     }
 
-    /// Freezes the tails of `bucket`'s chunks that have a frozen run, in
-    /// the last pass before the bucket ends. At its end every series
-    /// opens a chunk of the next bucket within a scrape, before the ended
-    /// one can be closed; with its tail frozen beforehand, the ended chunk
-    /// holds a few samples' bytes then rather than up to a freeze's worth
-    /// (at 2 M series, the tails were about 150 MiB of that moment).
-    /// Returns how many it froze.
-    pub fn freeze_ending(&self, bucket: i64) -> usize {
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let mut files = BucketFiles::new(&self.runs);
-        self.all_series()
-            .iter()
-            .filter(|s| s.freeze_ending(bucket, &mut files, &mut ts, &mut vs))
-            .count()
-    }
-
     /// [`Self::freeze_ended`] for `series` as soon as each has a chunk
     /// of a later bucket (see [`AppendOutcome::ended`]), rather than a
     /// pass after the bucket's end. Until its ended chunk is closed, a
@@ -1426,45 +1393,6 @@ mod tests {
         let (e2, origin) = head.get_or_create_as(&labels("e"), Some(e.id));
         assert_eq!((e2.id, origin), (e.id, Origin::Returned));
         assert!(Arc::ptr_eq(&head.revive(&e), &e2));
-    }
-
-    #[test]
-    fn a_bucket_about_to_end_has_its_tails_frozen_but_short_series_kept() {
-        let head = Head::new(1, None);
-        let hour = 3_600_000;
-        let policy = AppendPolicy::strict(0, hour);
-        let at = |from: i64, n: i64| -> Vec<(i64, f64)> {
-            (0..n).map(|i| (from + i * 5_000, (i % 7) as f64)).collect()
-        };
-        let (s, _) = head.get_or_create(&labels("a"));
-        let (short, _) = head.get_or_create(&labels("b"));
-        s.append(&at(0, 100), &policy, |_, _, _| {});
-        assert_eq!(head.freeze_tails(FREEZE_MIN_SAMPLES), 1);
-        s.append(&at(500_000, 10), &policy, |_, _, _| {});
-        short.append(&at(0, 5), &policy, |_, _, _| {});
-        let tail = |s: &MemSeries| {
-            let st = s.state.lock();
-            st.chunks.get(0).unwrap().tail_len()
-        };
-        assert_eq!((tail(&s), tail(&short)), (10, 5));
-        assert_eq!(head.freeze_ending(1), 0, "no chunk of bucket 1");
-        assert_eq!(head.freeze_ending(0), 1);
-        assert_eq!(tail(&s), 0, "frozen into its run");
-        assert_eq!(tail(&short), 5, "no run: its tail is its smallest form");
-        // Still open: the bucket takes its last samples.
-        assert!(!s.append(&at(560_000, 1), &policy, |_, _, _| {}).ended);
-        assert_eq!(tail(&s), 1);
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        s.state
-            .lock()
-            .chunks
-            .get(0)
-            .unwrap()
-            .decode_into(&mut ts, &mut vs)
-            .unwrap();
-        let want = [at(0, 100), at(500_000, 10), at(560_000, 1)].concat();
-        assert_eq!(ts, want.iter().map(|p| p.0).collect::<Vec<_>>());
-        assert_eq!(vs, want.iter().map(|p| p.1).collect::<Vec<_>>());
     }
 
     #[test]
