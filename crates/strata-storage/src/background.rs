@@ -11,20 +11,14 @@ use crate::{compact, head, late, spill, Storage};
 /// spilling.
 const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Series whose newest chunk is of a later bucket than one before it,
-/// still open (see `head::AppendOutcome::ended`): sent by the write path
-/// for the freezer to close the ended one at once.
-pub(crate) type Ended = Vec<Arc<head::MemSeries>>;
-
 /// Starts the background pass that freezes long head-chunk tails into the
 /// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
 /// long frozen runs to the store (see `spill`), on a thread of low
-/// priority, until the storage is dropped. Between passes it closes the
-/// ended chunks of the series `ended` brings.
+/// priority, until the storage is dropped.
 pub(crate) fn start_freezer(
     inner: &Arc<Shared>,
     replayed: bool,
-    ended: std::sync::mpsc::Receiver<Ended>,
+    stopped: std::sync::mpsc::Receiver<()>,
 ) {
     let weak = Arc::downgrade(inner);
     let runtime = tokio::runtime::Handle::try_current().ok();
@@ -34,7 +28,7 @@ pub(crate) fn start_freezer(
             lower_priority();
             // After a replay the first pass runs at once: a head just
             // replayed from the log is all Gorilla chunks.
-            if !replayed && !wait(&ended, FREEZE_INTERVAL, &weak) {
+            if !replayed && !wait(&stopped, FREEZE_INTERVAL) {
                 return;
             }
             loop {
@@ -50,8 +44,8 @@ pub(crate) fn start_freezer(
                     .now_ms()
                     .saturating_sub(pass_ms)
                     .div_euclid(inner.settings.bucket_ms());
-                let closed = inner.head.freeze_ended(open);
-                tracing::debug!(frozen, closed, "froze head chunk tails");
+                let ended = inner.head.freeze_ended(open);
+                tracing::debug!(frozen, ended, "froze head chunk tails");
                 if let Some(runtime) = &runtime {
                     match spill::spill_pass(&inner, runtime) {
                         Ok(pass) if pass.segments > 0 => tracing::debug!(
@@ -67,7 +61,7 @@ pub(crate) fn start_freezer(
                     }
                 }
                 drop(inner);
-                if !wait(&ended, FREEZE_INTERVAL, &weak) {
+                if !wait(&stopped, FREEZE_INTERVAL) {
                     return;
                 }
             }
@@ -77,29 +71,13 @@ pub(crate) fn start_freezer(
     }
 }
 
-/// Waits `interval`, closing the ended chunks of the series that come on
-/// `ended` meanwhile: false once its sender (held by the shared state) is
-/// gone, so a closed database's thread ends at once.
-fn wait(
-    ended: &std::sync::mpsc::Receiver<Ended>,
-    interval: std::time::Duration,
-    weak: &std::sync::Weak<Shared>,
-) -> bool {
-    let until = std::time::Instant::now() + interval;
-    loop {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        match ended.recv_timeout(left) {
-            Ok(series) => {
-                let Some(inner) = weak.upgrade() else {
-                    return false;
-                };
-                let froze = inner.head.close_ended(&series);
-                tracing::trace!(series = series.len(), froze, "closed ended head chunks");
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return true,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return false,
-        }
-    }
+/// Waits `interval` on `stopped`: false once its sender (held by the
+/// shared state) is gone, so a closed database's thread ends at once.
+fn wait(stopped: &std::sync::mpsc::Receiver<()>, interval: std::time::Duration) -> bool {
+    !matches!(
+        stopped.recv_timeout(interval),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+    )
 }
 
 /// Starts the writer's late pass: writes the head's late samples (of sealed

@@ -245,7 +245,6 @@ impl Coordinator {
         let mut batch = WriteBatch::new();
         let mut outcomes = Vec::with_capacity(group.len());
         let mut touched: Vec<i64> = Vec::new();
-        let mut ended = Vec::new();
         for q in group.iter() {
             let mut out = WriteOutcome {
                 new_series: q.new_series,
@@ -273,9 +272,6 @@ impl Coordinator {
                     r = append(&s, samples);
                 }
                 extra += r.extra;
-                if r.ended {
-                    ended.push(Arc::clone(&s));
-                }
                 let histograms_before = self.record.histograms.len();
                 if !rs.histograms.is_empty() {
                     let mut append = |s: &MemSeries, logged: &mut Vec<LogHistogram>| {
@@ -361,10 +357,6 @@ impl Coordinator {
                 }
             }
             outcomes.push(out);
-        }
-        if !ended.is_empty() {
-            // The freezer is gone only with the database.
-            let _ = self.inner.to_freezer.send(ended);
         }
         if extra > 0 {
             self.inner.head.extra_added(extra);

@@ -83,7 +83,7 @@ impl Opening {
         } = recovery::recover(&backend, &self.settings).await?;
         let compacted = crate::compact::read_compacted(&backend).await?;
         let now = self.clock.now_ms();
-        let (to_freezer, freezer_rx) = std::sync::mpsc::channel();
+        let (freezer_stop, freezer_stopped) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared {
             backend,
             slatedb_metrics: self.metrics,
@@ -100,10 +100,10 @@ impl Opening {
             followed_ms: std::sync::atomic::AtomicI64::new(0),
             compacted: parking_lot::RwLock::new(compacted),
             reclaim: crate::reclaim::Reclaim::new(&self.path, Arc::clone(&self.store)),
-            to_freezer,
+            _freezer_stop: freezer_stop,
         });
         stats::add(&shared.stats.samples_replayed, samples_replayed);
-        start_freezer(&shared, samples_replayed > 0, freezer_rx);
+        start_freezer(&shared, samples_replayed > 0, freezer_stopped);
         Ok((
             shared,
             Resume {

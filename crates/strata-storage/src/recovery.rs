@@ -399,7 +399,6 @@ fn apply_partition(
     mine.sort_by_key(|p| p.series);
     let seq_of = |p: &Pending| records.get(p.record as usize).map_or(0, |r| r.0);
     let mut buf: Vec<(i64, f64)> = Vec::new();
-    let mut ended = Vec::new();
     for run in mine.chunk_by(|a, b| a.series == b.series) {
         let Some(first) = run.first() else {
             continue;
@@ -438,19 +437,11 @@ fn apply_partition(
         if out.series_dropped {
             let live = head.revive(series);
             out = live.append(&buf, policy, &mut note);
-            cache.insert(id, Arc::clone(&live));
-            if out.ended {
-                ended.push(live);
-            }
-        } else if out.ended {
-            ended.push(Arc::clone(series));
+            cache.insert(id, live);
         }
         result.applied += out.appended;
         result.extra += out.extra;
     }
-    // As a writer's freezer does (see `Head::close_ended`): a reader
-    // follows a million series into the next bucket too.
-    head.close_ended(&ended);
     result
 }
 

@@ -44,10 +44,8 @@ pub(crate) struct Shared {
     /// poll that read the writer's log to its end began; 0 before the
     /// first.
     pub(crate) followed_ms: std::sync::atomic::AtomicI64,
-    /// Series with an ended chunk to close, for the freezer (see
-    /// `Head::close_ended`); dropped with this state, which ends the
-    /// freezer's wait at once.
-    pub(crate) to_freezer: std::sync::mpsc::Sender<crate::background::Ended>,
+    /// Dropped with this state, which ends the freezer's wait at once.
+    pub(crate) _freezer_stop: std::sync::mpsc::Sender<()>,
 }
 
 impl Shared {

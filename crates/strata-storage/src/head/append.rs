@@ -73,10 +73,6 @@ pub struct AppendOutcome {
     /// Nothing was appended: the head had dropped the series (see
     /// [`super::Head::revive`]).
     pub series_dropped: bool,
-    /// A sample opened a later bucket's chunk than the series had: the
-    /// chunk before it takes no more samples in order, and waits for its
-    /// seal (see [`super::Head::close_ended`]).
-    pub ended: bool,
 }
 
 impl AppendOutcome {
@@ -138,8 +134,9 @@ fn stored_at(
     if decoded.as_ref().is_none_or(|(b, _)| *b != bucket) {
         let samples = st
             .chunks
-            .get(bucket)
-            .map(|c| {
+            .iter()
+            .find(|(b, _)| *b == bucket)
+            .map(|(_, c)| {
                 let (mut ts, mut vs) = (Vec::new(), Vec::new());
                 // Written here: an error would be a bug, and the samples
                 // before it are still right.
@@ -187,7 +184,11 @@ impl MemSeries {
             // a spilled segment holds is skipped, and is the series' last
             // sample, as it was then.
             if policy.replay && !sealed && t > st.last_t {
-                let spilled = st.chunks.get(bucket).is_some_and(|c| c.replayed_spilled(t));
+                let spilled = st
+                    .chunks
+                    .iter()
+                    .find(|(b, _)| *b == bucket)
+                    .is_some_and(|(_, c)| c.replayed_spilled(t));
                 if spilled {
                     st.last_t = t;
                     st.last_v_bits = v.to_bits();
@@ -195,18 +196,26 @@ impl MemSeries {
                 }
             }
             if t > st.last_t && !sealed {
-                // Usually the newest chunk or a new one; in a replay, a
-                // later bucket's may be there already (restored from its
-                // spilled segments).
-                if st.chunks.get(bucket).is_none() {
-                    if !super::hist::has_data(st) {
-                        self.active
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let chunk = match st.chunks.last_mut() {
+                    Some((b, c)) if *b == bucket => c,
+                    _ => {
+                        // Usually a new last chunk; in a replay, a later
+                        // bucket's may be there already (restored from
+                        // its spilled segments), so in bucket order.
+                        let at = st.chunks.partition_point(|(b, _)| *b < bucket);
+                        if st.chunks.get(at).is_none_or(|(b, _)| *b != bucket) {
+                            if !super::hist::has_data(st) {
+                                self.active
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            super::room_for_one(&mut st.chunks);
+                            st.chunks.insert(at, (bucket, HeadChunk::default()));
+                        }
+                        match st.chunks.get_mut(at) {
+                            Some((_, c)) => c,
+                            None => continue,
+                        }
                     }
-                    out.ended |= st.chunks.insert(bucket, HeadChunk::default());
-                }
-                let Some(chunk) = st.chunks.get_mut(bucket) else {
-                    continue;
                 };
                 chunk.append(t, v);
                 st.last_t = t;
@@ -266,8 +275,9 @@ impl MemSeries {
             if !sealed {
                 // In order within its own bucket: the bucket's chunk takes
                 // it (a series may run ahead in a later bucket).
-                match st.chunks.get_mut(bucket) {
-                    Some(c) => {
+                let at = st.chunks.partition_point(|(b, _)| *b < bucket);
+                match st.chunks.get_mut(at) {
+                    Some((b, c)) if *b == bucket => {
                         if c.last_t().is_none_or(|l| l < t) {
                             c.append(t, v);
                             if older.as_ref().is_some_and(|(b, _)| *b == bucket) {
@@ -278,14 +288,15 @@ impl MemSeries {
                             continue;
                         }
                     }
-                    None => {
+                    _ => {
                         if !super::hist::has_data(st) {
                             self.active
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
                         let mut c = HeadChunk::default();
                         c.append(t, v);
-                        st.chunks.insert(bucket, c);
+                        super::room_for_one(&mut st.chunks);
+                        st.chunks.insert(at, (bucket, c));
                         out.appended += 1;
                         accepted(t, v, bucket);
                         continue;
@@ -393,7 +404,7 @@ mod tests {
     fn read_all(s: &MemSeries) -> Vec<(i64, f64)> {
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         let st = s.state.lock();
-        for (_, c) in st.chunks.iter() {
+        for (_, c) in &st.chunks {
             c.decode_into(&mut ts, &mut vs).unwrap();
         }
         let (ets, evs) = super::super::extra::merged(st.extras.iter(), i64::MIN, i64::MAX);

@@ -29,8 +29,7 @@
 //!
 //! Once its bucket has ended, a chunk's tail is frozen too
 //! ([`HeadChunk::freeze_ended`]) and the chunk closed: what its box held
-//! moves into the bytes the tail took, and the box goes; on a writer as
-//! soon as the series has a sample of the next bucket (`Head::close_ended`). A series holds
+//! moves into the bytes the tail took, and the box goes. A series holds
 //! the ended bucket's chunk beside the open one's until the seal writes it,
 //! and at a million series the boxes were 64 MiB of that.
 

@@ -17,7 +17,6 @@
 mod append;
 mod by_id;
 mod chunk;
-mod chunk_list;
 mod exemplars;
 mod extra;
 mod hash_filter;
@@ -41,7 +40,6 @@ pub use append::{AppendOutcome, AppendPolicy, Rejection};
 
 pub use chunk::FREEZE_MIN_SAMPLES;
 pub(crate) use chunk::{HeadChunk, Spill};
-use chunk_list::ChunkList;
 pub use exemplars::{ExemplarAdded, ExemplarStore, DEFAULT_MAX_EXEMPLARS};
 use extra::{ExtraRun, Extras, Taken};
 use hash_filter::HashFilter;
@@ -89,8 +87,8 @@ pub struct MemSeries {
     /// (see `series_index::written`), so the sealer can refresh them before
     /// they expire; 0 until the first of the series' data is written to the
     /// store with them. Seconds in 32 bits, beside the flags: 8 bytes less
-    /// put a series (with its `Arc`'s counts and its newest chunk) in the
-    /// allocator's 192-byte class instead of 224. Read through [`MemSeries::keys_written_ms`].
+    /// put a series (with its `Arc`'s counts) in the allocator's 112-byte
+    /// class instead of 128. Read through [`MemSeries::keys_written_ms`].
     series_key_written: AtomicU32,
     pub(crate) state: Mutex<SeriesState>,
     /// Active series of this series' tenant: counted while the series has
@@ -101,7 +99,7 @@ pub struct MemSeries {
 /// The mutable part of a series: its open chunks, oldest bucket first, and
 /// the samples kept beside them.
 pub(crate) struct SeriesState {
-    pub(crate) chunks: ChunkList,
+    pub(crate) chunks: Vec<(i64, HeadChunk)>,
     /// Out-of-order samples of open buckets and late samples of sealed
     /// ones (see `extra.rs`).
     pub(crate) extras: Extras,
@@ -161,7 +159,7 @@ impl MemSeries {
             series_key_written: AtomicU32::new(written_secs(written_ms)),
             active,
             state: Mutex::new(SeriesState {
-                chunks: ChunkList::default(),
+                chunks: Vec::new(),
                 extras: Extras::default(),
                 last_t: i64::MIN,
                 last_v_bits: 0,
@@ -193,8 +191,8 @@ impl MemSeries {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         let mut spilled = Vec::new();
-        let chunk = st.chunks.get(bucket);
-        if let Some(c) = chunk {
+        let chunk = st.chunks.iter().find(|(b, _)| *b == bucket);
+        if let Some((_, c)) = chunk {
             c.decode_into(ts, vs)?;
             spilled = c.spilled_segments().to_vec();
         }
@@ -300,7 +298,7 @@ impl MemSeries {
     /// segment is in the store.
     pub(crate) fn spilled(&self, bucket: i64, spill: &Spill) {
         let mut st = self.state.lock();
-        if let Some(c) = st.chunks.get_mut(bucket) {
+        if let Some((_, c)) = st.chunks.iter_mut().find(|(b, _)| *b == bucket) {
             c.spilled(spill);
         }
     }
@@ -315,14 +313,16 @@ impl MemSeries {
             return;
         }
         let mut st = self.state.lock();
-        if st.chunks.get(bucket).is_some() {
+        if st.chunks.iter().any(|(b, _)| *b == bucket) {
             return;
         }
         if !hist::has_data(&st) {
             self.active.fetch_add(1, Ordering::Relaxed);
         }
+        let at = st.chunks.partition_point(|(b, _)| *b < bucket);
+        room_for_one(&mut st.chunks);
         st.chunks
-            .insert(bucket, HeadChunk::with_spilled(segments, samples));
+            .insert(at, (bucket, HeadChunk::with_spilled(segments, samples)));
     }
 
     /// Recovery, after the replay: `(t, v)` is the series' last sample if
@@ -380,26 +380,14 @@ impl MemSeries {
             .sum()
     }
 
-    /// [`Self::freeze_ended`] of every chunk before the newest one: the
-    /// series has samples of a later bucket, so those take no more in
-    /// order.
-    fn close_ended(
-        &self,
-        files: &mut BucketFiles<'_>,
-        ts: &mut Vec<i64>,
-        vs: &mut Vec<f64>,
-    ) -> usize {
-        let newest = self.state.lock().chunks.newest_bucket();
-        newest.map_or(0, |open| self.freeze_ended(open, files, ts, vs))
-    }
-
     /// Frees the chunks of every bucket up to `bucket`, and the extra
     /// samples their seal took; the series stops counting as active when
     /// no chunk is left. Returns the extra samples freed.
     pub(crate) fn drop_through(&self, bucket: i64) -> usize {
         let mut st = self.state.lock();
         let had = hist::has_data(&st);
-        st.chunks.retain(|b| b > bucket);
+        st.chunks.retain(|(b, _)| *b > bucket);
+        fit(&mut st.chunks);
         hist::drop_through(&mut st, bucket);
         if had && !hist::has_data(&st) {
             self.active.fetch_sub(1, Ordering::Relaxed);
@@ -424,7 +412,8 @@ impl MemSeries {
     fn release(&self, bucket: i64) -> usize {
         let mut st = self.state.lock();
         let had = hist::has_data(&st);
-        st.chunks.retain(|b| b != bucket);
+        st.chunks.retain(|(b, _)| *b != bucket);
+        fit(&mut st.chunks);
         if had && !hist::has_data(&st) {
             self.active.fetch_sub(1, Ordering::Relaxed);
         }
@@ -489,6 +478,16 @@ pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         }
         Err(_) => f(&mut Vec::new()),
     })
+}
+
+/// Makes room for one more chunk and no more. A series holds one or two
+/// (the open bucket, and the one before for the grace); a `Vec` growing by
+/// itself would make room for four at its first push, 576 bytes where 144
+/// are used, the largest part of a young series' memory.
+pub(crate) fn room_for_one(chunks: &mut Vec<(i64, HeadChunk)>) {
+    if chunks.len() == chunks.capacity() {
+        chunks.reserve_exact(1);
+    }
 }
 
 /// What the seal of a bucket takes from one series (see
@@ -1074,22 +1073,6 @@ impl Head {
             .sum()
     }
 
-    /// [`Self::freeze_ended`] for `series` as soon as each has a chunk
-    /// of a later bucket (see [`AppendOutcome::ended`]), rather than a
-    /// pass after the bucket's end. Until its ended chunk is closed, a
-    /// series holds it whole (its tail, its box) beside the new bucket's;
-    /// a million series reach the new bucket within a scrape, and waiting
-    /// for the pass held both for up to a minute. Returns how many tails
-    /// it froze.
-    pub fn close_ended(&self, series: &[Arc<MemSeries>]) -> usize {
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        let mut files = BucketFiles::new(&self.runs);
-        series
-            .iter()
-            .map(|s| s.close_ended(&mut files, &mut ts, &mut vs))
-            .sum()
-    }
-
     /// Bytes of the frozen runs' files (see `runs.rs`): in the page cache
     /// or on disk, not in the heap.
     pub fn run_file_bytes(&self) -> u64 {
@@ -1109,11 +1092,11 @@ impl Head {
         let mut m = HeadMemory::default();
         for s in idx.by_id.values() {
             // The series and its `Arc` counts.
-            // The newest chunk's entry, in the series, counts as a chunk's.
-            m.series += std::mem::size_of::<MemSeries>() + 16 - chunk_list::INLINE_BYTES;
+            m.series += std::mem::size_of::<MemSeries>() + 16;
             m.labels += s.labels.heap_bytes();
             let st = s.state.lock();
-            m.chunks += chunk_list::INLINE_BYTES + st.chunks.heap_bytes();
+            m.chunks += st.chunks.capacity() * std::mem::size_of::<(i64, HeadChunk)>();
+            m.chunks += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
             m.extras += st.extras.heap_bytes();
         }
         // Hash tables: a key, a value and a control byte per slot; the
@@ -1244,10 +1227,8 @@ mod tests {
     }
 
     #[test]
-    fn a_series_with_its_arc_counts_and_newest_chunk_fits_the_192_byte_class() {
-        // 112 before the newest chunk's entry moved in from its own
-        // 80-byte block.
-        assert!(std::mem::size_of::<MemSeries>() + 16 <= 192);
+    fn a_series_with_its_arc_counts_fits_the_112_byte_class() {
+        assert!(std::mem::size_of::<MemSeries>() + 16 <= 112);
     }
 
     #[test]
@@ -1396,43 +1377,6 @@ mod tests {
     }
 
     #[test]
-    fn a_series_reaching_the_next_bucket_has_its_ended_chunk_closed() {
-        let head = Head::new(1, None);
-        let hour = 3_600_000;
-        let policy = AppendPolicy::strict(0, hour);
-        let at = |from: i64, n: i64| -> Vec<(i64, f64)> {
-            (0..n).map(|i| (from + i * 5_000, (i % 7) as f64)).collect()
-        };
-        let (s, _) = head.get_or_create(&labels("a"));
-        let first = s.append(&at(0, 100), &policy, |_, _, _| {});
-        assert!(!first.ended, "a first chunk ends nothing");
-        assert_eq!(head.freeze_tails(FREEZE_MIN_SAMPLES), 1);
-        assert!(!s.append(&at(500_000, 10), &policy, |_, _, _| {}).ended);
-        let next = s.append(&at(hour, 3), &policy, |_, _, _| {});
-        assert!(next.ended, "bucket 0's chunk takes no more in order");
-        assert!(!s.append(&at(hour + 15_000, 1), &policy, |_, _, _| {}).ended);
-        let ended = |s: &MemSeries| s.state.lock().chunks.get(0).unwrap().heap_bytes();
-        assert!(ended(&s) > 0, "the tail and the box");
-
-        assert_eq!(head.close_ended(&[Arc::clone(&s)]), 1);
-        assert_eq!(ended(&s), 0, "closed: one run inline, no box, no tail");
-        assert_eq!(head.close_ended(&[Arc::clone(&s)]), 0, "nothing left");
-        let want = [
-            at(0, 100),
-            at(500_000, 10),
-            at(hour, 3),
-            at(hour + 15_000, 1),
-        ]
-        .concat();
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        for (_, c) in s.state.lock().chunks.iter() {
-            c.decode_into(&mut ts, &mut vs).unwrap();
-        }
-        assert_eq!(ts, want.iter().map(|p| p.0).collect::<Vec<_>>());
-        assert_eq!(vs, want.iter().map(|p| p.1).collect::<Vec<_>>());
-    }
-
-    #[test]
     fn an_ended_buckets_short_tail_is_frozen_and_the_open_one_is_not() {
         let head = Head::new(1, None);
         let hour = 3_600_000;
@@ -1453,9 +1397,9 @@ mod tests {
         assert_eq!(s.append(&at(hour, 10), &policy, |_, _, _| {}).appended, 10);
         // A series with a few samples only: frozen, its chunk would grow.
         assert_eq!(short.append(&at(0, 5), &policy, |_, _, _| {}).appended, 5);
-        let bytes = |b: i64| s.state.lock().chunks.get(b).unwrap().heap_bytes();
+        let bytes = |b: usize| s.state.lock().chunks[b].1.heap_bytes();
         let (ended_before, open_before) = (bytes(0), bytes(1));
-        let short_before = short.state.lock().chunks.get(0).unwrap().heap_bytes();
+        let short_before = short.state.lock().chunks[0].1.heap_bytes();
 
         // Below the freeze threshold, nothing freezes; while bucket 0 is
         // the open one, not even its tail.
@@ -1465,20 +1409,14 @@ mod tests {
         assert!(bytes(0) < ended_before, "{} -> {}", ended_before, bytes(0));
         assert_eq!(bytes(0), 0, "closed: one run inline, no box, no tail");
         assert_eq!(bytes(1), open_before, "the open bucket's tail stays");
-        assert_eq!(
-            short.state.lock().chunks.get(0).unwrap().heap_bytes(),
-            short_before
-        );
+        assert_eq!(short.state.lock().chunks[0].1.heap_bytes(), short_before);
         assert_eq!(head.freeze_ended(1), 0, "nothing left to freeze");
 
         // Every sample reads back.
         let want = [at(0, 100), at(500_000, 10)].concat();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        s.state
-            .lock()
-            .chunks
-            .get(0)
-            .unwrap()
+        s.state.lock().chunks[0]
+            .1
             .decode_into(&mut ts, &mut vs)
             .unwrap();
         assert_eq!(ts, want.iter().map(|p| p.0).collect::<Vec<_>>());
