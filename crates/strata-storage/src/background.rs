@@ -11,6 +11,12 @@ use crate::{compact, head, late, spill, Storage};
 /// spilling.
 const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long after a bucket's end a pass runs, whatever the interval: by
+/// then a scrape has taken most series into the next bucket, and the pass
+/// closes their ended chunks (see `Head::freeze_ended`). Until it does,
+/// each holds its ended chunk whole, tail and box, beside the new one.
+const AFTER_BUCKET_END_MS: i64 = 10_000;
+
 /// Starts the background pass that freezes long head-chunk tails into the
 /// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
 /// long frozen runs to the store (see `spill`), on a thread of low
@@ -28,7 +34,7 @@ pub(crate) fn start_freezer(
             lower_priority();
             // After a replay the first pass runs at once: a head just
             // replayed from the log is all Gorilla chunks.
-            if !replayed && !wait(&stopped, FREEZE_INTERVAL) {
+            if !replayed && !wait(&stopped, next_pass(&weak)) {
                 return;
             }
             loop {
@@ -61,7 +67,7 @@ pub(crate) fn start_freezer(
                     }
                 }
                 drop(inner);
-                if !wait(&stopped, FREEZE_INTERVAL) {
+                if !wait(&stopped, next_pass(&weak)) {
                     return;
                 }
             }
@@ -69,6 +75,29 @@ pub(crate) fn start_freezer(
     if let Err(e) = started {
         tracing::warn!(error = %e, "cannot start the head freezer; the head stays in Gorilla chunks");
     }
+}
+
+/// How long the freezer waits for its next pass: [`FREEZE_INTERVAL`], or
+/// less to run [`AFTER_BUCKET_END_MS`] after the next bucket's end.
+fn next_pass(weak: &std::sync::Weak<Shared>) -> std::time::Duration {
+    let Some(inner) = weak.upgrade() else {
+        return std::time::Duration::ZERO;
+    };
+    until_next_pass(inner.clock.now_ms(), inner.settings.bucket_ms())
+}
+
+/// [`next_pass`] at `now_ms`, with buckets of `bucket_ms`.
+fn until_next_pass(now_ms: i64, bucket_ms: i64) -> std::time::Duration {
+    let interval = std::time::Duration::from_millis(FREEZE_INTERVAL.as_millis() as u64);
+    let bucket_ms = bucket_ms.max(1);
+    // The pass after this bucket's end, or after the next one's if that
+    // one is past.
+    let mut at = now_ms.div_euclid(bucket_ms).saturating_mul(bucket_ms) + AFTER_BUCKET_END_MS;
+    if at <= now_ms {
+        at = at.saturating_add(bucket_ms);
+    }
+    let wait = u64::try_from(at.saturating_sub(now_ms)).unwrap_or(u64::MAX);
+    interval.min(std::time::Duration::from_millis(wait))
 }
 
 /// Waits `interval` on `stopped`: false once its sender (held by the
@@ -240,6 +269,25 @@ pub(crate) fn lower_priority() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_freezer_runs_soon_after_a_buckets_end() {
+        let minute = 60_000;
+        let bucket = 15 * minute;
+        let secs = |d: std::time::Duration| d.as_millis() as i64;
+        // Mid-bucket: the usual interval.
+        assert_eq!(secs(until_next_pass(5 * minute, bucket)), 30_000);
+        // 20 s before the end: 30 s after it.
+        assert_eq!(secs(until_next_pass(bucket - 20_000, bucket)), 30_000);
+        // 5 s before the end: 10 s after it, not 30.
+        assert_eq!(secs(until_next_pass(bucket - 5_000, bucket)), 15_000);
+        // 3 s after the end: 7 s on.
+        assert_eq!(secs(until_next_pass(bucket + 3_000, bucket)), 7_000);
+        // Just past the pass after the end: the interval again.
+        assert_eq!(secs(until_next_pass(bucket + 10_000, bucket)), 30_000);
+        // Buckets shorter than the interval: after each one's end.
+        assert_eq!(secs(until_next_pass(12_000, 20_000)), 18_000);
+    }
 
     #[tokio::test]
     async fn a_worker_takes_the_next_job_and_survives_a_panic() {

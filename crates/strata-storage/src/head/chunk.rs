@@ -27,11 +27,18 @@
 //! samples per series, whatever the bucket's width, and the seal writes
 //! only what is left.
 //!
-//! Once its bucket has ended, a chunk's tail is frozen too
-//! ([`HeadChunk::freeze_ended`]) and the chunk closed: what its box held
-//! moves into the bytes the tail took, and the box goes. A series holds
-//! the ended bucket's chunk beside the open one's until the seal writes it,
+//! Once it takes no more samples in order (its bucket has ended, or its
+//! series has samples of a later one), a chunk's tail is frozen too
+//! (`Head::freeze_ended`) and the chunk closed: what its box held moves
+//! into the bytes the tail took, and the box goes. A series holds the
+//! ended bucket's chunk beside the open one's until the seal writes it,
 //! and at a million series the boxes were 64 MiB of that.
+//!
+//! The head freezes a tail in three steps ([`HeadChunk::freeze_start`],
+//! [`Freezing::write`], [`HeadChunk::freeze_finish`]) so that the series'
+//! lock is not held while runs are read, encoded and written: the freezer
+//! runs at low priority, and a write waiting for a lock it holds would
+//! wait for its turn on a core too.
 
 use std::sync::Arc;
 
@@ -58,7 +65,7 @@ const _: () = assert!(RUN_MAX_SAMPLES <= super::runs::MAX_RUN_SAMPLES);
 
 /// Samples frozen in the sealed format, with their time range, kept in
 /// the bucket's run file (see `runs.rs`), not the heap.
-struct FrozenRun {
+pub(crate) struct FrozenRun {
     first_t: i64,
     last_t: i64,
     file: Arc<RunFile>,
@@ -87,7 +94,7 @@ impl FrozenRun {
 
 /// `ts`/`vs` in the sealed format, written to `file` as runs of at most
 /// [`RUN_MAX_SAMPLES`] samples each; `None` if one cannot be written.
-fn write_runs(file: &Arc<RunFile>, ts: &[i64], vs: &[f64]) -> Option<SmallVec<[FrozenRun; 1]>> {
+fn write_runs(file: &Arc<RunFile>, ts: &[i64], vs: &[f64]) -> Option<Runs> {
     let per = RUN_MAX_SAMPLES as usize;
     let mut runs = SmallVec::new();
     for (t, v) in ts.chunks(per).zip(vs.chunks(per)) {
@@ -118,6 +125,53 @@ pub(crate) struct Spill {
 
 pub(crate) struct HeadChunk(Body);
 
+/// Frozen runs written for a chunk, not yet in it.
+pub(crate) type Runs = SmallVec<[FrozenRun; 1]>;
+
+/// A freeze begun under the series' lock (see [`HeadChunk::freeze_start`]).
+pub(crate) struct Freezing {
+    /// The chunk's last run, which the tail is merged into.
+    into: Option<(Arc<RunFile>, RunAt)>,
+    /// The chunk as it was.
+    seen: Seen,
+}
+
+/// What a freeze outside the lock must find unchanged.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    tail_len: u32,
+    tail_last_t: Option<i64>,
+    runs: usize,
+    last_run: Option<RunAt>,
+}
+
+impl Freezing {
+    /// Reads the run the tail merges into, if any, and writes it with
+    /// the tail's samples (`tail_ts`/`tail_vs`, from
+    /// [`HeadChunk::freeze_start`]) to `file` as new runs; `ts`/`vs` are
+    /// scratch. Takes no lock: a run, once written, never changes.
+    pub(crate) fn write(
+        &self,
+        file: &Arc<RunFile>,
+        tail_ts: &[i64],
+        tail_vs: &[f64],
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Option<Runs> {
+        ts.clear();
+        vs.clear();
+        if let Some((from, at)) = &self.into {
+            // A decode error would be a bug; the tail stays as it is.
+            from.with_run(*at, |b| decode_sealed_range_into(b, i64::MIN, i64::MAX, ts, vs))
+                .ok()?
+                .ok()?;
+        }
+        ts.extend_from_slice(tail_ts);
+        vs.extend_from_slice(tail_vs);
+        write_runs(file, ts, vs)
+    }
+}
+
 enum Body {
     /// A chunk that takes samples.
     Open {
@@ -129,7 +183,7 @@ enum Body {
         older: Option<Box<Older>>,
     },
     /// An ended bucket's chunk with its tail frozen (see
-    /// [`HeadChunk::freeze_ended`]): what the box held, kept in the bytes
+    /// `Head::freeze_ended`): what the box held, kept in the bytes
     /// the tail took. An ended bucket's chunks wait for their seal beside
     /// the open bucket's; without the box, each waits in its 80-byte entry
     /// alone (64 bytes less a series at the seal). A sample appended to it
@@ -442,6 +496,7 @@ impl HeadChunk {
     /// the chunk has frozen runs already (a chunk without them, a few
     /// samples, would grow by their box), then closes the chunk (see
     /// [`Body::Closed`]) if its tail is empty. Returns whether it froze.
+    #[cfg(test)]
     pub(crate) fn freeze_ended(
         &mut self,
         file: &Arc<RunFile>,
@@ -458,7 +513,8 @@ impl HeadChunk {
         self.tail().len() >= min_samples.max(1)
     }
 
-    /// Whether [`Self::freeze_ended`] would move the tail.
+    /// Whether an ended chunk's tail is frozen rather than kept: only
+    /// beside frozen runs (a chunk of a few samples would grow by a box).
     pub(crate) fn would_freeze_ended(&self) -> bool {
         self.older().frozen_len > 0 && self.would_freeze(1)
     }
@@ -466,7 +522,9 @@ impl HeadChunk {
     /// Moves the tail into the frozen runs if it holds at least
     /// `min_samples` samples, merged into the last run while that stays
     /// within [`RUN_MAX_SAMPLES`], written to `file` (the bucket's); returns
-    /// whether it did. `ts`/`vs` are scratch buffers.
+    /// whether it did. `ts`/`vs` are scratch buffers. (The head freezes
+    /// in the steps below, which hold the series' lock only briefly.)
+    #[cfg(test)]
     pub(crate) fn freeze(
         &mut self,
         min_samples: u32,
@@ -474,35 +532,78 @@ impl HeadChunk {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> bool {
-        if !self.would_freeze(min_samples) {
-            return false;
-        }
-        let len = self.tail().len();
-        ts.clear();
-        vs.clear();
-        let into = self
-            .older()
-            .frozen
-            .last()
-            .filter(|p| p.len().saturating_add(len) <= RUN_MAX_SAMPLES);
-        // Written here: a decode error would be a bug, and keeping the
-        // tail as it is loses nothing.
-        if into.is_some_and(|p| p.decode_range_into(i64::MIN, i64::MAX, ts, vs).is_err()) {
-            return false;
-        }
-        let merged = into.is_some();
-        if decode_tail_range_into(self.tail().bytes(), i64::MIN, i64::MAX, ts, vs).is_err() {
-            return false;
-        }
-        let Some(runs) = write_runs(file, ts, vs) else {
+        let (mut tail_ts, mut tail_vs) = (Vec::new(), Vec::new());
+        let Some(freezing) = self.freeze_start(min_samples, &mut tail_ts, &mut tail_vs) else {
             return false;
         };
+        freezing
+            .write(file, &tail_ts, &tail_vs, ts, vs)
+            .is_some_and(|runs| self.freeze_finish(freezing, runs))
+    }
+
+    /// [`Self::freeze`] in three steps, so the series' lock is not held
+    /// while the runs are read, encoded and written: this one, under the
+    /// lock, decodes the tail into `tail_ts`/`tail_vs` and notes what the
+    /// chunk is; [`Freezing::write`], outside it, writes the runs;
+    /// [`Self::freeze_finish`], under the lock again, puts them in if the
+    /// chunk is still as it was. `None` if the tail is too short (or
+    /// unreadable, which would be a bug: the tail stays as it is).
+    pub(crate) fn freeze_start(
+        &self,
+        min_samples: u32,
+        tail_ts: &mut Vec<i64>,
+        tail_vs: &mut Vec<f64>,
+    ) -> Option<Freezing> {
+        if !self.would_freeze(min_samples) {
+            return None;
+        }
+        let tail = self.tail();
+        let len = tail.len();
+        tail_ts.clear();
+        tail_vs.clear();
+        decode_tail_range_into(tail.bytes(), i64::MIN, i64::MAX, tail_ts, tail_vs).ok()?;
+        let frozen = &self.older().frozen;
+        let last = frozen.last();
+        Some(Freezing {
+            into: last
+                .filter(|p| p.len().saturating_add(len) <= RUN_MAX_SAMPLES)
+                .map(|p| (Arc::clone(&p.file), p.at)),
+            seen: Seen {
+                tail_len: len,
+                tail_last_t: tail.last_t(),
+                runs: frozen.len(),
+                last_run: last.map(|p| p.at),
+            },
+        })
+    }
+
+    /// What the chunk is now, to compare with a [`Freezing`]'s.
+    fn seen(&self) -> Seen {
+        let tail = self.tail();
+        let frozen = &self.older().frozen;
+        Seen {
+            tail_len: tail.len(),
+            tail_last_t: tail.last_t(),
+            runs: frozen.len(),
+            last_run: frozen.last().map(|p| p.at),
+        }
+    }
+
+    /// Puts in the runs [`Freezing::write`] wrote for this chunk's tail,
+    /// in place of the tail (and of the run they merge), if the chunk is
+    /// as [`Self::freeze_start`] saw it: a sample appended, a spill or a
+    /// seal meanwhile leaves it as it is, and the runs unread in the file.
+    /// Returns whether it put them in.
+    pub(crate) fn freeze_finish(&mut self, freezing: Freezing, runs: Runs) -> bool {
+        if self.seen() != freezing.seen {
+            return false;
+        }
         let older = self.older_mut();
-        if merged {
+        if freezing.into.is_some() {
             older.frozen.pop();
         }
         older.frozen.extend(runs);
-        older.frozen_len += len;
+        older.frozen_len += freezing.seen.tail_len;
         *self.tail_mut() = TailChunk::new();
         true
     }
@@ -775,5 +876,45 @@ mod tests {
         }
         assert!(!c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
         assert_eq!(c.len(), FREEZE_MIN_SAMPLES - 1);
+    }
+
+    #[test]
+    fn a_freeze_outside_the_lock_gives_way_to_a_sample_appended_meanwhile() {
+        let f = super::super::runs::test_file();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let (mut tail_ts, mut tail_vs) = (Vec::new(), Vec::new());
+        let mut c = HeadChunk::default();
+        for i in 0..100 {
+            c.append(i * 5_000, (i % 9) as f64);
+        }
+        assert!(c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
+        for i in 100..130 {
+            c.append(i * 5_000, (i % 9) as f64);
+        }
+        let want = |c: &HeadChunk| {
+            let (mut t, mut v) = (Vec::new(), Vec::new());
+            c.decode_into(&mut t, &mut v).unwrap();
+            (t, v)
+        };
+
+        // A sample comes between the start and the finish: the runs
+        // written are left unread, the chunk as it is.
+        let freezing = c.freeze_start(1, &mut tail_ts, &mut tail_vs).unwrap();
+        assert_eq!(tail_ts.len(), 30);
+        let runs = freezing.write(&f, &tail_ts, &tail_vs, &mut ts, &mut vs).unwrap();
+        c.append(130 * 5_000, 1.0);
+        let before = want(&c);
+        assert!(!c.freeze_finish(freezing, runs));
+        assert_eq!(want(&c), before);
+        assert_eq!(c.tail().len(), 31);
+
+        // Nothing between: the tail merges into the run.
+        let freezing = c.freeze_start(1, &mut tail_ts, &mut tail_vs).unwrap();
+        let runs = freezing.write(&f, &tail_ts, &tail_vs, &mut ts, &mut vs).unwrap();
+        assert!(c.freeze_finish(freezing, runs));
+        assert_eq!(c.tail().len(), 0);
+        assert_eq!(c.len(), 131);
+        assert_eq!(c.older().frozen.len(), 1, "merged into the one run");
+        assert_eq!(want(&c), before);
     }
 }

@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
+use smallvec::SmallVec;
 use strata_codec::{CodecError, Label, LabelPairs};
 
 pub use append::{AppendOutcome, AppendPolicy, Rejection};
@@ -338,46 +339,81 @@ impl MemSeries {
     /// Freezes the tails of this series' chunks holding at least
     /// `min_samples` samples ([staggered](staggered) for this series);
     /// returns how many it froze.
-    fn freeze(
-        &self,
-        min_samples: u32,
-        files: &mut BucketFiles<'_>,
-        ts: &mut Vec<i64>,
-        vs: &mut Vec<f64>,
-    ) -> usize {
+    fn freeze(&self, min_samples: u32, files: &mut BucketFiles<'_>, scratch: &mut Scratch) -> usize {
         let min_samples = staggered(min_samples, self.id);
-        let mut st = self.state.lock();
-        st.chunks
-            .iter_mut()
+        let due: SmallVec<[i64; 2]> = self
+            .state
+            .lock()
+            .chunks
+            .iter()
             .filter(|(_, c)| c.would_freeze(min_samples))
-            .map(|(b, c)| usize::from(c.freeze(min_samples, &files.get(*b), ts, vs)))
+            .map(|(b, _)| *b)
+            .collect();
+        due.into_iter()
+            .map(|b| usize::from(self.freeze_chunk(b, min_samples, false, files, scratch)))
             .sum()
     }
 
-    /// Freezes the whole tail of each chunk of a bucket before `open`:
-    /// such a bucket has ended and takes no more in-order samples but the
-    /// stragglers of its last scrape, and waits for its seal in the compact
-    /// format. Returns how many it froze.
-    fn freeze_ended(
-        &self,
-        open: i64,
-        files: &mut BucketFiles<'_>,
-        ts: &mut Vec<i64>,
-        vs: &mut Vec<f64>,
-    ) -> usize {
-        let mut st = self.state.lock();
-        st.chunks
-            .iter_mut()
-            .take_while(|(b, _)| *b < open)
-            .map(|(b, c)| {
+    /// Freezes the whole tail of each chunk that takes no more samples in
+    /// order, and closes it: a chunk of a bucket before `open`, which has
+    /// ended, or before the series' newest chunk, whose samples are later
+    /// than all of its. Such a chunk waits for its seal in the compact
+    /// format; the stragglers of its last scrape open it again. Returns
+    /// how many it froze.
+    fn freeze_ended(&self, open: i64, files: &mut BucketFiles<'_>, scratch: &mut Scratch) -> usize {
+        let mut due: SmallVec<[i64; 2]> = SmallVec::new();
+        {
+            let mut st = self.state.lock();
+            let before = st.chunks.last().map_or(open, |(b, _)| open.max(*b));
+            for (b, c) in st.chunks.iter_mut().take_while(|(b, _)| *b < before) {
                 if c.would_freeze_ended() {
-                    usize::from(c.freeze_ended(&files.get(*b), ts, vs))
+                    due.push(*b);
                 } else {
                     c.close();
-                    0
                 }
-            })
+            }
+        }
+        due.into_iter()
+            .map(|b| usize::from(self.freeze_chunk(b, 1, true, files, scratch)))
             .sum()
+    }
+
+    /// Freezes the tail of the chunk of `bucket` if it holds at least
+    /// `min_samples` samples, and closes the chunk if `close`. The series'
+    /// lock is held only to read the tail and to put the runs in, not
+    /// while they are encoded and written: this runs on a thread of low
+    /// priority, which a write waiting for the lock would wait for too.
+    fn freeze_chunk(
+        &self,
+        bucket: i64,
+        min_samples: u32,
+        close: bool,
+        files: &mut BucketFiles<'_>,
+        scratch: &mut Scratch,
+    ) -> bool {
+        let Scratch { ts, vs, tail_ts, tail_vs } = scratch;
+        let freezing = {
+            let st = self.state.lock();
+            let Some((_, c)) = st.chunks.iter().find(|(b, _)| *b == bucket) else {
+                return false;
+            };
+            c.freeze_start(min_samples, tail_ts, tail_vs)
+        };
+        let runs = freezing
+            .as_ref()
+            .and_then(|f| f.write(&files.get(bucket), tail_ts, tail_vs, ts, vs));
+        let mut st = self.state.lock();
+        let Some((_, c)) = st.chunks.iter_mut().find(|(b, _)| *b == bucket) else {
+            return false;
+        };
+        let froze = match (freezing, runs) {
+            (Some(f), Some(runs)) => c.freeze_finish(f, runs),
+            _ => false,
+        };
+        if close {
+            c.close();
+        }
+        froze
     }
 
     /// Frees the chunks of every bucket up to `bucket`, and the extra
@@ -488,6 +524,16 @@ pub(crate) fn room_for_one(chunks: &mut Vec<(i64, HeadChunk)>) {
     if chunks.len() == chunks.capacity() {
         chunks.reserve_exact(1);
     }
+}
+
+/// Scratch buffers of a freezing pass: the samples of the runs written,
+/// and of the tail being frozen.
+#[derive(Default)]
+struct Scratch {
+    ts: Vec<i64>,
+    vs: Vec<f64>,
+    tail_ts: Vec<i64>,
+    tail_vs: Vec<f64>,
 }
 
 /// What the seal of a bucket takes from one series (see
@@ -1052,24 +1098,27 @@ impl Head {
     /// compact sealed format (see [`HeadChunk`]); returns how many. Takes
     /// each series' lock in turn, briefly.
     pub fn freeze_tails(&self, min_samples: u32) -> usize {
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let mut scratch = Scratch::default();
         let mut files = BucketFiles::new(&self.runs);
         self.all_series()
             .iter()
-            .map(|s| s.freeze(min_samples, &mut files, &mut ts, &mut vs))
+            .map(|s| s.freeze(min_samples, &mut files, &mut scratch))
             .sum()
     }
 
-    /// Freezes every chunk tail of a bucket before `open` (a bucket index),
-    /// however short: an ended bucket's chunks otherwise keep up to a
-    /// freeze's worth of samples in the tail, two to three times
-    /// their frozen size, until their seal drops them. Returns how many.
+    /// Freezes the tail of every chunk that takes no more samples in
+    /// order, however short, and closes it: those of a bucket before
+    /// `open` (a bucket index), and those before their series' newest
+    /// chunk. An ended bucket's chunks otherwise keep up to a freeze's
+    /// worth of samples in the tail, two to three times their frozen size,
+    /// and their box, until their seal drops them. Returns how many it
+    /// froze.
     pub fn freeze_ended(&self, open: i64) -> usize {
-        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let mut scratch = Scratch::default();
         let mut files = BucketFiles::new(&self.runs);
         self.all_series()
             .iter()
-            .map(|s| s.freeze_ended(open, &mut files, &mut ts, &mut vs))
+            .map(|s| s.freeze_ended(open, &mut files, &mut scratch))
             .sum()
     }
 
@@ -1401,16 +1450,21 @@ mod tests {
         let (ended_before, open_before) = (bytes(0), bytes(1));
         let short_before = short.state.lock().chunks[0].1.heap_bytes();
 
-        // Below the freeze threshold, nothing freezes; while bucket 0 is
-        // the open one, not even its tail.
+        // Below the freeze threshold, nothing freezes.
         assert_eq!(head.freeze_tails(FREEZE_MIN_SAMPLES), 0);
-        assert_eq!(head.freeze_ended(0), 0);
-        assert_eq!(head.freeze_ended(1), 1, "bucket 0 has ended");
+        // While bucket 0 is the open one by the clock, a series with
+        // samples of bucket 1 has its bucket 0 chunk frozen and closed: it
+        // takes no more samples in order. One without stays open.
+        assert_eq!(head.freeze_ended(0), 1, "a has moved on to bucket 1");
         assert!(bytes(0) < ended_before, "{} -> {}", ended_before, bytes(0));
         assert_eq!(bytes(0), 0, "closed: one run inline, no box, no tail");
         assert_eq!(bytes(1), open_before, "the open bucket's tail stays");
         assert_eq!(short.state.lock().chunks[0].1.heap_bytes(), short_before);
-        assert_eq!(head.freeze_ended(1), 0, "nothing left to freeze");
+        assert_eq!(head.freeze_ended(0), 0, "nothing left to freeze");
+        // Once bucket 0 is over by the clock, the short one is closed too
+        // (it has no runs: its few samples stay in the tail).
+        assert_eq!(head.freeze_ended(1), 0);
+        assert_eq!(short.state.lock().chunks[0].1.heap_bytes(), short_before);
 
         // Every sample reads back.
         let want = [at(0, 100), at(500_000, 10)].concat();
