@@ -41,7 +41,9 @@ pub(crate) fn start_freezer(
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
+                let started = std::time::Instant::now();
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
+                let tails_ms = started.elapsed().as_millis() as u64;
                 // Buckets that ended a pass ago or more: their last scrape's
                 // samples are in.
                 let pass_ms = i64::try_from(FREEZE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
@@ -51,7 +53,13 @@ pub(crate) fn start_freezer(
                     .saturating_sub(pass_ms)
                     .div_euclid(inner.settings.bucket_ms());
                 let ended = inner.head.freeze_ended(open);
-                tracing::debug!(frozen, ended, "froze head chunk tails");
+                tracing::debug!(
+                    frozen,
+                    ended,
+                    tails_ms,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "froze head chunk tails"
+                );
                 if let Some(runtime) = &runtime {
                     match spill::spill_pass(&inner, runtime) {
                         Ok(pass) if pass.segments > 0 => tracing::debug!(
