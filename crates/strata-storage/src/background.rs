@@ -204,11 +204,13 @@ pub(crate) fn compaction_runtime() -> Option<tokio::runtime::Handle> {
 /// On the request runtime a memtable's flush took turns with every
 /// request: SlateDB's flush yields to the runtime every 128 entries, and
 /// with a runtime busy with remote writes each yield waited behind them.
-/// A memtable of a seal's small keys (a quarter of a million of them at 1 M
-/// series) then took 15 to 25 s to reach its table, where one of log
-/// records took under 2; meanwhile it stayed in memory beside the next
-/// one, which filled up, and the writer peaked there. On a thread of its
-/// own the flush takes its share of the CPU from the OS, beside requests.
+/// A memtable of a seal's small keys (hundreds of thousands of them at 1 M
+/// series) then took up to 10 s to reach its table, where one of log
+/// records took 1 to 2; meanwhile it stayed in memory beside the next one,
+/// which filled up. On a thread of its own the flush takes its share of
+/// the CPU from the OS, beside requests: at most 4.2 s in the same run
+/// (`docs/benchmarks.md`, "Memory: ended chunks closed 10 s after a
+/// bucket's end").
 pub(crate) fn writer_runtime() -> Option<tokio::runtime::Handle> {
     static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
         std::sync::OnceLock::new();
