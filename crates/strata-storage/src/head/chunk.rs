@@ -162,9 +162,11 @@ impl Freezing {
         vs.clear();
         if let Some((from, at)) = &self.into {
             // A decode error would be a bug; the tail stays as it is.
-            from.with_run(*at, |b| decode_sealed_range_into(b, i64::MIN, i64::MAX, ts, vs))
-                .ok()?
-                .ok()?;
+            from.with_run(*at, |b| {
+                decode_sealed_range_into(b, i64::MIN, i64::MAX, ts, vs)
+            })
+            .ok()?
+            .ok()?;
         }
         ts.extend_from_slice(tail_ts);
         vs.extend_from_slice(tail_vs);
@@ -901,7 +903,9 @@ mod tests {
         // written are left unread, the chunk as it is.
         let freezing = c.freeze_start(1, &mut tail_ts, &mut tail_vs).unwrap();
         assert_eq!(tail_ts.len(), 30);
-        let runs = freezing.write(&f, &tail_ts, &tail_vs, &mut ts, &mut vs).unwrap();
+        let runs = freezing
+            .write(&f, &tail_ts, &tail_vs, &mut ts, &mut vs)
+            .unwrap();
         c.append(130 * 5_000, 1.0);
         let before = want(&c);
         assert!(!c.freeze_finish(freezing, runs));
@@ -910,7 +914,9 @@ mod tests {
 
         // Nothing between: the tail merges into the run.
         let freezing = c.freeze_start(1, &mut tail_ts, &mut tail_vs).unwrap();
-        let runs = freezing.write(&f, &tail_ts, &tail_vs, &mut ts, &mut vs).unwrap();
+        let runs = freezing
+            .write(&f, &tail_ts, &tail_vs, &mut ts, &mut vs)
+            .unwrap();
         assert!(c.freeze_finish(freezing, runs));
         assert_eq!(c.tail().len(), 0);
         assert_eq!(c.len(), 131);

@@ -339,7 +339,12 @@ impl MemSeries {
     /// Freezes the tails of this series' chunks holding at least
     /// `min_samples` samples ([staggered](staggered) for this series);
     /// returns how many it froze.
-    fn freeze(&self, min_samples: u32, files: &mut BucketFiles<'_>, scratch: &mut Scratch) -> usize {
+    fn freeze(
+        &self,
+        min_samples: u32,
+        files: &mut BucketFiles<'_>,
+        scratch: &mut Scratch,
+    ) -> usize {
         let min_samples = staggered(min_samples, self.id);
         let due: SmallVec<[i64; 2]> = self
             .state
@@ -391,7 +396,12 @@ impl MemSeries {
         files: &mut BucketFiles<'_>,
         scratch: &mut Scratch,
     ) -> bool {
-        let Scratch { ts, vs, tail_ts, tail_vs } = scratch;
+        let Scratch {
+            ts,
+            vs,
+            tail_ts,
+            tail_vs,
+        } = scratch;
         let freezing = {
             let st = self.state.lock();
             let Some((_, c)) = st.chunks.iter().find(|(b, _)| *b == bucket) else {
