@@ -96,7 +96,6 @@ fn next_pass(weak: &std::sync::Weak<Shared>) -> std::time::Duration {
 
 /// [`next_pass`] at `now_ms`, with buckets of `bucket_ms`.
 fn until_next_pass(now_ms: i64, bucket_ms: i64) -> std::time::Duration {
-    let interval = std::time::Duration::from_millis(FREEZE_INTERVAL.as_millis() as u64);
     let bucket_ms = bucket_ms.max(1);
     // The pass after this bucket's end, or after the next one's if that
     // one is past.
@@ -105,7 +104,7 @@ fn until_next_pass(now_ms: i64, bucket_ms: i64) -> std::time::Duration {
         at = at.saturating_add(bucket_ms);
     }
     let wait = u64::try_from(at.saturating_sub(now_ms)).unwrap_or(u64::MAX);
-    interval.min(std::time::Duration::from_millis(wait))
+    FREEZE_INTERVAL.min(std::time::Duration::from_millis(wait))
 }
 
 /// Waits `interval` on `stopped`: false once its sender (held by the
@@ -190,39 +189,6 @@ pub(crate) fn compaction_runtime() -> Option<tokio::runtime::Handle> {
                 .build()
                 .map_err(|e| {
                     tracing::warn!(error = %e, "no runtime of its own for compaction; it shares the request runtime");
-                })
-                .ok()
-        })
-        .as_ref()
-        .map(|r| r.handle().clone())
-}
-
-/// The runtime a writer's SlateDB runs its own tasks on (its writes, its
-/// WAL and memtable flushes): one thread at normal priority, shared by
-/// every database the process opens.
-///
-/// On the request runtime a memtable's flush took turns with every
-/// request: SlateDB's flush yields to the runtime every 128 entries, and
-/// with a runtime busy with remote writes each yield waited behind them.
-/// A memtable of a seal's small keys (hundreds of thousands of them at 1 M
-/// series) then took up to 10 s to reach its table, where one of log
-/// records took 1 to 2; meanwhile it stayed in memory beside the next one,
-/// which filled up. On a thread of its own the flush takes its share of
-/// the CPU from the OS, beside requests: at most 4.2 s in the same run
-/// (`docs/benchmarks.md`, "Memory: ended chunks closed 10 s after a
-/// bucket's end").
-pub(crate) fn writer_runtime() -> Option<tokio::runtime::Handle> {
-    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
-        std::sync::OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("strata-slatedb")
-                .enable_all()
-                .build()
-                .map_err(|e| {
-                    tracing::warn!(error = %e, "no runtime of its own for SlateDB; it shares the request runtime");
                 })
                 .ok()
         })

@@ -564,18 +564,14 @@ impl HeadChunk {
         tail_ts.clear();
         tail_vs.clear();
         decode_tail_range_into(tail.bytes(), i64::MIN, i64::MAX, tail_ts, tail_vs).ok()?;
-        let frozen = &self.older().frozen;
-        let last = frozen.last();
         Some(Freezing {
-            into: last
+            into: self
+                .older()
+                .frozen
+                .last()
                 .filter(|p| p.len().saturating_add(len) <= RUN_MAX_SAMPLES)
                 .map(|p| (Arc::clone(&p.file), p.at)),
-            seen: Seen {
-                tail_len: len,
-                tail_last_t: tail.last_t(),
-                runs: frozen.len(),
-                last_run: last.map(|p| p.at),
-            },
+            seen: self.seen(),
         })
     }
 
