@@ -65,6 +65,7 @@ const _: () = assert!(RUN_MAX_SAMPLES <= super::runs::MAX_RUN_SAMPLES);
 
 /// Samples frozen in the sealed format, with their time range, kept in
 /// the bucket's run file (see `runs.rs`), not the heap.
+#[derive(Clone)]
 pub(crate) struct FrozenRun {
     first_t: i64,
     last_t: i64,
@@ -131,7 +132,7 @@ pub(crate) type Runs = SmallVec<[FrozenRun; 1]>;
 /// A freeze begun under the series' lock (see [`HeadChunk::freeze_start`]).
 pub(crate) struct Freezing {
     /// The chunk's last run, which the tail is merged into.
-    into: Option<(Arc<RunFile>, RunAt)>,
+    into: Option<FrozenRun>,
     /// The chunk as it was.
     seen: Seen,
 }
@@ -160,13 +161,9 @@ impl Freezing {
     ) -> Option<Runs> {
         ts.clear();
         vs.clear();
-        if let Some((from, at)) = &self.into {
+        if let Some(run) = &self.into {
             // A decode error would be a bug; the tail stays as it is.
-            from.with_run(*at, |b| {
-                decode_sealed_range_into(b, i64::MIN, i64::MAX, ts, vs)
-            })
-            .ok()?
-            .ok()?;
+            run.decode_range_into(i64::MIN, i64::MAX, ts, vs).ok()?;
         }
         ts.extend_from_slice(tail_ts);
         vs.extend_from_slice(tail_vs);
@@ -570,7 +567,7 @@ impl HeadChunk {
                 .frozen
                 .last()
                 .filter(|p| p.len().saturating_add(len) <= RUN_MAX_SAMPLES)
-                .map(|p| (Arc::clone(&p.file), p.at)),
+                .cloned(),
             seen: self.seen(),
         })
     }

@@ -409,6 +409,9 @@ impl MemSeries {
             };
             c.freeze_start(min_samples, tail_ts, tail_vs)
         };
+        if freezing.is_none() && !close {
+            return false;
+        }
         let runs = freezing
             .as_ref()
             .and_then(|f| f.write(&files.get(bucket), tail_ts, tail_vs, ts, vs));
