@@ -196,37 +196,6 @@ pub(crate) fn compaction_runtime() -> Option<tokio::runtime::Handle> {
         .map(|r| r.handle().clone())
 }
 
-/// The runtime a writer's SlateDB runs its own tasks on (its writes, its
-/// WAL and memtable flushes): one thread at normal priority, shared by
-/// every database the process opens.
-///
-/// On the request runtime a memtable's flush took turns with every
-/// request: SlateDB's flush yields to the runtime every 128 entries, and
-/// with a runtime busy with remote writes each yield waited behind them.
-/// A memtable of a seal's small keys (a quarter of a million of them at 1 M
-/// series) then took 15 to 25 s to reach its table, where one of log
-/// records took under 2; meanwhile it stayed in memory beside the next
-/// one, which filled up, and the writer peaked there. On a thread of its
-/// own the flush takes its share of the CPU from the OS, beside requests.
-pub(crate) fn writer_runtime() -> Option<tokio::runtime::Handle> {
-    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
-        std::sync::OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("strata-slatedb")
-                .enable_all()
-                .build()
-                .map_err(|e| {
-                    tracing::warn!(error = %e, "no runtime of its own for SlateDB; it shares the request runtime");
-                })
-                .ok()
-        })
-        .as_ref()
-        .map(|r| r.handle().clone())
-}
-
 /// How long an idle worker of [`run_on_worker`] waits for work before it
 /// exits.
 const WORKER_IDLE: std::time::Duration = std::time::Duration::from_secs(900);

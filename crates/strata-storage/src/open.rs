@@ -10,7 +10,7 @@ use slatedb_common::metrics::{DefaultMetricsRecorder, MetricsRecorder};
 use tokio::sync::mpsc;
 
 use crate::backend::{Backend, Handle};
-use crate::background::{compaction_runtime, start_freezer, start_late_pass, writer_runtime};
+use crate::background::{compaction_runtime, start_freezer, start_late_pass};
 use crate::cache::MemoryCache;
 use crate::error::StorageError;
 use crate::follower_store::{FollowerStore, Quiet};
@@ -144,20 +144,13 @@ impl Writer {
             .with_sst_block_size(TABLE_BLOCK_SIZE)
             .with_block_transformer(table_blocks(&opening.settings));
         let (db_cache, memory_cache) = MemoryCache::new(opening.settings.memory_cache_bytes);
-        let builder = builder
+        let db = builder
             .with_settings(slate)
             .with_db_cache(db_cache, 0)
             .with_block_cache_policy(flush_cache_policy())
-            .with_metrics_recorder(opening.recorder());
-        // SlateDB runs its tasks (writes, WAL and memtable flushes) on the
-        // runtime it is built on.
-        let db = match writer_runtime() {
-            Some(runtime) => runtime
-                .spawn(async move { builder.build().await })
-                .await
-                .map_err(|e| StorageError::Unavailable(format!("cannot open SlateDB: {e}")))??,
-            None => builder.build().await?,
-        };
+            .with_metrics_recorder(opening.recorder())
+            .build()
+            .await?;
         let collect_on_close = GarbageTarget {
             path: opening.path.clone(),
             store: Arc::clone(&opening.store),
