@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use data::{node_exporter_like, Jitter, Rng};
-use strata_codec::{Label, LogRecord, LogSample, NewSeries};
+use strata_codec::{Label, LogRecord, LogRecordEncoder, LogSample, NewSeries};
 
 fn batch() -> LogRecord {
     // One scrape of each synthetic series: values from the node-exporter mix.
@@ -63,10 +63,15 @@ fn bench_log_record(c: &mut Criterion) {
     };
     let mut so = Vec::new();
     sample_only.encode(&mut so);
+    let mut encoder = LogRecordEncoder::new().unwrap();
+    let mut packed = Vec::new();
+    encoder.encode(&rec, &mut packed);
+    assert_eq!(LogRecord::decode(&packed).unwrap().samples.len(), n);
     eprintln!(
-        "\n[log record] {n} samples + {} new series: {} bytes; samples alone {:.2} bytes/sample",
+        "\n[log record] {n} samples + {} new series: {} bytes, {} compressed; samples alone {:.2} bytes/sample",
         rec.new_series.len(),
         out.len(),
+        packed.len(),
         so.len() as f64 / n as f64
     );
 
@@ -82,6 +87,16 @@ fn bench_log_record(c: &mut Criterion) {
     });
     g.bench_function("decode", |b| {
         b.iter(|| LogRecord::decode(black_box(&out)).unwrap())
+    });
+    g.bench_function("encode_compressed", |b| {
+        b.iter(|| {
+            buf.clear();
+            encoder.encode(black_box(&rec), &mut buf);
+            black_box(&buf);
+        })
+    });
+    g.bench_function("decode_compressed", |b| {
+        b.iter(|| LogRecord::decode(black_box(&packed)).unwrap())
     });
     g.finish();
 }

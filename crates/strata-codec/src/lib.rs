@@ -31,7 +31,9 @@ pub use exemplar::{
     decode_exemplars, encode_exemplars, Exemplar, ExemplarProblem, SeriesExemplars,
 };
 pub use labels::{labels_eq, Label, LabelPairs, MatchOp, Matcher, MatcherError};
-pub use log_record::{LogExemplar, LogHistogram, LogRecord, LogSample, NewSeries};
+pub use log_record::{
+    LogExemplar, LogHistogram, LogRecord, LogRecordEncoder, LogSample, NewSeries,
+};
 pub use sealed::{
     chunk_len_hint, decode_chunk_range_into, encode_sealed, encode_sealed_with, SealScratch,
 };

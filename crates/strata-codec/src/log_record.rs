@@ -12,6 +12,13 @@
 //! record with native histograms is version 3: the exemplars' section
 //! (maybe empty), then the histogram samples (series ids and timestamps as
 //! zig-zag deltas, each histogram in its log form, `histogram/log_sample.rs`).
+//!
+//! A writer stores a record compressed ([`LogRecordEncoder`]): a byte
+//! [`COMPRESSED`], the record's length as a varint, then one zstd frame of
+//! the record as above (its version byte and checksum included). A record
+//! sits in SlateDB's memtable until the memtable is written out, and the
+//! memtable is written out by its bytes: compressed, the same memtable
+//! holds more samples. [`LogRecord::decode`] reads both forms.
 
 use crate::exemplar::Exemplar;
 use crate::histogram::{decode_sample, encode_sample, HistogramSample};
@@ -28,6 +35,59 @@ const VERSION_HISTOGRAMS: u8 = 3;
 
 /// Bytes of the checksum trailer.
 const CRC_LEN: usize = 4;
+
+/// The first byte of a compressed record.
+pub const COMPRESSED: u8 = 0x10;
+
+/// The longest record stored compressed; a longer one is stored as it is,
+/// and a compressed one that says it is longer is corrupt (so damage in
+/// the length cannot ask for a huge buffer).
+const MAX_COMPRESSED_RECORD: usize = 64 << 20;
+
+/// zstd's level for records: its fastest but one (`benches/log_record.rs`
+/// prints what it takes off a record of node_exporter's values).
+const LEVEL: i32 = 1;
+
+/// Encodes records compressed, with a zstd context kept from one record to
+/// the next (a context is some hundreds of KiB to set up).
+pub struct LogRecordEncoder {
+    raw: Vec<u8>,
+    zstd: zstd::bulk::Compressor<'static>,
+}
+
+impl LogRecordEncoder {
+    pub fn new() -> Result<Self, CodecError> {
+        let zstd = zstd::bulk::Compressor::new(LEVEL)
+            .map_err(|_| CodecError::Corrupt("cannot set up zstd for log records"))?;
+        Ok(Self {
+            raw: Vec::new(),
+            zstd,
+        })
+    }
+
+    /// Appends `record` to `out`, compressed ([`COMPRESSED`]), or as
+    /// [`LogRecord::encode`] writes it if zstd fails or it is longer than
+    /// compressed records may be.
+    pub fn encode(&mut self, record: &LogRecord, out: &mut Vec<u8>) {
+        self.raw.clear();
+        record.encode(&mut self.raw);
+        let start = out.len();
+        if self.raw.len() <= MAX_COMPRESSED_RECORD {
+            out.push(COMPRESSED);
+            put_uvarint(out, self.raw.len() as u64);
+            let header = out.len();
+            out.resize(header + zstd::zstd_safe::compress_bound(self.raw.len()), 0);
+            if let Some(room) = out.get_mut(header..) {
+                if let Ok(n) = self.zstd.compress_to_buffer(&self.raw, room) {
+                    out.truncate(header + n);
+                    return;
+                }
+            }
+            out.truncate(start);
+        }
+        out.extend_from_slice(&self.raw);
+    }
+}
 
 /// A series created by the batch, with the id later samples refer to it by.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,6 +210,14 @@ impl LogRecord {
     /// Decodes a record written by [`encode`](Self::encode). Any damage
     /// (truncation, flipped bits, trailing bytes) is an error.
     pub fn decode(bytes: &[u8]) -> Result<LogRecord, CodecError> {
+        if bytes.first() == Some(&COMPRESSED) {
+            return decompressed(bytes.get(1..).unwrap_or_default(), Self::decode_plain);
+        }
+        Self::decode_plain(bytes)
+    }
+
+    /// Decodes a record as [`encode`](Self::encode) writes it.
+    fn decode_plain(bytes: &[u8]) -> Result<LogRecord, CodecError> {
         let (&version, _) = bytes.split_first().ok_or(CodecError::Truncated)?;
         if !matches!(version, VERSION | VERSION_EXEMPLARS | VERSION_HISTOGRAMS) {
             return Err(CodecError::BadVersion(version));
@@ -254,6 +322,57 @@ impl LogRecord {
             histograms,
         })
     }
+}
+
+/// Runs `f` on the record a compressed one holds (`bytes` after its
+/// [`COMPRESSED`] byte), decompressed into a buffer kept per thread.
+fn decompressed<R>(
+    bytes: &[u8],
+    f: impl FnOnce(&[u8]) -> Result<R, CodecError>,
+) -> Result<R, CodecError> {
+    thread_local! {
+        static DECODER: std::cell::RefCell<Option<(zstd::bulk::Decompressor<'static>, Vec<u8>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let mut d = Decbuf::new(bytes);
+    let len = d.uvarint();
+    d.check()?;
+    let frame = d.rest();
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    if len > MAX_COMPRESSED_RECORD {
+        return Err(CodecError::Corrupt(
+            "compressed log record longer than allowed",
+        ));
+    }
+    DECODER.with(|cell| {
+        let mut slot = cell
+            .try_borrow_mut()
+            .map_err(|_| CodecError::Corrupt("log record decoder in use"))?;
+        if slot.is_none() {
+            let z = zstd::bulk::Decompressor::new()
+                .map_err(|_| CodecError::Corrupt("cannot set up zstd for log records"))?;
+            *slot = Some((z, Vec::new()));
+        }
+        let Some((z, buf)) = slot.as_mut() else {
+            return Err(CodecError::Corrupt("cannot set up zstd for log records"));
+        };
+        buf.clear();
+        buf.reserve_exact(len);
+        let n = z
+            .decompress_to_buffer(frame, buf)
+            .map_err(|_| CodecError::Corrupt("compressed log record does not decompress"))?;
+        if n != len {
+            return Err(CodecError::Corrupt(
+                "compressed log record's length does not match its contents",
+            ));
+        }
+        let out = f(buf);
+        // A record far larger than usual does not keep its buffer.
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::new();
+        }
+        out
+    })
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -489,5 +608,74 @@ mod tests {
         assert_eq!(small_int(-3.0), Some(-3));
         assert_eq!(small_int(2f64.powi(63)), None);
         assert_eq!(small_int(f64::INFINITY), None);
+    }
+
+    /// A scrape's samples: one timestamp, consecutive series, counters and
+    /// gauges with a few significant digits, as node_exporter's pages.
+    fn scrape(n: u64) -> LogRecord {
+        LogRecord {
+            samples: (0..n)
+                .map(|i| LogSample {
+                    series: 1_000 + i,
+                    t: 1_700_000_005_000,
+                    v: if i % 3 == 0 {
+                        (i * 37) as f64
+                    } else {
+                        (i as f64) * 1234.5678 + 0.25
+                    },
+                })
+                .collect(),
+            ..LogRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_compressed_record_reads_back_and_is_smaller() {
+        // How much smaller depends on the values: `benches/log_record.rs`
+        // prints it for node_exporter's.
+        let rec = scrape(2_000);
+        let (mut plain, mut packed) = (Vec::new(), Vec::new());
+        rec.encode(&mut plain);
+        let mut encoder = LogRecordEncoder::new().unwrap();
+        encoder.encode(&rec, &mut packed);
+        assert_eq!(packed.first(), Some(&COMPRESSED));
+        assert!(
+            packed.len() < plain.len(),
+            "{} of {}",
+            packed.len(),
+            plain.len()
+        );
+        assert_eq!(LogRecord::decode(&packed).unwrap(), rec);
+        assert_eq!(LogRecord::decode(&plain).unwrap(), rec);
+        // The encoder's context is kept: a second record is as the first.
+        let mut again = Vec::new();
+        encoder.encode(&rec, &mut again);
+        assert_eq!(again, packed);
+    }
+
+    #[test]
+    fn a_compressed_records_length_must_match() {
+        let rec = scrape(50);
+        let mut packed = Vec::new();
+        LogRecordEncoder::new().unwrap().encode(&rec, &mut packed);
+        let mut plain = Vec::new();
+        rec.encode(&mut plain);
+        // The length varint says one byte more than the record has.
+        let mut d = Decbuf::new(packed.get(1..).unwrap());
+        assert_eq!(d.uvarint(), plain.len() as u64);
+        let frame = d.rest().to_vec();
+        let mut wrong = vec![COMPRESSED];
+        put_uvarint(&mut wrong, plain.len() as u64 + 1);
+        wrong.extend_from_slice(&frame);
+        assert!(LogRecord::decode(&wrong).is_err());
+        let mut huge = vec![COMPRESSED];
+        put_uvarint(&mut huge, MAX_COMPRESSED_RECORD as u64 + 1);
+        huge.extend_from_slice(&frame);
+        assert_eq!(
+            LogRecord::decode(&huge),
+            Err(CodecError::Corrupt(
+                "compressed log record longer than allowed"
+            ))
+        );
     }
 }

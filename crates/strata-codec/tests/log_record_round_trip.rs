@@ -6,7 +6,9 @@
 mod support;
 
 use proptest::prelude::*;
-use strata_codec::{Exemplar, Label, LogExemplar, LogRecord, LogSample, NewSeries};
+use strata_codec::{
+    Exemplar, Label, LogExemplar, LogRecord, LogRecordEncoder, LogSample, NewSeries,
+};
 
 pub fn records() -> impl Strategy<Value = LogRecord> {
     let label = ("[a-z_]{1,12}", ".{0,20}").prop_map(|(n, v)| Label::new(n, v));
@@ -60,9 +62,14 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn round_trips(rec in records(), prefix in prop::collection::vec(any::<u8>(), 0..4)) {
+    fn round_trips(rec in records(), prefix in prop::collection::vec(any::<u8>(), 0..4), compressed in any::<bool>()) {
         let mut out = prefix.clone();
-        rec.encode(&mut out);
+        if compressed {
+            LogRecordEncoder::new().unwrap().encode(&rec, &mut out);
+            prop_assert_eq!(out.get(prefix.len()), Some(&strata_codec::log_record::COMPRESSED));
+        } else {
+            rec.encode(&mut out);
+        }
         prop_assert_eq!(&out[..prefix.len()], prefix.as_slice());
         let got = LogRecord::decode(&out[prefix.len()..]).unwrap();
         prop_assert_eq!(&got.new_series, &rec.new_series);

@@ -15,7 +15,8 @@ use slatedb::config::{PutOptions, Ttl};
 use slatedb::{WriteBatch, WriteHandle};
 use strata_codec::histogram::{chunks_of, encode_chunk_list, HistogramSample};
 use strata_codec::{
-    Exemplar, LabelPairs, LogExemplar, LogHistogram, LogRecord, LogSample, NewSeries,
+    Exemplar, LabelPairs, LogExemplar, LogHistogram, LogRecord, LogRecordEncoder, LogSample,
+    NewSeries,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -108,6 +109,9 @@ pub(crate) struct Coordinator {
     /// starts at once instead of at the next check.
     seal_done: Arc<tokio::sync::Notify>,
     record: LogRecord,
+    /// Compresses log records (none if zstd could not be set up: records
+    /// are then written as they are).
+    encoder: Option<LogRecordEncoder>,
     encoded: Vec<u8>,
     /// A batch already applied to the head whose write to SlateDB failed:
     /// it is written again before anything else, so every sample in the
@@ -139,6 +143,9 @@ impl Coordinator {
             hurry: Arc::new(AtomicBool::new(false)),
             seal_done: Arc::new(tokio::sync::Notify::new()),
             record: LogRecord::default(),
+            encoder: LogRecordEncoder::new()
+                .inspect_err(|e| tracing::warn!(error = %e, "log records are written uncompressed"))
+                .ok(),
             encoded: Vec::new(),
             unlogged: None,
             last_handle: None,
@@ -383,7 +390,10 @@ impl Coordinator {
             Ok(self.last_handle.clone())
         } else {
             self.encoded.clear();
-            self.record.encode(&mut self.encoded);
+            match &mut self.encoder {
+                Some(encoder) => encoder.encode(&self.record, &mut self.encoded),
+                None => self.record.encode(&mut self.encoded),
+            }
             add(&stats.log_bytes, self.encoded.len());
             add(&stats.log_records, 1);
             let ttl = PutOptions {

@@ -161,7 +161,7 @@ impl Default for StorageSettings {
             write_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(10),
             memory_cache_bytes: 256 << 20,
-            memtable_bytes: 64 << 20,
+            memtable_bytes: 16 << 20,
             max_unflushed_bytes: 256 << 20,
             max_exemplars: crate::head::DEFAULT_MAX_EXEMPLARS,
         }
