@@ -92,6 +92,18 @@ fn blocks(c: &mut Criterion) {
         );
     }
     g.finish();
+    // Writing: every block of a level-0 table and of a compaction's output
+    // is compressed once.
+    let mut g = c.benchmark_group("table_block_write");
+    g.throughput(Throughput::Bytes(BLOCK as u64));
+    for (name, block) in [("chunks", chunks_block()), ("labels", labels_block())] {
+        g.bench_with_input(
+            BenchmarkId::new("table_compression", name),
+            &block,
+            |b, data| b.iter(|| compress(data).unwrap()),
+        );
+    }
+    g.finish();
 }
 
 criterion_group!(benches, blocks);

@@ -59,6 +59,10 @@ impl TableBlocks {
 
 thread_local! {
     static DECODER: RefCell<Option<zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+    /// A context made once per thread: one made per block allocated its
+    /// tables (768 KiB for a 64 KiB block at level 3) and cleared them
+    /// every time; a context used again starts from its tables as they are.
+    static ENCODER: RefCell<Option<zstd_safe::CCtx<'static>>> = const { RefCell::new(None) };
 }
 
 fn corrupt(what: &str) -> slatedb::Error {
@@ -71,8 +75,18 @@ pub fn compress(data: &[u8]) -> Result<Vec<u8>, slatedb::Error> {
     let mut out = MARKER.to_vec();
     out.resize(MARKER.len() + zstd_safe::compress_bound(data.len()), 0);
     let (_, frame) = out.split_at_mut(MARKER.len());
-    let written = zstd_safe::compress(frame, data, LEVEL)
-        .map_err(|code| corrupt(zstd_safe::get_error_name(code)))?;
+    let written = ENCODER.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let encoder = match cell.as_mut() {
+            Some(encoder) => encoder,
+            None => {
+                cell.insert(zstd_safe::CCtx::try_create().ok_or_else(|| corrupt("no encoder"))?)
+            }
+        };
+        encoder
+            .compress(frame, data, LEVEL)
+            .map_err(|code| corrupt(zstd_safe::get_error_name(code)))
+    })?;
     if written >= data.len() - data.len() / 8 {
         out.clear();
         out.extend_from_slice(&RAW_MARKER);
