@@ -131,6 +131,69 @@ pub fn allocated_bytes() -> Option<i64> {
         .then(|| FLUSHED.load(Ordering::Relaxed))
 }
 
+/// Bytes mimalloc has committed from the OS: the blocks it handed out and
+/// its free room between them; `None` as for [`allocated_bytes`].
+#[allow(unsafe_code)]
+pub fn committed_bytes() -> Option<u64> {
+    if !IN_USE.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut commit = 0usize;
+    let null = std::ptr::null_mut();
+    // SAFETY: mimalloc writes each non-null pointer's target, a usize.
+    unsafe {
+        libmimalloc_sys::mi_process_info(null, null, null, null, null, &mut commit, null, null);
+    }
+    u64::try_from(commit).ok()
+}
+
+/// Bytes of the C library's heap (what C code linked in, zstd's contexts
+/// among it, allocates with `malloc`): its arenas and its mapped blocks.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub fn libc_heap_bytes() -> Option<u64> {
+    // SAFETY: mallinfo2 takes no arguments and returns a plain struct.
+    let info = unsafe { libc::mallinfo2() };
+    u64::try_from(info.arena.saturating_add(info.hblkhd)).ok()
+}
+
+/// As above, where the C library has no `mallinfo2`.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn libc_heap_bytes() -> Option<u64> {
+    None
+}
+
+/// Gives back the calling thread's free room in mimalloc now.
+#[allow(unsafe_code)]
+pub fn collect_thread() {
+    // SAFETY: mi_collect only walks the calling thread's own heap.
+    unsafe { libmimalloc_sys::mi_collect(false) }
+}
+
+/// [`collect_thread`], at most once a second on this thread: for a thread
+/// going idle (a runtime's worker parking, a background thread between
+/// passes), which may happen many times a second. A collection walks the
+/// thread's pages: at 1 M series the process's CPU was the same with it
+/// (`docs/benchmarks.md`).
+pub fn collect_thread_now_and_then() {
+    thread_local! {
+        static LAST: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
+    }
+    let now = std::time::Instant::now();
+    let due = LAST.with(|last| {
+        let due = last
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_secs(1));
+        if due {
+            last.set(Some(now));
+        }
+        due
+    });
+    if due {
+        collect_thread();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -129,6 +129,10 @@ async fn shutdown_signal() {
 
 fn main() -> ExitCode {
     strata_server::alloc::counting();
+    // The allocator keeps free room per thread and looks at it again only
+    // when that thread allocates: threads that free a seal's or a
+    // compaction's buffers and then wait give it back as they go idle.
+    strata_storage::set_idle_hook(strata_server::alloc::collect_thread_now_and_then);
     let (print_only, settings) = match Cli::parse().command {
         Command::Serve(s) => (false, s),
         Command::Config(s) => (true, s),
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
     init_logging(&config.server.log_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(strata_server::alloc::collect_thread_now_and_then)
         .build()
     {
         Ok(r) => r,

@@ -7,6 +7,29 @@ use std::sync::Arc;
 use crate::shared::Shared;
 use crate::{compact, head, late, spill, Storage};
 
+/// What a background thread calls when it has finished a piece of work
+/// and is about to wait: the process's allocator gives back that thread's
+/// free room (see [`set_idle_hook`]).
+static IDLE_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what background threads call as they go idle: a seal's worker
+/// after each job, the late pass and the head freezer after each pass, the
+/// compaction runtime's worker each time it parks (many times a second
+/// through a compaction: the hook limits its own cost). The allocator
+/// keeps free room per thread and looks at it again only when that thread
+/// allocates: a thread that freed a seal's or a compaction's buffers and
+/// then waits holds their pages until its next piece of work.
+pub fn set_idle_hook(hook: fn()) {
+    let _ = IDLE_HOOK.set(hook);
+}
+
+/// Calls the idle hook, if one is set.
+pub(crate) fn idle() {
+    if let Some(hook) = IDLE_HOOK.get() {
+        hook();
+    }
+}
+
 /// How often the head's chunk tails are looked at for freezing and
 /// spilling.
 const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
@@ -75,6 +98,7 @@ pub(crate) fn start_freezer(
                     }
                 }
                 drop(inner);
+                idle();
                 if !wait(&stopped, next_pass(&weak)) {
                     return;
                 }
@@ -138,6 +162,7 @@ pub(crate) fn start_late_pass(inner: &Arc<Shared>) {
             let mut last_fold = std::time::Instant::now();
             let mut last_compact = std::time::Instant::now();
             loop {
+                idle();
                 state.wait(late::LATE_INTERVAL);
                 let Some(inner) = weak.upgrade() else {
                     return;
@@ -185,6 +210,7 @@ pub(crate) fn compaction_runtime() -> Option<tokio::runtime::Handle> {
                 .worker_threads(1)
                 .thread_name("strata-compactor")
                 .on_thread_start(lower_priority)
+                .on_thread_park(idle)
                 .enable_all()
                 .build()
                 .map_err(|e| {
@@ -244,6 +270,7 @@ where
             let mut job = job;
             loop {
                 job();
+                self::idle();
                 IDLE_WORKERS.lock().push(idle.clone());
                 match next.recv_timeout(WORKER_IDLE) {
                     Ok(j) => job = j,

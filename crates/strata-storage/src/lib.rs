@@ -49,6 +49,7 @@ mod writer;
 
 use strata_codec::Label;
 
+pub use background::set_idle_hook;
 pub use cache::CacheUsage;
 pub use compact::CompactPass;
 pub use coordinator::{ResolvedSeries, WriteOutcome};

@@ -12,6 +12,22 @@ pub fn render(out: &mut String) {
             bytes as f64,
         );
     }
+    if let Some(bytes) = crate::alloc::committed_bytes() {
+        super::gauge(
+            out,
+            "strata_allocator_committed_bytes",
+            "Bytes the allocator holds from the operating system: the heap's blocks and its free room between them.",
+            bytes as f64,
+        );
+    }
+    if let Some(bytes) = crate::alloc::libc_heap_bytes() {
+        super::gauge(
+            out,
+            "strata_libc_heap_bytes",
+            "Bytes of the C library's heap, which C code linked in (zstd) allocates from: its arenas and mapped blocks.",
+            bytes as f64,
+        );
+    }
     #[cfg(target_os = "linux")]
     linux::render(out);
     #[cfg(not(target_os = "linux"))]
