@@ -14,7 +14,8 @@ static IDLE_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 
 /// Sets what background threads call as they go idle: a seal's worker
 /// after each job, the late pass and the head freezer after each pass, the
-/// compaction runtime's worker each time it parks (many times a second
+/// compaction of sealed buckets into blocks after each batch of series,
+/// the compaction runtime's worker each time it parks (many times a second
 /// through a compaction: the hook limits its own cost). The allocator
 /// keeps free room per thread and looks at it again only when that thread
 /// allocates: a thread that freed a seal's or a compaction's buffers and
