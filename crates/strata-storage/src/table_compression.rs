@@ -65,6 +65,21 @@ thread_local! {
     static ENCODER: RefCell<Option<zstd_safe::CCtx<'static>>> = const { RefCell::new(None) };
 }
 
+/// Runs `f` with this thread's zstd context in `cell`, made by `make` the
+/// first time.
+fn with_context<C>(
+    cell: &RefCell<Option<C>>,
+    make: impl FnOnce() -> Option<C>,
+    f: impl FnOnce(&mut C) -> zstd_safe::SafeResult,
+) -> Result<usize, slatedb::Error> {
+    let mut cell = cell.borrow_mut();
+    let context = match cell.as_mut() {
+        Some(context) => context,
+        None => cell.insert(make().ok_or_else(|| corrupt("no zstd context"))?),
+    };
+    f(context).map_err(|code| corrupt(zstd_safe::get_error_name(code)))
+}
+
 fn corrupt(what: &str) -> slatedb::Error {
     slatedb::Error::data(format!("table block: {what}"))
 }
@@ -76,16 +91,9 @@ pub fn compress(data: &[u8]) -> Result<Vec<u8>, slatedb::Error> {
     out.resize(MARKER.len() + zstd_safe::compress_bound(data.len()), 0);
     let (_, frame) = out.split_at_mut(MARKER.len());
     let written = ENCODER.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let encoder = match cell.as_mut() {
-            Some(encoder) => encoder,
-            None => {
-                cell.insert(zstd_safe::CCtx::try_create().ok_or_else(|| corrupt("no encoder"))?)
-            }
-        };
-        encoder
-            .compress(frame, data, LEVEL)
-            .map_err(|code| corrupt(zstd_safe::get_error_name(code)))
+        with_context(cell, zstd_safe::CCtx::try_create, |encoder| {
+            encoder.compress(frame, data, LEVEL)
+        })
     })?;
     if written >= data.len() - data.len() / 8 {
         out.clear();
@@ -113,16 +121,9 @@ pub fn decompress(data: Bytes) -> Result<Bytes, slatedb::Error> {
     };
     let mut out = Vec::with_capacity(size);
     DECODER.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let decoder = match cell.as_mut() {
-            Some(decoder) => decoder,
-            None => {
-                cell.insert(zstd_safe::DCtx::try_create().ok_or_else(|| corrupt("no decoder"))?)
-            }
-        };
-        decoder
-            .decompress(&mut out, frame)
-            .map_err(|code| corrupt(zstd_safe::get_error_name(code)))
+        with_context(cell, zstd_safe::DCtx::try_create, |decoder| {
+            decoder.decompress(&mut out, frame)
+        })
     })?;
     if out.len() != size {
         return Err(corrupt("shorter than its frame header says"));
