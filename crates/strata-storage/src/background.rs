@@ -267,12 +267,12 @@ where
         .name("strata-worker".into())
         .spawn(move || {
             lower_priority();
-            let (idle, next) = std::sync::mpsc::sync_channel::<Job>(0);
+            let (take, next) = std::sync::mpsc::sync_channel::<Job>(0);
             let mut job = job;
             loop {
                 job();
-                self::idle();
-                IDLE_WORKERS.lock().push(idle.clone());
+                idle();
+                IDLE_WORKERS.lock().push(take.clone());
                 match next.recv_timeout(WORKER_IDLE) {
                     Ok(j) => job = j,
                     Err(_) => return,

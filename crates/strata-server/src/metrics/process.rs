@@ -16,7 +16,7 @@ pub fn render(out: &mut String) {
         super::gauge(
             out,
             "strata_allocator_committed_bytes",
-            "Bytes the allocator holds from the operating system: the heap's blocks and its free room between them.",
+            "Bytes the allocator holds from the operating system by its own count, an upper bound: the heap's blocks and its free room between them.",
             bytes as f64,
         );
     }
