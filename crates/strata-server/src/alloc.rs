@@ -171,7 +171,7 @@ const PURGE_DELAY_OPTION: libmimalloc_sys::mi_option_t = 15;
 /// returns it to the operating system, in milliseconds: its default is
 /// 1,000. What a seal and the compactions free is otherwise still resident
 /// a second later, while the next of their steps allocates anew.
-pub const PURGE_DELAY_MS: i64 = 100;
+const PURGE_DELAY_MS: i64 = 100;
 
 /// Sets mimalloc's purge delay to [`PURGE_DELAY_MS`] unless the
 /// environment sets it (`MIMALLOC_PURGE_DELAY`, which mimalloc reads).
@@ -187,10 +187,11 @@ pub fn purge_sooner() {
 }
 
 /// mimalloc's purge delay now, in milliseconds.
+#[cfg(test)]
 #[allow(unsafe_code)]
 // A C `long` is 32 bits on some targets.
 #[allow(clippy::useless_conversion)]
-pub fn purge_delay_ms() -> i64 {
+fn purge_delay_ms() -> i64 {
     // SAFETY: as above.
     i64::from(unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY_OPTION) })
 }
