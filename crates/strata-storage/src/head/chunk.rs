@@ -87,8 +87,15 @@ impl FrozenRun {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> Result<(), CodecError> {
+        let tail = self.at.is_tail();
         self.file
-            .with_run(self.at, |b| decode_sealed_range_into(b, mint, maxt, ts, vs))
+            .with_run(self.at, |b| {
+                if tail {
+                    decode_tail_range_into(b, mint, maxt, ts, vs)
+                } else {
+                    decode_sealed_range_into(b, mint, maxt, ts, vs)
+                }
+            })
             .map_err(|_| CodecError::Corrupt("frozen run unreadable from its file"))?
     }
 }
@@ -113,6 +120,53 @@ fn write_runs(file: &Arc<RunFile>, ts: &[i64], vs: &[f64]) -> Option<Runs> {
         });
     }
     Some(runs)
+}
+
+/// A close begun under the series' lock (see [`HeadChunk::close_start`]):
+/// the tail's bytes, to be written as they are.
+pub(crate) struct Closing {
+    first_t: i64,
+    last_t: i64,
+    seen: Seen,
+}
+
+impl Closing {
+    /// Writes the tail's bytes (`bytes`, from [`HeadChunk::close_start`])
+    /// to `file` as a run in the tail's format. Takes no lock.
+    pub(crate) fn write(&self, file: &Arc<RunFile>, bytes: &[u8]) -> Option<Runs> {
+        let at = file.write_tail(bytes, self.seen.tail_len)?;
+        Some(smallvec::smallvec![FrozenRun {
+            first_t: self.first_t,
+            last_t: self.last_t,
+            file: Arc::clone(file),
+            at,
+        }])
+    }
+}
+
+/// A merge begun under the series' lock (see [`HeadChunk::merge_start`]):
+/// the runs to merge into one in the sealed format.
+pub(crate) struct Merging {
+    runs: Runs,
+    seen: Seen,
+}
+
+impl Merging {
+    /// Reads the runs and writes their samples to `file` as runs in the
+    /// sealed format; `ts`/`vs` are scratch. Takes no lock.
+    pub(crate) fn write(
+        &self,
+        file: &Arc<RunFile>,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Option<Runs> {
+        ts.clear();
+        vs.clear();
+        for run in &self.runs {
+            run.decode_range_into(i64::MIN, i64::MAX, ts, vs).ok()?;
+        }
+        write_runs(file, ts, vs)
+    }
 }
 
 /// A segment made of a chunk's frozen runs, to be written to the store
@@ -366,7 +420,11 @@ impl HeadChunk {
             return None;
         }
         let (first, last) = (older.frozen.first()?, older.frozen.last()?);
-        let bytes = if let [run] = older.frozen.as_slice() {
+        let sealed_run = match older.frozen.as_slice() {
+            [run] if !run.at.is_tail() => Some(run),
+            _ => None,
+        };
+        let bytes = if let Some(run) = sealed_run {
             run.file.with_run(run.at, <[u8]>::to_vec).ok()?
         } else {
             ts.clear();
@@ -572,6 +630,77 @@ impl HeadChunk {
         })
     }
 
+    /// The first step of closing a chunk that takes no more samples in
+    /// order, the cheap way: its tail's bytes copied into `bytes`, to be
+    /// written as they are ([`Closing::write`]) and put in as a run
+    /// ([`Self::close_finish`]), without the decoding and encoding of a
+    /// freeze. `None` if the chunk has no frozen run (a chunk of a few
+    /// samples would grow by a box) or an empty tail, or if the tail is too
+    /// long for a run. [`Self::merge_start`] later makes the runs one.
+    pub(crate) fn close_start(&self, bytes: &mut Vec<u8>) -> Option<Closing> {
+        if !self.would_freeze_ended() {
+            return None;
+        }
+        let tail = self.tail();
+        if tail.bytes().len() > super::runs::MAX_RUN_BYTES
+            || tail.len() > super::runs::MAX_RUN_SAMPLES
+        {
+            return None;
+        }
+        bytes.clear();
+        bytes.extend_from_slice(tail.bytes());
+        Some(Closing {
+            first_t: tail.first_t()?,
+            last_t: tail.last_t()?,
+            seen: self.seen(),
+        })
+    }
+
+    /// Puts in the run [`Closing::write`] wrote in place of the tail, and
+    /// closes the chunk, if it is as [`Self::close_start`] saw it.
+    pub(crate) fn close_finish(&mut self, closing: Closing, runs: Runs) -> bool {
+        if self.seen() != closing.seen {
+            return false;
+        }
+        let older = self.older_mut();
+        older.frozen.extend(runs);
+        older.frozen_len += closing.seen.tail_len;
+        *self.tail_mut() = TailChunk::new();
+        self.close();
+        true
+    }
+
+    /// Whether a frozen run is in the tail's format (see
+    /// [`Self::close_start`]).
+    pub(crate) fn has_tail_run(&self) -> bool {
+        self.older().frozen.iter().any(|r| r.at.is_tail())
+    }
+
+    /// The first step of merging the frozen runs of a chunk that holds one
+    /// in the tail's format (see [`Self::close_start`]) into runs in the
+    /// sealed format: its runs, as they are now. `None` if it holds none.
+    pub(crate) fn merge_start(&self) -> Option<Merging> {
+        if !self.has_tail_run() {
+            return None;
+        }
+        Some(Merging {
+            runs: self.older().frozen.clone(),
+            seen: self.seen(),
+        })
+    }
+
+    /// Puts in the runs [`Merging::write`] wrote in place of the chunk's
+    /// runs, if it is as [`Self::merge_start`] saw it.
+    pub(crate) fn merge_finish(&mut self, merging: Merging, runs: Runs) -> bool {
+        if self.seen() != merging.seen {
+            return false;
+        }
+        let older = self.older_mut();
+        older.frozen = runs;
+        older.frozen.shrink_to_fit();
+        true
+    }
+
     /// What the chunk is now, to compare with a [`Freezing`]'s.
     fn seen(&self) -> Seen {
         let tail = self.tail();
@@ -702,6 +831,108 @@ mod tests {
             all(&frozen, i64::MIN, i64::MAX),
             all(&plain, i64::MIN, i64::MAX)
         );
+    }
+
+    #[test]
+    fn a_tail_closed_as_it_is_reads_the_same_and_merges_into_one_run() {
+        let data = samples(300);
+        let mut plain = HeadChunk::default();
+        let mut c = HeadChunk::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = super::super::runs::test_file();
+        for (i, &(t, v)) in data.iter().enumerate() {
+            plain.append(t, v);
+            c.append(t, v);
+            if i == 199 {
+                assert!(c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
+            }
+        }
+        // No frozen run yet: nothing to close the cheap way.
+        let mut young = HeadChunk::default();
+        young.append(1, 1.0);
+        assert!(young.close_start(&mut Vec::new()).is_none());
+
+        let mut bytes = Vec::new();
+        let closing = c.close_start(&mut bytes).unwrap();
+        let runs = closing.write(&f, &bytes).unwrap();
+        assert!(c.close_finish(closing, runs));
+        assert!(c.is_closed());
+        assert!(c.has_tail_run());
+        assert_eq!(c.older().frozen.len(), 2);
+        assert_eq!(c.len(), 300);
+        assert_eq!(c.first_t(), plain.first_t());
+        assert_eq!(c.last_t(), plain.last_t());
+        for (mint, maxt) in [
+            (i64::MIN, i64::MAX),
+            (data[150].0, data[250].0),
+            (data[250].0, i64::MAX),
+            (data[299].0, data[299].0),
+        ] {
+            assert_eq!(
+                all(&c, mint, maxt),
+                all(&plain, mint, maxt),
+                "{mint}..{maxt}"
+            );
+        }
+        let mut out = vec![0; 300];
+        let mut out_v = vec![0.0; 300];
+        assert_eq!(
+            c.decode_range_to_slices(i64::MIN, i64::MAX, &mut out, &mut out_v)
+                .unwrap(),
+            300
+        );
+        assert_eq!(
+            out.iter()
+                .zip(&out_v)
+                .map(|(t, v)| (*t, v.to_bits()))
+                .collect::<Vec<_>>(),
+            all(&plain, i64::MIN, i64::MAX)
+        );
+        // A spill of runs in both formats is one segment in the sealed one.
+        let spill = c.take_spill(1, &mut ts, &mut vs).unwrap();
+        let (mut seg_ts, mut seg_vs) = (Vec::new(), Vec::new());
+        decode_sealed_range_into(&spill.bytes, i64::MIN, i64::MAX, &mut seg_ts, &mut seg_vs)
+            .unwrap();
+        assert_eq!(seg_ts.len(), 300);
+
+        // A merge that finds the chunk changed leaves it as it is.
+        let stale = c.merge_start().unwrap();
+        let stale_runs = stale.write(&f, &mut ts, &mut vs).unwrap();
+        let merging = c.merge_start().unwrap();
+        let runs = merging.write(&f, &mut ts, &mut vs).unwrap();
+        assert!(c.merge_finish(merging, runs));
+        assert!(!c.has_tail_run());
+        assert_eq!(c.older().frozen.len(), 1);
+        assert!(!c.older().frozen.spilled(), "the one run inline again");
+        assert!(!c.merge_finish(stale, stale_runs));
+        assert_eq!(all(&c, i64::MIN, i64::MAX), all(&plain, i64::MIN, i64::MAX));
+        assert!(c.merge_start().is_none());
+
+        // A straggler opens the chunk again, after both runs.
+        c.append(data[299].0 + 1, 5.0);
+        plain.append(data[299].0 + 1, 5.0);
+        assert_eq!(all(&c, i64::MIN, i64::MAX), all(&plain, i64::MIN, i64::MAX));
+    }
+
+    #[test]
+    fn a_closing_that_finds_the_chunk_changed_leaves_it() {
+        let data = samples(100);
+        let mut c = HeadChunk::default();
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        let f = super::super::runs::test_file();
+        for &(t, v) in &data[..99] {
+            c.append(t, v);
+        }
+        assert!(c.freeze(FREEZE_MIN_SAMPLES, &f, &mut ts, &mut vs));
+        c.append(data[99].0, data[99].1);
+        let mut bytes = Vec::new();
+        let closing = c.close_start(&mut bytes).unwrap();
+        let runs = closing.write(&f, &bytes).unwrap();
+        c.append(data[99].0 + 1, 1.0);
+        assert!(!c.close_finish(closing, runs));
+        assert!(!c.is_closed());
+        assert_eq!(c.len(), 101);
+        assert!(!c.has_tail_run());
     }
 
     #[test]

@@ -27,8 +27,10 @@ use rustc_hash::FxHashMap;
 const SAMPLE_BITS: u32 = 12;
 /// Bits of a [`RunAt`] for the run's byte length.
 const LEN_BITS: u32 = 16;
-/// The largest offset a [`RunAt`] holds: 64 GiB a bucket.
-const MAX_OFFSET: u64 = (1 << (64 - SAMPLE_BITS - LEN_BITS)) - 1;
+/// The bit of a [`RunAt`] that marks a run in the tail's format.
+const TAIL_BIT: u64 = 1 << 63;
+/// The largest offset a [`RunAt`] holds: 32 GiB a bucket.
+const MAX_OFFSET: u64 = (1 << (63 - SAMPLE_BITS - LEN_BITS)) - 1;
 /// The longest run, in bytes.
 pub(crate) const MAX_RUN_BYTES: usize = (1 << LEN_BITS) - 1;
 /// The most samples in a run.
@@ -36,24 +38,38 @@ pub(crate) const MAX_RUN_SAMPLES: u32 = (1 << SAMPLE_BITS) - 1;
 /// A page of a bucket's runs kept in memory.
 const PAGE: usize = 1 << 20;
 
-/// Where a run is in its file, its length and its sample count, in one
-/// word: the chunk's frozen run takes no more room than the boxed bytes it
-/// replaced.
+/// Where a run is in its file, its length, its sample count and its
+/// format, in one word: the chunk's frozen run takes no more room than the
+/// boxed bytes it replaced.
+///
+/// A run is in the sealed format, or, written as a closed chunk's tail was
+/// (see `HeadChunk::close_start`), in the tail's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RunAt(u64);
 
 impl RunAt {
-    fn new(offset: u64, len: usize, samples: u32) -> Option<Self> {
+    fn new(offset: u64, len: usize, samples: u32, tail: bool) -> Option<Self> {
         let len = u64::try_from(len)
             .ok()
             .filter(|&l| l <= MAX_RUN_BYTES as u64)?;
         (offset <= MAX_OFFSET && samples <= MAX_RUN_SAMPLES).then(|| {
-            Self(offset << (SAMPLE_BITS + LEN_BITS) | len << SAMPLE_BITS | u64::from(samples))
+            let format = if tail { TAIL_BIT } else { 0 };
+            Self(
+                format
+                    | offset << (SAMPLE_BITS + LEN_BITS)
+                    | len << SAMPLE_BITS
+                    | u64::from(samples),
+            )
         })
     }
 
     fn offset(self) -> u64 {
-        self.0 >> (SAMPLE_BITS + LEN_BITS)
+        (self.0 & !TAIL_BIT) >> (SAMPLE_BITS + LEN_BITS)
+    }
+
+    /// Whether the run is in the tail's format, not the sealed one.
+    pub(crate) fn is_tail(self) -> bool {
+        self.0 & TAIL_BIT != 0
     }
 
     fn len(self) -> usize {
@@ -102,12 +118,21 @@ impl RunFile {
         })
     }
 
-    /// Writes `bytes`, a run of `samples` samples; `None` if it is too
-    /// long for a [`RunAt`] or cannot be written (the caller keeps the
-    /// samples where they were).
+    /// Writes `bytes`, a run of `samples` samples in the sealed format;
+    /// `None` if it is too long for a [`RunAt`] or cannot be written (the
+    /// caller keeps the samples where they were).
     pub(crate) fn write(&self, bytes: &[u8], samples: u32) -> Option<RunAt> {
+        self.write_as(bytes, samples, false)
+    }
+
+    /// [`Self::write`] for a run in the tail's format.
+    pub(crate) fn write_tail(&self, bytes: &[u8], samples: u32) -> Option<RunAt> {
+        self.write_as(bytes, samples, true)
+    }
+
+    fn write_as(&self, bytes: &[u8], samples: u32, tail: bool) -> Option<RunAt> {
         // The length and the count must fit before any room is taken.
-        RunAt::new(0, bytes.len(), samples)?;
+        RunAt::new(0, bytes.len(), samples, tail)?;
         let len = u64::try_from(bytes.len()).ok()?;
         let offset = match &self.backing {
             #[cfg(unix)]
@@ -143,7 +168,7 @@ impl RunFile {
                 offset
             }
         };
-        let at = RunAt::new(offset, bytes.len(), samples)?;
+        let at = RunAt::new(offset, bytes.len(), samples, tail)?;
         self.written.fetch_add(len, Ordering::Relaxed);
         self.total.fetch_add(len, Ordering::Relaxed);
         Some(at)
@@ -304,10 +329,17 @@ mod tests {
             let ats: Vec<RunAt> = runs
                 .iter()
                 .enumerate()
-                .map(|(i, r)| f.write(r, i as u32 % 1024).unwrap())
+                .map(|(i, r)| {
+                    if i % 3 == 0 {
+                        f.write_tail(r, i as u32 % 1024).unwrap()
+                    } else {
+                        f.write(r, i as u32 % 1024).unwrap()
+                    }
+                })
                 .collect();
             for (i, (r, at)) in runs.iter().zip(&ats).enumerate() {
                 assert_eq!(at.samples(), i as u32 % 1024);
+                assert_eq!(at.is_tail(), i % 3 == 0);
                 assert_eq!(f.with_run(*at, <[u8]>::to_vec).unwrap(), *r);
             }
             assert!(Arc::ptr_eq(&f, &files.file(7)), "one file a bucket");
