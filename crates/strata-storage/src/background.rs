@@ -49,6 +49,10 @@ const AFTER_BUCKET_END_MS: i64 = 1_000;
 /// into the next bucket.
 const ENDED_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long the sweeps go on while they find nothing to close: the first
+/// scrape of the next bucket may not have come yet.
+const ENDED_SWEEPS_AT_LEAST: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Starts the background pass that freezes long head-chunk tails into the
 /// compact sealed format (see `head::HeadChunk`) and, on a writer, spills
 /// long frozen runs to the store (see `spill`), on a thread of low
@@ -85,25 +89,27 @@ pub(crate) fn start_freezer(
                         .div_euclid(inner.settings.bucket_ms())
                 };
                 let mut ended = 0;
+                let mut merged = 0;
                 if just_after_end(inner.clock.now_ms(), inner.settings.bucket_ms()) {
+                    // A writer closes them as they come (see
+                    // `Head::close_ended_chunk`); the sweeps find the rest,
+                    // and all of a reader's.
                     loop {
                         let closed = inner.head.close_ended(open(&inner));
                         ended += closed;
-                        if (closed == 0 && ended > 0) || started.elapsed() >= FREEZE_INTERVAL {
+                        let done = closed == 0
+                            && (ended > 0 || started.elapsed() >= ENDED_SWEEPS_AT_LEAST);
+                        if done || started.elapsed() >= FREEZE_INTERVAL {
                             break;
                         }
                         if !wait(&stopped, ENDED_SWEEP_EVERY) {
                             return;
                         }
                     }
+                    // The chunks closed so, merged into the sealed format
+                    // before their seal reads them.
+                    merged = inner.head.merge_closed();
                 }
-                // The ended chunks the sweeps closed, merged into the
-                // sealed format before their seal reads them.
-                let merged = if ended > 0 {
-                    inner.head.merge_closed()
-                } else {
-                    0
-                };
                 let frozen = inner.head.freeze_tails(head::FREEZE_MIN_SAMPLES);
                 let tails_ms = started.elapsed().as_millis() as u64;
                 ended += inner.head.freeze_ended(open(&inner));

@@ -278,6 +278,9 @@ impl Coordinator {
                     s = self.inner.head.revive(&s);
                     r = append(&s, samples);
                 }
+                if let Some(ended) = r.ended {
+                    self.inner.head.close_ended_chunk(&s, ended);
+                }
                 extra += r.extra;
                 let histograms_before = self.record.histograms.len();
                 if !rs.histograms.is_empty() {

@@ -73,6 +73,10 @@ pub struct AppendOutcome {
     /// Nothing was appended: the head had dropped the series (see
     /// [`super::Head::revive`]).
     pub series_dropped: bool,
+    /// The bucket of a chunk that takes no more samples in order since
+    /// this append opened a later bucket's after it: the writer closes it
+    /// at once (see [`super::Head::close_ended_chunk`]).
+    pub ended: Option<i64>,
 }
 
 impl AppendOutcome {
@@ -210,6 +214,11 @@ impl MemSeries {
                             }
                             super::room_for_one(&mut st.chunks);
                             st.chunks.insert(at, (bucket, HeadChunk::default()));
+                            if at + 1 == st.chunks.len() {
+                                if let Some(&(before, _)) = at.checked_sub(1).and_then(|i| st.chunks.get(i)) {
+                                    out.ended = Some(before);
+                                }
+                            }
                         }
                         match st.chunks.get_mut(at) {
                             Some((_, c)) => c,
