@@ -215,7 +215,9 @@ impl MemSeries {
                             super::room_for_one(&mut st.chunks);
                             st.chunks.insert(at, (bucket, HeadChunk::default()));
                             if at + 1 == st.chunks.len() {
-                                if let Some(&(before, _)) = at.checked_sub(1).and_then(|i| st.chunks.get(i)) {
+                                if let Some(&(before, _)) =
+                                    at.checked_sub(1).and_then(|i| st.chunks.get(i))
+                                {
                                     out.ended = Some(before);
                                 }
                             }

@@ -1689,10 +1689,16 @@ mod tests {
         let first = s.append(&at(0, 100), &policy, |_, _, _| {});
         assert_eq!(first.ended, None, "the first chunk ends none");
         assert_eq!(head.freeze_tails(FREEZE_MIN_SAMPLES), 1);
-        assert_eq!(s.append(&at(500_000, 10), &policy, |_, _, _| {}).ended, None);
+        assert_eq!(
+            s.append(&at(500_000, 10), &policy, |_, _, _| {}).ended,
+            None
+        );
         let next = s.append(&at(hour, 2), &policy, |_, _, _| {});
         assert_eq!(next.ended, Some(0));
-        assert_eq!(s.append(&at(hour + 10_000, 1), &policy, |_, _, _| {}).ended, None);
+        assert_eq!(
+            s.append(&at(hour + 10_000, 1), &policy, |_, _, _| {}).ended,
+            None
+        );
 
         let before = s.state.lock().chunks[0].1.heap_bytes();
         assert!(head.close_ended_chunk(&s, 0));
