@@ -366,21 +366,27 @@ impl MemSeries {
     /// format; the stragglers of its last scrape open it again. Returns
     /// how many it froze.
     fn freeze_ended(&self, open: i64, files: &mut BucketFiles<'_>, scratch: &mut Scratch) -> usize {
-        let mut due: SmallVec<[i64; 2]> = SmallVec::new();
-        {
-            let mut st = self.state.lock();
-            let before = st.chunks.last().map_or(open, |(b, _)| open.max(*b));
-            for (b, c) in st.chunks.iter_mut().take_while(|(b, _)| *b < before) {
-                if c.would_freeze_ended() {
-                    due.push(*b);
-                } else {
-                    c.close();
-                }
-            }
-        }
+        let due = self.ended_due(open);
         due.into_iter()
             .map(|b| usize::from(self.freeze_chunk(b, 1, true, files, scratch)))
             .sum()
+    }
+
+    /// The buckets of the chunks that take no more samples in order
+    /// (`open` as in [`Self::freeze_ended`]) and have a tail to freeze;
+    /// those without are closed here.
+    fn ended_due(&self, open: i64) -> SmallVec<[i64; 2]> {
+        let mut due = SmallVec::new();
+        let mut st = self.state.lock();
+        let before = st.chunks.last().map_or(open, |(b, _)| open.max(*b));
+        for (b, c) in st.chunks.iter_mut().take_while(|(b, _)| *b < before) {
+            if c.would_freeze_ended() {
+                due.push(*b);
+            } else {
+                c.close();
+            }
+        }
+        due
     }
 
     /// [`Self::freeze_ended`] the cheap way, for the series that have
@@ -390,18 +396,7 @@ impl MemSeries {
     /// or encoding; [`Self::merge_closed`] later merges its runs. Returns
     /// how many it closed so.
     fn close_ended(&self, open: i64, files: &mut BucketFiles<'_>, bytes: &mut Vec<u8>) -> usize {
-        let mut due: SmallVec<[i64; 2]> = SmallVec::new();
-        {
-            let mut st = self.state.lock();
-            let before = st.chunks.last().map_or(open, |(b, _)| open.max(*b));
-            for (b, c) in st.chunks.iter_mut().take_while(|(b, _)| *b < before) {
-                if c.would_freeze_ended() {
-                    due.push(*b);
-                } else {
-                    c.close();
-                }
-            }
-        }
+        let due = self.ended_due(open);
         let mut closed = 0;
         for bucket in due {
             let closing = {
