@@ -8,7 +8,9 @@
 //! `cargo bench -p strata-storage --bench head_freeze`. Prints the head's
 //! chunk bytes per series as a bucket fills, with the background pass
 //! (`Head::freeze_tails`) run every 30 s of data at two freeze thresholds,
-//! then criterion's time for a whole bucket's appends and passes.
+//! then criterion's time for a whole bucket's appends and passes, and for
+//! closing every series' chunk at the bucket's end (frozen, or its tail
+//! written as it is and merged later).
 // Bench code may unwrap and index: a panic is a failed run.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -164,6 +166,64 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || (),
             |()| black_box(fill(&data, u32::MAX, |_, _, _| {})),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+
+    // A bucket's end: every series has a sample of the next bucket, and
+    // its ended chunk (frozen runs and a tail) is closed: by the freezer's
+    // freeze, or as the writer closes it, its tail written as it is (then
+    // merged into one run by the freezer).
+    let bucket = data.samples.last().map_or(0, |s| s.0).div_euclid(BUCKET_MS);
+    let ended = || {
+        let head = fill(&data, THRESHOLDS[0], |_, _, _| {});
+        let series = head.all_series();
+        let policy = AppendPolicy::strict(0, BUCKET_MS);
+        for s in &series {
+            let out = s.append(&[((bucket + 1) * BUCKET_MS, 1.0)], &policy, |_, _, _| {});
+            assert_eq!(out.ended, Some(bucket));
+        }
+        (head, series)
+    };
+    let mut g = c.benchmark_group("head_bucket_end");
+    g.throughput(Throughput::Elements(data.series.len() as u64));
+    g.sample_size(10);
+    g.bench_function("freeze_ended", |b| {
+        b.iter_batched(
+            ended,
+            |(head, series)| {
+                black_box(head.freeze_ended(bucket));
+                (head, series)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("close_as_it_is", |b| {
+        b.iter_batched(
+            ended,
+            |(head, series)| {
+                for s in &series {
+                    black_box(head.close_ended_chunk(s, bucket));
+                }
+                (head, series)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("merge_closed", |b| {
+        b.iter_batched(
+            || {
+                let (head, series) = ended();
+                for s in &series {
+                    head.close_ended_chunk(s, bucket);
+                }
+                (head, series)
+            },
+            |(head, series)| {
+                black_box(head.merge_closed());
+                (head, series)
+            },
             BatchSize::PerIteration,
         )
     });
