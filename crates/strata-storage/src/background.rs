@@ -33,11 +33,15 @@ pub(crate) fn idle() {
 
 /// How often the head's chunk tails are looked at for freezing and
 /// spilling.
-const FREEZE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+const FREEZE_INTERVAL: std::time::Duration =
+    std::time::Duration::from_millis(FREEZE_INTERVAL_MS as u64);
+
+/// [`FREEZE_INTERVAL`] in milliseconds.
+const FREEZE_INTERVAL_MS: i64 = 30_000;
 
 /// How long after a bucket's end a pass runs, whatever the interval. It
 /// first closes the ended chunks of the series a scrape has taken into the
-/// next bucket (see `Head::freeze_ended`), sweeping again every
+/// next bucket (see `Head::close_ended`), sweeping again every
 /// [`ENDED_SWEEP_EVERY`] while sweeps find more: until it does, each
 /// series holds its ended chunk whole, tail and box, beside the new one.
 /// At 2 M series that was 200 MiB more heap at the bucket's end, the
@@ -80,12 +84,11 @@ pub(crate) fn start_freezer(
                 let started = std::time::Instant::now();
                 // Buckets that ended a pass ago or more: their last scrape's
                 // samples are in.
-                let pass_ms = i64::try_from(FREEZE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
                 let open = |inner: &Shared| {
                     inner
                         .clock
                         .now_ms()
-                        .saturating_sub(pass_ms)
+                        .saturating_sub(FREEZE_INTERVAL_MS)
                         .div_euclid(inner.settings.bucket_ms())
                 };
                 let mut ended = 0;
@@ -159,8 +162,7 @@ fn next_pass(weak: &std::sync::Weak<Shared>) -> std::time::Duration {
 /// Whether `now_ms` is within [`FREEZE_INTERVAL`] after a bucket's end:
 /// the pass then sweeps for ended chunks first.
 fn just_after_end(now_ms: i64, bucket_ms: i64) -> bool {
-    let pass_ms = i64::try_from(FREEZE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
-    bucket_ms > pass_ms && now_ms.rem_euclid(bucket_ms.max(1)) < pass_ms
+    bucket_ms > FREEZE_INTERVAL_MS && now_ms.rem_euclid(bucket_ms) < FREEZE_INTERVAL_MS
 }
 
 /// [`next_pass`] at `now_ms`, with buckets of `bucket_ms`.
