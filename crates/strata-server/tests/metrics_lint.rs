@@ -45,6 +45,27 @@ fn families(port: u16) -> Vec<String> {
         .collect()
 }
 
+/// Where a page has the head's memory, its total is the sum of its parts
+/// on that page: one count, not two walks that disagree under ingest.
+fn head_memory_adds_up(port: u16, role: &str) {
+    let page = http_get(port, "/metrics").unwrap().text();
+    let value = |l: &str| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap();
+    let total = page
+        .lines()
+        .find(|l| l.starts_with("strata_head_memory_bytes "))
+        .map(value);
+    let parts: Vec<f64> = page
+        .lines()
+        .filter(|l| l.starts_with("strata_head_memory_part_bytes{"))
+        .map(value)
+        .collect();
+    if let Some(total) = total {
+        assert_eq!(parts.len(), 5, "{role}: {parts:?}");
+        assert!(total > 0.0 || role != "writer", "{role}");
+        assert_eq!(total, parts.iter().sum::<f64>(), "{role}: {parts:?}");
+    }
+}
+
 fn check(promtool: &std::path::Path, port: u16, role: &str) {
     let (passed, problems) = promtool_check(promtool, port);
     assert!(
@@ -64,6 +85,7 @@ fn check(promtool: &std::path::Path, port: u16, role: &str) {
         "{role}"
     );
     assert_eq!(metrics_sum(port, "strata_build_info"), Some(1.0), "{role}");
+    head_memory_adds_up(port, role);
     for family in families(port).iter().filter(|f| f.starts_with("slatedb_")) {
         assert!(
             FAMILIES.iter().any(|f| f.name == family),
