@@ -10,7 +10,9 @@ mod common;
 use std::process::{Command, Stdio};
 
 use common::promql_compare::{remote_write, WriteSeries};
-use common::{http_get, metrics_sum, now_ms, prometheus3_bin, query_vector, StrataProcess};
+use common::{
+    http_get, metrics_sum, now_ms, page_values, prometheus3_bin, query_vector, StrataProcess,
+};
 use strata_storage::slatedb_metrics::FAMILIES;
 
 /// `promtool check metrics` on `port`'s page: whether it passed, and its
@@ -49,16 +51,10 @@ fn families(port: u16) -> Vec<String> {
 /// on that page: one count, not two walks that disagree under ingest.
 fn head_memory_adds_up(port: u16, role: &str) {
     let page = http_get(port, "/metrics").unwrap().text();
-    let value = |l: &str| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap();
-    let total = page
-        .lines()
-        .find(|l| l.starts_with("strata_head_memory_bytes "))
-        .map(value);
-    let parts: Vec<f64> = page
-        .lines()
-        .filter(|l| l.starts_with("strata_head_memory_part_bytes{"))
-        .map(value)
-        .collect();
+    let total = page_values(&page, "strata_head_memory_bytes")
+        .first()
+        .copied();
+    let parts = page_values(&page, "strata_head_memory_part_bytes");
     if let Some(total) = total {
         assert_eq!(parts.len(), 5, "{role}: {parts:?}");
         assert!(total > 0.0 || role != "writer", "{role}");

@@ -23,8 +23,8 @@ pub use processes::{
     NodeExporterProcess, PrometheusProcess, StrataProcess, VictoriaMetricsProcess, VmagentProcess,
 };
 pub use query::{
-    matrix_diff, matrix_diff_by, metrics_sum, newest_sample, query_matrix, query_vector,
-    raw_snapshot, round_numbers, vector_sum, wait_same_as_prometheus, Labels, Matrix,
+    matrix_diff, matrix_diff_by, metrics_sum, newest_sample, page_values, query_matrix,
+    query_vector, raw_snapshot, round_numbers, vector_sum, wait_same_as_prometheus, Labels, Matrix,
 };
 
 pub const PROMETHEUS_BIN: &str = "/usr/bin/prometheus";

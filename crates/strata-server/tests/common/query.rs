@@ -202,23 +202,27 @@ pub fn vector_sum(port: u16, query: &str) -> f64 {
 }
 
 /// The sum of the samples on `port`'s `/metrics` whose series starts with
-/// `series`: a metric name (its labelled series and itself), or a name
-/// with some of its labels (`name{code="400"`, or a whole series); `None`
-/// when no line matches.
+/// `series` (see [`page_values`]); `None` when no line matches.
 pub fn metrics_sum(port: u16, series: &str) -> Option<f64> {
     let text = http_get(port, "/metrics")
         .unwrap_or_else(|e| panic!("GET :{port}/metrics: {e}"))
         .text();
-    let values: Vec<f64> = text
-        .lines()
+    let values = page_values(&text, series);
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// The values of a `/metrics` page's samples whose series starts with
+/// `series`: a metric name (its labelled series and itself), or a name
+/// with some of its labels (`name{code="400"`, or a whole series).
+pub fn page_values(text: &str, series: &str) -> Vec<f64> {
+    text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
             let rest = l.strip_prefix(series)?;
             let whole = series.ends_with('}') || rest.starts_with([' ', '{', ',']);
             whole.then(|| l.rsplit(' ').next()?.parse::<f64>().ok())?
         })
-        .collect();
-    (!values.is_empty()).then(|| values.iter().sum())
+        .collect()
 }
 
 /// Every number in `v`'s strings cut to 10 significant digits: the last
