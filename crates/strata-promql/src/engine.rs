@@ -10,7 +10,7 @@ use promql_parser::parser::{self, Expr};
 use crate::error::QueryError;
 use crate::eval::reduce::{series_map, FirstError, QuerySteps};
 use crate::eval::{Evaluator, Loaded, SelectorData};
-use crate::gate::QueryGate;
+use crate::gate::{QueryGate, Reservation};
 use crate::plan::{check_supported, plan_selectors, SelectorLoad};
 use crate::source::{Queryable, Series};
 use crate::value::{InstantSample, QueryValue};
@@ -380,7 +380,10 @@ impl Engine {
         };
         let loading = Instant::now();
         let annotations = crate::annotations::Shared::default();
-        let data = tokio::time::timeout_at(
+        // Each selector's samples are taken from the budget all running
+        // queries share as it arrives, so a query over it stops loading
+        // then, not once everything is in memory.
+        let (data, _reservations) = tokio::time::timeout_at(
             deadline.into(),
             self.load(loads, steps, annotations.clone()),
         )
@@ -395,7 +398,6 @@ impl Engine {
         if loaded > self.limits.max_samples {
             return Err(QueryError::too_many_samples());
         }
-        let _reservation = self.gate.reserve(loaded)?;
         let lookback = self.lookback_ms;
         let max_samples = self.limits.max_samples;
         // Evaluation is CPU-bound: keep it off the async workers. The
@@ -441,10 +443,11 @@ impl Engine {
         loads: Vec<SelectorLoad>,
         steps: QuerySteps,
         annotations: crate::annotations::Shared,
-    ) -> Result<SelectorData, QueryError> {
+    ) -> Result<(SelectorData, Vec<Reservation<'_>>), QueryError> {
         let futures = loads.into_iter().map(|l| {
             let source = self.source.clone();
             let annotations = annotations.clone();
+            let gate = &self.gate;
             async move {
                 let error = FirstError::default();
                 let map = l
@@ -468,17 +471,23 @@ impl Engine {
                     }
                     all.extend(got);
                 }
+                let samples: usize = all
+                    .iter()
+                    .map(|s| s.timestamps.len() + s.histograms.len())
+                    .sum();
+                let reservation = gate.reserve(samples)?;
                 // Prometheus evaluates series in label order.
                 all.sort_by(|a, b| a.labels.cmp(&b.labels));
                 let loaded = Loaded {
                     series: all,
                     reduced: l.reduce.is_some(),
                 };
-                Ok::<_, QueryError>((l.key, loaded))
+                Ok::<_, QueryError>(((l.key, loaded), reservation))
             }
         });
         let loaded = futures::future::try_join_all(futures).await?;
-        Ok(loaded.into_iter().collect())
+        let (data, reservations) = loaded.into_iter().unzip();
+        Ok((data, reservations))
     }
 }
 

@@ -119,6 +119,59 @@ pub struct SeriesLimits {
     pub max_label_value_length: usize,
     /// Samples later than now plus this many milliseconds are rejected.
     pub max_future_ms: Option<i64>,
+    /// Samples older than now minus this many milliseconds are rejected:
+    /// storage would not keep them (the retention).
+    pub max_age_ms: Option<i64>,
+}
+
+/// The timestamps a write may carry at one moment: from the epoch (or
+/// now less the retention, if later) to now plus the future limit. A
+/// sample outside is refused at the door, never answered 2xx and dropped
+/// later.
+struct TimeBounds {
+    /// Earliest timestamp kept, and whether the retention (not the epoch)
+    /// sets it.
+    min_t: i64,
+    by_retention: bool,
+    max_t: Option<i64>,
+}
+
+impl TimeBounds {
+    fn new(limits: &SeriesLimits, now_ms: i64) -> Self {
+        let oldest = limits.max_age_ms.map(|a| now_ms.saturating_sub(a));
+        let (min_t, by_retention) = match oldest {
+            Some(t) if t > 0 => (t, true),
+            _ => (0, false),
+        };
+        Self {
+            min_t,
+            by_retention,
+            max_t: limits.max_future_ms.map(|f| now_ms.saturating_add(f)),
+        }
+    }
+
+    fn holds(&self, t: i64) -> bool {
+        t >= self.min_t && self.max_t.is_none_or(|max| t <= max)
+    }
+
+    /// Why `what` at `t`, outside the bounds, is refused.
+    fn refusal(&self, what: &str, t: i64) -> String {
+        match self.max_t {
+            Some(max_t) if t > max_t => format!(
+                "{what} too far in the future: timestamp {t} is after {max_t} \
+                 (now plus limits.max_future)"
+            ),
+            _ if self.by_retention => format!(
+                "{what} too old: timestamp {t} is before {} (now minus storage.retention): \
+                 it would not be kept",
+                self.min_t
+            ),
+            _ => format!(
+                "{what} before the epoch: timestamp {t} is before 0 (1970-01-01T00:00:00Z), \
+                 which is not stored"
+            ),
+        }
+    }
 }
 
 /// The label names a sender may not use: the server sets it from the
@@ -127,9 +180,10 @@ const RESERVED: &str = strata_codec::labels::TENANT_LABEL;
 
 /// Holds every series of `decoded` to `limits` at `now_ms`: a series
 /// breaking a label limit, or naming the reserved tenant label, is
-/// rejected whole, exemplars included; samples too far in the future are
-/// rejected alone, and exemplars too far in the future are dropped as
-/// invalid ones are; the series kept get `tenant`'s label. Each refusal
+/// rejected whole, exemplars included; samples outside the time bounds
+/// (before the epoch, older than `max_age_ms`, too far in the future) are
+/// rejected alone, and exemplars outside them are dropped as invalid ones
+/// are; the series kept get `tenant`'s label. Each refusal
 /// goes to `decoded.rejected`, its series rendered as everywhere else.
 pub fn apply_limits(
     decoded: &mut DecodedWrite<RawSeries>,
@@ -143,7 +197,7 @@ pub fn apply_limits(
             bytes::Bytes::from(t.to_owned()),
         )
     });
-    let max_t = limits.max_future_ms.map(|f| now_ms.saturating_add(f));
+    let bounds = TimeBounds::new(limits, now_ms);
     let series = std::mem::take(&mut decoded.series);
     let mut kept = Vec::with_capacity(series.len());
     for mut s in series {
@@ -156,50 +210,39 @@ pub fn apply_limits(
             });
             continue;
         }
-        if let Some(max_t) = max_t {
-            let mut trimmed = false;
-            if let Some(&(t, _)) = s.samples.iter().find(|&&(t, _)| t > max_t) {
-                trimmed = true;
-                let before = s.samples.len();
-                s.samples.retain(|&(t, _)| t <= max_t);
-                decoded.rejected.push(RejectedSeries {
-                    labels: render_labels(&s.labels),
-                    samples: before - s.samples.len(),
-                    reason: format!(
-                        "sample too far in the future: timestamp {t} is after {max_t} \
-                         (now plus limits.max_future)"
-                    ),
-                });
-            }
-            if let Some(&(t, _)) = s.histograms.iter().find(|&&(t, _)| t > max_t) {
-                trimmed = true;
-                let before = s.histograms.len();
-                s.histograms.retain(|&(t, _)| t <= max_t);
-                decoded.rejected.push(RejectedSeries {
-                    labels: render_labels(&s.labels),
-                    samples: before - s.histograms.len(),
-                    reason: format!(
-                        "histogram sample too far in the future: timestamp {t} is after {max_t} \
-                         (now plus limits.max_future)"
-                    ),
-                });
-            }
-            if let Some(e) = s.exemplars.iter().find(|e| e.t > max_t) {
-                let t = e.t;
-                trimmed = true;
-                let before = s.exemplars.len();
-                s.exemplars.retain(|e| e.t <= max_t);
-                decoded.drop_exemplars(&s.labels, before - s.exemplars.len(), || {
-                    format!(
-                        "exemplar too far in the future: timestamp {t} is after {max_t} \
-                         (now plus limits.max_future)"
-                    )
-                });
-            }
-            if trimmed && s.samples.is_empty() && s.histograms.is_empty() && s.exemplars.is_empty()
-            {
-                continue;
-            }
+        let outside = |t: i64| !bounds.holds(t);
+        let mut trimmed = false;
+        if let Some(&(t, _)) = s.samples.iter().find(|&&(t, _)| outside(t)) {
+            trimmed = true;
+            let before = s.samples.len();
+            s.samples.retain(|&(t, _)| bounds.holds(t));
+            decoded.rejected.push(RejectedSeries {
+                labels: render_labels(&s.labels),
+                samples: before - s.samples.len(),
+                reason: bounds.refusal("sample", t),
+            });
+        }
+        if let Some(&(t, _)) = s.histograms.iter().find(|&&(t, _)| outside(t)) {
+            trimmed = true;
+            let before = s.histograms.len();
+            s.histograms.retain(|&(t, _)| bounds.holds(t));
+            decoded.rejected.push(RejectedSeries {
+                labels: render_labels(&s.labels),
+                samples: before - s.histograms.len(),
+                reason: bounds.refusal("histogram sample", t),
+            });
+        }
+        if let Some(e) = s.exemplars.iter().find(|e| outside(e.t)) {
+            let t = e.t;
+            trimmed = true;
+            let before = s.exemplars.len();
+            s.exemplars.retain(|e| bounds.holds(e.t));
+            decoded.drop_exemplars(&s.labels, before - s.exemplars.len(), || {
+                bounds.refusal("exemplar", t)
+            });
+        }
+        if trimmed && s.samples.is_empty() && s.histograms.is_empty() && s.exemplars.is_empty() {
+            continue;
         }
         if let Some(t) = &tenant_label {
             let at = s.labels.0.partition_point(|l| l.name() < RESERVED);
@@ -277,6 +320,7 @@ mod tests {
             max_label_name_length: 10,
             max_label_value_length: 20,
             max_future_ms: Some(1_000),
+            max_age_ms: Some(10_000),
         }
     }
 
@@ -421,6 +465,39 @@ mod tests {
                 "series {__name__=\"up\"}: exemplar too far in the future: timestamp 1500 \
                  is after 1000 (now plus limits.max_future)"
             )
+        );
+    }
+
+    #[test]
+    fn samples_storage_would_not_keep_are_rejected_naming_the_limit() {
+        let mut d = decoded(vec![
+            series(&[("__name__", "up")], &[-1_000, 0, 4_999, 5_000, 6_000]),
+            series(&[("__name__", "old")], &[i64::MIN, 1]),
+        ]);
+        // Now is 15 s: the retention (10 s) keeps from 5 s on.
+        apply_limits(&mut d, &limits(), None, 15_000);
+        assert_eq!(d.series.len(), 1);
+        assert_eq!(d.series[0].samples, vec![(5_000, 1.0), (6_000, 1.0)]);
+        assert_eq!(d.rejected.len(), 2);
+        assert_eq!(d.rejected[0].samples, 3);
+        assert!(
+            d.rejected[0].reason.starts_with(
+                "sample too old: timestamp -1000 is before 5000 (now minus storage.retention)"
+            ),
+            "{}",
+            d.rejected[0].reason
+        );
+        assert_eq!(d.rejected[1].samples, 2);
+        // Early on, the epoch bounds what is kept.
+        let mut d = decoded(vec![series(&[("__name__", "up")], &[-1, 0, 1])]);
+        apply_limits(&mut d, &limits(), None, 2_000);
+        assert_eq!(d.series[0].samples, vec![(0, 1.0), (1, 1.0)]);
+        assert!(
+            d.rejected[0]
+                .reason
+                .starts_with("sample before the epoch: timestamp -1 is before 0"),
+            "{}",
+            d.rejected[0].reason
         );
     }
 }

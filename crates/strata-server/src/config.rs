@@ -161,6 +161,19 @@ pub struct LimitsConfig {
 pub struct AuthConfig {
     /// A file of bearer tokens, one per line, valid for writes and reads.
     pub token_file: String,
+    /// Threads that run bcrypt; 0 = half the cores, at least one.
+    pub verify_threads: usize,
+    /// Credentials that may wait for a verify thread; more get 503.
+    pub verify_queue: usize,
+    /// How long a credential bcrypt accepted is remembered.
+    #[serde(with = "humantime_serde")]
+    pub cache_ttl: Duration,
+    /// Most credentials remembered per side.
+    pub cache_size: usize,
+    /// Credentials needing bcrypt per second per client address (a
+    /// verified one is given back); past it, 429. 0 = no limit.
+    pub failure_rate_limit: u32,
+    pub failure_burst: u32,
     pub write: CredentialsConfig,
     pub read: CredentialsConfig,
 }
@@ -223,10 +236,29 @@ pub struct QueryConfig {
     pub max_regex_bytes: usize,
     /// Most points a subquery may evaluate per series.
     pub max_subquery_points: usize,
-    /// Most queries running at once; the others wait their turn.
+    /// Most query requests running at once on the node; the others wait
+    /// their turn in the queue.
     pub max_concurrent: usize,
+    /// Most query requests running at once per tenant; 0: no limit of its
+    /// own (the node's).
+    pub max_concurrent_per_tenant: usize,
+    /// Most query requests waiting for a turn; more are refused (503).
+    pub max_queued: usize,
+    /// Longest a query request waits for a turn before it is refused (503).
+    #[serde(with = "humantime_serde")]
+    pub queue_timeout: Duration,
     /// Most samples all running queries may hold loaded at once.
     pub max_samples_total: usize,
+}
+
+#[cfg(test)]
+impl Default for QueryConfig {
+    fn default() -> Self {
+        #[allow(clippy::expect_used)]
+        Config::load(None, Vec::new(), &Overrides::default())
+            .expect("the built-in defaults load")
+            .query
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -579,8 +611,22 @@ impl Config {
         self.otlp
             .settings()
             .map_err(|e| format!("invalid configuration: {e}"))?;
+        if self.auth.failure_rate_limit > 0 && self.auth.failure_burst == 0 {
+            return Err(
+                "invalid configuration: auth.failure_burst: must be at least 1 when auth.failure_rate_limit is set"
+                    .into(),
+            );
+        }
         if self.query.timeout.is_zero() {
             return Err("invalid configuration: query.timeout: must be greater than 0".into());
+        }
+        if self.query.queue_timeout.is_zero() {
+            return Err(
+                "invalid configuration: query.queue_timeout: must be greater than 0".into(),
+            );
+        }
+        if self.query.max_concurrent == 0 {
+            return Err("invalid configuration: query.max_concurrent: must be at least 1".into());
         }
         self.validate_shards()
     }

@@ -1,6 +1,7 @@
 //! The `strata` server: configuration, the HTTP API and the process
 //! lifecycle (recovery, readiness, graceful shutdown).
 
+pub mod admission;
 pub mod alloc;
 pub mod auth;
 pub mod build_info;

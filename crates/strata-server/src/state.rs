@@ -25,10 +25,16 @@ pub struct AppState {
     /// How many databases queries must read before they may answer.
     pub shards_expected: std::sync::atomic::AtomicUsize,
     pub decode_limits: DecodeLimits,
+    /// What every written series is held to (`http::write::series_limits`).
+    pub series_limits: strata_remote_write::SeriesLimits,
     pub default_durability: Durability,
     pub tenants: Tenants,
     pub auth: Arc<Authenticator>,
     pub metrics: ServerMetrics,
+    /// The turns of query requests (`query.max_concurrent` and the queue).
+    pub admission: crate::admission::QueryAdmission,
+    /// The runtime query requests run on, apart from ingest and probes.
+    pub query_pool: crate::admission::QueryPool,
     pub config: Config,
     /// How OTLP metrics become series (`config.otlp`, checked).
     pub otlp: strata_otlp::Settings,
@@ -56,10 +62,14 @@ impl AppState {
                 max_body_bytes: limits.max_body_bytes,
                 max_decoded_bytes: limits.max_decoded_bytes,
             },
+            series_limits: crate::http::write::series_limits(&config),
             default_durability: config.server.default_durability,
             tenants: Tenants::new(&config.tenants, limits),
             auth: Authenticator::new(&config.auth)?,
             metrics: ServerMetrics::default(),
+            admission: crate::admission::QueryAdmission::new(&config.query),
+            query_pool: crate::admission::QueryPool::new()
+                .map_err(|e| format!("cannot start the query runtime: {e}"))?,
             otlp: config.otlp.settings()?,
             config,
             startup_store: StoreHealth::default(),

@@ -10,6 +10,7 @@ mod otlp;
 pub mod shard_map;
 mod split;
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,11 +18,11 @@ use std::time::{Duration, Instant};
 use crate::http::write::{status_of, text};
 use anyhow::Context as _;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Extension, Router};
 use strata_remote_write::{decode_encoded, negotiate, DecodeLimits, Version};
 
 use crate::config::Config;
@@ -138,6 +139,7 @@ async fn ready(State(state): State<Arc<DistributorState>>) -> String {
 async fn metrics_text(State(state): State<Arc<DistributorState>>) -> Response {
     let mut body = crate::metrics::render(&state.server_metrics, None, None, true);
     state.metrics.render(&mut body);
+    state.auth.render(&mut body);
     (
         [(
             header::CONTENT_TYPE,
@@ -151,6 +153,7 @@ async fn metrics_text(State(state): State<Arc<DistributorState>>) -> Response {
 async fn remote_write(
     State(state): State<Arc<DistributorState>>,
     uri: axum::http::Uri,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -158,18 +161,30 @@ async fn remote_write(
         return r;
     }
     let started = Instant::now();
-    let resp = handle(&state, &headers, &body).await;
+    let peer = peer.map(|Extension(ConnectInfo(a))| a.ip());
+    let resp = handle(&state, &headers, peer, &body).await;
     state
         .server_metrics
         .observe("write", resp.status().as_u16(), started.elapsed());
     resp
 }
 
-async fn handle(state: &DistributorState, headers: &HeaderMap, body: &[u8]) -> Response {
+async fn handle(
+    state: &DistributorState,
+    headers: &HeaderMap,
+    peer: Option<IpAddr>,
+    body: &[u8],
+) -> Response {
     // Checked here too, so refused requests cost no decoding; the writers
     // check the forwarded credentials again.
-    if let Err(e) = state.auth.check(crate::auth::Access::Write, headers) {
-        return text(StatusCode::UNAUTHORIZED, e.to_string());
+    if let Err(e) = state
+        .auth
+        .check(crate::auth::Access::Write, headers, peer)
+        .await
+    {
+        let mut r = text(e.status(), e.to_string());
+        e.add_headers(r.headers_mut());
+        return r;
     }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let (version, encoding) = match negotiate(header("content-type"), header("content-encoding")) {
@@ -390,7 +405,7 @@ mod tests {
             }
             let mut headers = HeaderMap::new();
             headers.insert("content-type", version.content_type().parse().unwrap());
-            let resp = handle(&state, &headers, &body).await;
+            let resp = handle(&state, &headers, None, &body).await;
             assert_eq!(resp.status(), StatusCode::NO_CONTENT, "{version:?}");
             if version == Version::V2 {
                 assert_eq!(resp.headers()[WRITTEN_HEADERS[1]], "40");

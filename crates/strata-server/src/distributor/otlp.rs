@@ -2,15 +2,17 @@
 //! forwarded to the shards as remote write, so that every series lands on
 //! the shard its labels choose whichever protocol carried it.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use axum::Extension;
 use strata_otlp::Format;
 use strata_remote_write::Version;
 
@@ -20,11 +22,13 @@ use crate::http::write::status_of;
 
 pub async fn otlp_metrics(
     State(state): State<Arc<DistributorState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
-    let resp = handle(&state, &headers, &body).await;
+    let peer = peer.map(|Extension(ConnectInfo(a))| a.ip());
+    let resp = handle(&state, &headers, peer, &body).await;
     state
         .server_metrics
         .observe("otlp", resp.status().as_u16(), started.elapsed());
@@ -34,6 +38,7 @@ pub async fn otlp_metrics(
 async fn handle(
     state: &DistributorState,
     headers: &HeaderMap,
+    peer: Option<IpAddr>,
     body: &Result<Bytes, BytesRejection>,
 ) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -49,8 +54,14 @@ async fn handle(
             )
         }
     };
-    if let Err(e) = state.auth.check(crate::auth::Access::Write, headers) {
-        return answer_error(format, StatusCode::UNAUTHORIZED, &e.to_string(), None);
+    if let Err(e) = state
+        .auth
+        .check(crate::auth::Access::Write, headers, peer)
+        .await
+    {
+        let mut r = answer_error(format, e.status(), &e.to_string(), None);
+        e.add_headers(r.headers_mut());
+        return r;
     }
     let request = match decode_body(body, format, gzip, &state.decode_limits) {
         Ok(r) => r,

@@ -591,7 +591,6 @@ async fn write_batches(
     mut rx: mpsc::Receiver<Batch>,
     tally: &mut Tally,
 ) -> Option<(StorageError, Response)> {
-    let limits = &state.config.limits;
     while let Some(batch) = rx.recv().await {
         let n = batch.samples;
         tally.samples += n as u64;
@@ -610,7 +609,7 @@ async fn write_batches(
             exemplar_problem: None,
             metadata: Vec::new(),
         };
-        check_series(&mut decoded, limits, tenant, storage.now_ms());
+        check_series(&mut decoded, &state.series_limits, tenant, storage.now_ms());
         for r in &decoded.rejected {
             tally.rejected += r.samples as u64;
             tally.quote(r.to_string());

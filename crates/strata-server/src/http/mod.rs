@@ -17,6 +17,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use bytes::Bytes;
+use futures::StreamExt as _;
 use strata_promql::{QueryError, Queryable, SourceResolver};
 
 use crate::auth::Access;
@@ -62,16 +64,19 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(import::PATH, post(import::import_prometheus))
         .layer(DefaultBodyLimit::disable())
         .with_state(Arc::clone(&state));
-    let guarded = Router::new()
-        .route("/metrics", get(ops::metrics))
-        .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
-        .with_state(Arc::clone(&state))
-        .merge(write)
-        .merge(import)
-        .merge(strata_promql::router_with(resolve, limits))
-        .merge(status::router(Arc::clone(&state)))
-        .merge(ui::router())
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
+    let guarded =
+        Router::new()
+            .route("/metrics", get(ops::metrics))
+            .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
+            .with_state(Arc::clone(&state))
+            .merge(write)
+            .merge(import)
+            .merge(strata_promql::router_with(resolve, limits).layer(
+                middleware::from_fn_with_state(Arc::clone(&state), admit_query),
+            ))
+            .merge(status::router(Arc::clone(&state)))
+            .merge(ui::router())
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
     Router::new()
         .route("/-/healthy", get(ops::healthy))
         .route("/-/ready", get(ops::ready))
@@ -112,6 +117,85 @@ fn refuse(path: &str, status: StatusCode, error_type: &str, msg: &str) -> Respon
     }
 }
 
+/// Runs a query request on the query runtime once admitted; refused (503
+/// with `Retry-After`, Prometheus' `unavailable`) when the queue is full
+/// or its wait too long. Runs inside [`guard`], which set its tenant.
+async fn admit_query(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let tenant = req
+        .extensions()
+        .get::<Tenant>()
+        .map(|t| state.tenants.name(t).to_owned())
+        .unwrap_or_default();
+    let admitted = match state.admission.admit(&tenant).await {
+        Ok(a) => a,
+        Err(refusal) => {
+            let mut r = refuse(
+                &path,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                &refusal.to_string(),
+            );
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(refusal.retry_after_secs()),
+            );
+            return r;
+        }
+    };
+    // The handler runs on the query runtime, and so does the writing of
+    // its body (a matrix is written as it is sent): the request runtime
+    // only passes the chunks on. The turn ends once the body is written.
+    let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+    let (body_tx, body_rx) = tokio::sync::mpsc::channel::<Result<Bytes, axum::Error>>(4);
+    let task = state.query_pool.spawn(async move {
+        let (parts, body) = next.run(req).await.into_parts();
+        // A body whose length is known (anything but a streamed matrix)
+        // goes whole, keeping its Content-Length.
+        if axum::body::HttpBody::size_hint(&body).exact().is_some() {
+            let whole = axum::body::to_bytes(body, usize::MAX).await;
+            let _ = head_tx.send((parts, Some(whole)));
+            return;
+        }
+        if head_tx.send((parts, None)).is_err() {
+            return;
+        }
+        let mut body = body.into_data_stream();
+        while let Some(chunk) = body.next().await {
+            if body_tx.send(chunk).await.is_err() {
+                // The client went away.
+                return;
+            }
+        }
+        drop(admitted);
+    });
+    let Ok((parts, whole)) = head_rx.await else {
+        return refuse(
+            &path,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the query task ended without an answer",
+        );
+    };
+    if let Some(whole) = whole {
+        return match whole {
+            Ok(bytes) => Response::from_parts(parts, axum::body::Body::from(bytes)),
+            Err(e) => refuse(
+                &path,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                &format!("writing the answer failed: {e}"),
+            ),
+        };
+    }
+    // From here the task stops by itself when the body's reader is gone.
+    task.detach();
+    let chunks = futures::stream::unfold(body_rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(chunks))
+}
+
 /// Checks credentials, then resolves the tenant into the request's
 /// extensions. Health and readiness probes do not pass through here. The
 /// web UI's pages and files take the read credentials, as Prometheus'
@@ -120,21 +204,22 @@ fn refuse(path: &str, status: StatusCode, error_type: &str, msg: &str) -> Respon
 async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     let access = access_of(&path);
-    if let Err(e) = state.auth.check(access, req.headers()) {
-        state
-            .metrics
-            .auth_failures
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut r = refuse(
-            &path,
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            &e.to_string(),
-        );
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"strata\", Basic realm=\"strata\""),
-        );
+    let peer = crate::auth::peer_ip(req.extensions());
+    if let Err(e) = state.auth.check(access, req.headers(), peer).await {
+        // 429 and 503 (too many failures, verify queue full) have their
+        // own counters.
+        let status = e.status();
+        let error_type = if status == StatusCode::UNAUTHORIZED {
+            state
+                .metrics
+                .auth_failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            "unauthorized"
+        } else {
+            "unavailable"
+        };
+        let mut r = refuse(&path, status, error_type, &e.to_string());
+        e.add_headers(r.headers_mut());
         return r;
     }
     if path == "/metrics" || ui::serves(&path) {

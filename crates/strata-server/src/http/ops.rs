@@ -44,7 +44,9 @@ pub async fn ready(State(state): State<Arc<AppState>>) -> Response {
 pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let storage = state.storage().map(|s| s.as_ref());
     let writer = state.writer().map(|w| w.as_ref());
-    let body = crate::metrics::render(&state.metrics, storage, writer, storage.is_some());
+    let mut body = crate::metrics::render(&state.metrics, storage, writer, storage.is_some());
+    state.admission.render(&mut body);
+    state.auth.render(&mut body);
     (
         [(
             header::CONTENT_TYPE,

@@ -14,7 +14,6 @@ use strata_remote_write::{
 };
 use strata_storage::{Durability, IngestSeries, StorageError, WriteLimits, Writer};
 
-use crate::config::LimitsConfig;
 use crate::state::AppState;
 use crate::tenants::Tenant;
 
@@ -146,20 +145,30 @@ pub(crate) fn ingest_series(series: Vec<RawSeries>) -> Vec<IngestSeries<RawLabel
 
 /// The write path's one validation step, after decoding: the
 /// configuration's limits applied by [`apply_limits`] (label limits, the
-/// reserved tenant label, future timestamps), and the tenant's label added.
+/// reserved tenant label, the timestamps storage keeps), and the tenant's
+/// label added.
 pub(crate) fn check_series(
     decoded: &mut DecodedWrite<RawSeries>,
-    limits: &LimitsConfig,
+    limits: &SeriesLimits,
     tenant: &Tenant,
     now_ms: i64,
 ) {
-    let limits = SeriesLimits {
+    apply_limits(decoded, limits, tenant.0.as_deref(), now_ms);
+}
+
+/// The limits [`check_series`] holds every written series to: the label
+/// limits, and the timestamps storage keeps (from the epoch, or now less
+/// `storage.retention`, to now plus `limits.max_future`).
+pub fn series_limits(config: &crate::config::Config) -> SeriesLimits {
+    let limits = &config.limits;
+    let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    SeriesLimits {
         max_labels_per_series: limits.max_labels_per_series,
         max_label_name_length: limits.max_label_name_length,
         max_label_value_length: limits.max_label_value_length,
-        max_future_ms: Some(i64::try_from(limits.max_future.as_millis()).unwrap_or(i64::MAX)),
-    };
-    apply_limits(decoded, &limits, tenant.0.as_deref(), now_ms);
+        max_future_ms: Some(ms(limits.max_future)),
+        max_age_ms: Some(ms(config.storage.retention)),
+    }
 }
 
 async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[u8]) -> Response {
@@ -298,7 +307,7 @@ pub(crate) async fn ingest(
             ),
         ));
     }
-    check_series(&mut decoded, limits, tenant, storage.now_ms());
+    check_series(&mut decoded, &state.series_limits, tenant, storage.now_ms());
     if !decoded.metadata.is_empty() {
         let entries = metadata_entries(std::mem::take(&mut decoded.metadata));
         if let Err(e) = storage

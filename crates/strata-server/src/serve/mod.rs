@@ -83,6 +83,13 @@ async fn connection<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let io = TokioIo::new(HeadRewriting::new(io));
+    // Handlers read the client's address as axum's `ConnectInfo` (the
+    // authentication failure limiter counts by it).
+    let app = tower::util::MapRequest::new(app, move |mut req: axum::http::Request<_>| {
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        req
+    });
     let conn = builder.serve_connection(io, TowerToHyperService::new(app));
     if let Err(e) = watcher.watch(conn.into_owned()).await {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
