@@ -24,6 +24,52 @@ pub struct Config {
     pub tls: TlsConfig,
     pub tenants: TenantsConfig,
     pub otlp: OtlpConfig,
+    pub rules: RulesConfig,
+}
+
+/// Recording and alerting rules this node evaluates: Prometheus'
+/// `rule_files` and the flags of its rule manager, by the same names.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RulesConfig {
+    /// Glob patterns of rule files in Prometheus' format.
+    #[serde(deserialize_with = "name_list")]
+    pub rule_files: Vec<String>,
+    /// A group's interval when it names none (Prometheus'
+    /// `global.evaluation_interval`).
+    #[serde(with = "humantime_serde")]
+    pub evaluation_interval: Duration,
+    /// How far back of its evaluation time a group queries when it names
+    /// no `query_offset` (Prometheus' `global.rule_query_offset`).
+    #[serde(with = "humantime_serde")]
+    pub query_offset: Duration,
+    /// How often a firing alert is sent again.
+    #[serde(with = "humantime_serde")]
+    pub resend_delay: Duration,
+    /// The least time an alert waits to fire after a restart.
+    #[serde(with = "humantime_serde")]
+    pub for_grace_period: Duration,
+    /// How long a restart may last for alerts to keep their `for` state.
+    #[serde(with = "humantime_serde")]
+    pub for_outage_tolerance: Duration,
+    /// The URL users reach this server at: `$externalURL` in templates
+    /// and the alerts' generator links.
+    pub external_url: String,
+    /// Labels added to every alert sent, and `$externalLabels` in
+    /// templates: `name=value` entries.
+    #[serde(deserialize_with = "name_list")]
+    pub external_labels: Vec<String>,
+}
+
+impl RulesConfig {
+    /// `external_labels` as a map.
+    pub fn external_labels_map(&self) -> std::collections::BTreeMap<String, String> {
+        self.external_labels
+            .iter()
+            .filter_map(|e| e.split_once('='))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .collect()
+    }
 }
 
 /// How OTLP metrics become Prometheus series: Prometheus 3's `otlp`
@@ -401,6 +447,7 @@ const ENV_SECTIONS: &[(&str, &[&str])] = &[
     ("TLS_", &["tls"]),
     ("TENANTS_", &["tenants"]),
     ("OTLP_", &["otlp"]),
+    ("RULES_", &["rules"]),
 ];
 
 /// `ip:port`, `[ipv6]:port` or `hostname:port`.
@@ -619,6 +666,18 @@ impl Config {
         }
         if self.query.timeout.is_zero() {
             return Err("invalid configuration: query.timeout: must be greater than 0".into());
+        }
+        for e in &self.rules.external_labels {
+            if !e.contains('=') {
+                return Err(format!(
+                    "invalid configuration: rules.external_labels: {e:?} is not name=value"
+                ));
+            }
+        }
+        if self.rules.evaluation_interval.is_zero() {
+            return Err(
+                "invalid configuration: rules.evaluation_interval: must be greater than 0".into(),
+            );
         }
         if self.query.queue_timeout.is_zero() {
             return Err(

@@ -13,6 +13,8 @@ mod lifecycle;
 pub mod metrics;
 mod query_source;
 mod rate_limit;
+pub mod rules;
+mod rules_metrics;
 mod serve;
 pub mod state;
 mod tenant_id;

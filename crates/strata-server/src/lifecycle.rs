@@ -97,6 +97,10 @@ pub(crate) async fn run(
     layer: StoreLayer,
 ) -> anyhow::Result<()> {
     let plan = Plan::new(&config, &layer)?;
+    // Rule files that do not load stop the start, as Prometheus' do.
+    if config.server.role != Role::Reader {
+        crate::rules::load(&config.rules).map_err(|e| StartupError(format!("rule files: {e}")))?;
+    }
     let listener = listen(&config, &plan).await?;
     let settings = OpenSettings {
         role: plan.role,
@@ -120,6 +124,12 @@ pub(crate) async fn run(
         tracing::info!("stopped during recovery");
         return Ok(());
     }
+    // Rules run where samples are written: a writer, or a single node.
+    if settings.role != Role::Reader && !state.config.rules.rule_files.is_empty() {
+        let rules = crate::rules::Rules::start(&state).map_err(StartupError)?;
+        let _ = state.rules.set(rules);
+    }
+    crate::rules::reload_on_sighup(Arc::clone(&state));
     for url in other_shards {
         tokio::spawn(follow_other_shard(
             url,

@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 use strata_server::config::{Config, Overrides, Role, ShardId};
 
+mod rules_cmd;
+
 #[derive(Parser)]
 #[command(
     name = "strata",
@@ -41,6 +43,19 @@ enum Command {
     /// it is invalid.
     #[command(after_help = SETTINGS_HELP)]
     Config(Settings),
+    /// Recording and alerting rule files.
+    Rules {
+        #[command(subcommand)]
+        command: RulesCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesCommand {
+    /// Check rule files as `promtool check rules` does: exit 0 when all
+    /// pass, 1 when any has errors (3 for lint findings with
+    /// --lint-fatal).
+    Check(rules_cmd::CheckArgs),
 }
 
 /// The flags both subcommands take.
@@ -139,6 +154,9 @@ fn main() -> ExitCode {
     let (print_only, settings) = match Cli::parse().command {
         Command::Serve(s) => (false, s),
         Command::Config(s) => (true, s),
+        Command::Rules {
+            command: RulesCommand::Check(args),
+        } => return rules_cmd::check(args),
     };
     let (file, overrides) = settings.overrides();
     let (config, effective) =

@@ -33,6 +33,11 @@ pub struct AppState {
     pub metrics: ServerMetrics,
     /// The turns of query requests (`query.max_concurrent` and the queue).
     pub admission: crate::admission::QueryAdmission,
+    /// The rules this node evaluates, once recovery is done (writers and
+    /// single nodes with `rules.rule_files`).
+    pub rules: OnceLock<crate::rules::Rules>,
+    /// Where alerts are sent: the Alertmanagers of `[alerting]`.
+    pub notifier: Option<Arc<dyn strata_rules::group::Notify>>,
     /// The runtime query requests run on, apart from ingest and probes.
     pub query_pool: crate::admission::QueryPool,
     pub config: Config,
@@ -68,6 +73,8 @@ impl AppState {
             auth: Authenticator::new(&config.auth)?,
             metrics: ServerMetrics::default(),
             admission: crate::admission::QueryAdmission::new(&config.query),
+            rules: OnceLock::new(),
+            notifier: None,
             query_pool: crate::admission::QueryPool::new()
                 .map_err(|e| format!("cannot start the query runtime: {e}"))?,
             otlp: config.otlp.settings()?,

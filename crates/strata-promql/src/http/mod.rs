@@ -309,7 +309,7 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
 
 /// The `match[]` selectors of a request, one matcher list per selector
 /// (and per `or` branch), their patterns at most `max_regex_bytes` long.
-fn parse_match_params(
+pub fn parse_match_params(
     values: &[&str],
     max_regex_bytes: usize,
 ) -> Result<Vec<Vec<Matcher>>, QueryError> {

@@ -68,6 +68,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         Router::new()
             .route("/metrics", get(ops::metrics))
             .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
+            .route(ops::RELOAD, post(ops::reload).put(ops::reload))
             .with_state(Arc::clone(&state))
             .merge(write)
             .merge(import)
@@ -89,6 +90,7 @@ fn access_of(path: &str) -> Access {
     if path == "/api/v1/write"
         || path == import::PATH
         || path == ops::CLEAN_TOMBSTONES
+        || path == ops::RELOAD
         || otlp::PATHS.contains(&path)
     {
         Access::Write
@@ -222,7 +224,7 @@ async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next)
         e.add_headers(r.headers_mut());
         return r;
     }
-    if path == "/metrics" || ui::serves(&path) {
+    if path == "/metrics" || path == ops::RELOAD || ui::serves(&path) {
         return next.run(req).await;
     }
     match state.tenants.from_headers(req.headers()) {

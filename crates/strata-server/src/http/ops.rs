@@ -46,6 +46,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let writer = state.writer().map(|w| w.as_ref());
     let mut body = crate::metrics::render(&state.metrics, storage, writer, storage.is_some());
     state.admission.render(&mut body);
+    if let Some(rules) = state.rules.get() {
+        rules.render(&mut body);
+    }
     state.auth.render(&mut body);
     (
         [(
@@ -97,5 +100,26 @@ pub async fn clean_tombstones(State(state): State<Arc<AppState>>) -> Response {
             "unavailable",
             &format!("cannot clean tombstones now: {e}"),
         ),
+    }
+}
+
+/// The path Prometheus reloads its configuration at.
+pub const RELOAD: &str = "/-/reload";
+
+/// Reads the rule files again (`POST /-/reload`, as SIGHUP): 200 once the
+/// rules running are the files' now; 500 naming the problem when a file
+/// does not load, the rules loaded before still running.
+pub async fn reload(State(state): State<Arc<AppState>>) -> Response {
+    let Some(rules) = state.rules.get() else {
+        return (StatusCode::OK, "no rule files to reload\n").into_response();
+    };
+    let now = strata_codec::clock::Clock::now_ms(state.clock.as_ref());
+    match rules.reload(now) {
+        Ok(()) => (StatusCode::OK, "rules reloaded\n").into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to reload the rule files; the rules loaded before keep running: {e}\n"),
+        )
+            .into_response(),
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse as _, Response};
 use axum::routing::get;
 use axum::Router;
 use serde_json::json;
@@ -165,12 +165,69 @@ async fn targets() -> Response {
     answer(json!({ "activeTargets": [], "droppedTargets": [] }))
 }
 
-async fn rules() -> Response {
-    answer(json!({ "groups": [] }))
+/// Prometheus' `/api/v1/rules`, with its filters: `type`, `rule_name[]`,
+/// `rule_group[]`, `file[]`, `match[]` and `exclude_alerts`.
+async fn rules(
+    State(state): State<Arc<AppState>>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    let mut filter = strata_rules::api::RuleFilter::default();
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "type" => {
+                filter.kind = match v.as_ref() {
+                    "alert" => Some(strata_rules::api::RuleKind::Alerting),
+                    "record" => Some(strata_rules::api::RuleKind::Recording),
+                    "" => None,
+                    other => {
+                        return bad_data(&format!(
+                            "invalid parameter \"type\": {other:?}: use \"alert\" or \"record\""
+                        ))
+                    }
+                }
+            }
+            "rule_name[]" => filter.rule_names.push(v.into_owned()),
+            "rule_group[]" => filter.group_names.push(v.into_owned()),
+            "file[]" => filter.files.push(v.into_owned()),
+            "exclude_alerts" => filter.exclude_alerts = v == "true" || v == "1",
+            "match[]" => {
+                match strata_promql::http::parse_match_params(
+                    &[v.as_ref()],
+                    state.config.query.max_regex_bytes,
+                ) {
+                    Ok(sets) => filter.matchers.extend(sets),
+                    Err(e) => return bad_data(&e.to_string()),
+                }
+            }
+            _ => {}
+        }
+    }
+    let groups = state
+        .rules
+        .get()
+        .map(|r| r.manager.groups())
+        .unwrap_or_default();
+    answer(strata_rules::api::rules(&groups, &filter))
 }
 
-async fn alerts() -> Response {
-    answer(json!({ "alerts": [] }))
+fn bad_data(msg: &str) -> Response {
+    let body = json!({"status": "error", "errorType": "bad_data", "error": msg});
+    (
+        axum::http::StatusCode::BAD_REQUEST,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Prometheus' `/api/v1/alerts`: every pending and firing alert.
+async fn alerts(State(state): State<Arc<AppState>>) -> Response {
+    let groups = state
+        .rules
+        .get()
+        .map(|r| r.manager.groups())
+        .unwrap_or_default();
+    answer(strata_rules::api::alerts(&groups))
 }
 
 async fn alertmanagers() -> Response {

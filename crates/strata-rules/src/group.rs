@@ -1,0 +1,686 @@
+//! A rule group and one evaluation of it: its rules in order at one
+//! timestamp, each rule's output written before the next rule runs (so a
+//! rule sees what the rules before it wrote), series that left an output
+//! ended with a stale marker, alerts moved on and sent. Prometheus'
+//! `rules/group.go` `Eval`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rustc_hash::FxHashSet;
+use strata_codec::Label;
+use strata_promql::{Engine, QueryValue};
+
+use crate::alerting::{ms, AlertError, AlertSet, AlertState, Found, LabelSet, Restart};
+use crate::template::{self, TemplateData};
+
+/// What a group's rules write their samples to.
+#[async_trait::async_trait]
+pub trait Sink: Send + Sync {
+    /// Writes `samples` (labels sorted by name, `__name__` among them) and
+    /// returns once queries read them.
+    async fn write(&self, samples: Vec<(Vec<Label>, i64, f64)>) -> Result<(), String>;
+}
+
+/// An alert as it is sent to the Alertmanagers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    pub labels: LabelSet,
+    pub annotations: LabelSet,
+    /// ms since the epoch.
+    pub starts_at: i64,
+    pub ends_at: i64,
+    pub generator_url: String,
+}
+
+/// Where alerts go: the notifier's queue. Never blocks.
+pub trait Notify: Send + Sync {
+    fn send(&self, alerts: Vec<Notification>);
+}
+
+/// What every group's evaluation shares.
+pub struct Context {
+    pub engine: Engine,
+    pub sink: Arc<dyn Sink>,
+    pub notify: Option<Arc<dyn Notify>>,
+    pub external_labels: LabelSet,
+    pub external_url: String,
+    /// Prometheus' `--rules.alert.resend-delay` (1 minute).
+    pub resend_delay: Duration,
+    /// Prometheus' `--rules.alert.for-grace-period` (10 minutes).
+    pub for_grace: Duration,
+    /// Prometheus' `--rules.alert.for-outage-tolerance` (1 hour).
+    pub outage_tolerance: Duration,
+}
+
+/// A recording or alerting rule as loaded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuleSpec {
+    Recording {
+        record: String,
+        expr: String,
+        labels: LabelSet,
+    },
+    Alerting {
+        alert: String,
+        expr: String,
+        hold: Duration,
+        keep_firing_for: Duration,
+        labels: LabelSet,
+        annotations: LabelSet,
+    },
+}
+
+impl RuleSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Recording { record, .. } => record,
+            Self::Alerting { alert, .. } => alert,
+        }
+    }
+
+    pub fn expr(&self) -> &str {
+        match self {
+            Self::Recording { expr, .. } | Self::Alerting { expr, .. } => expr,
+        }
+    }
+
+    pub fn labels(&self) -> &LabelSet {
+        match self {
+            Self::Recording { labels, .. } | Self::Alerting { labels, .. } => labels,
+        }
+    }
+}
+
+/// A group as loaded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSpec {
+    pub name: String,
+    pub file: String,
+    pub interval: Duration,
+    pub query_offset: Duration,
+    /// Most series a recording rule, or alerts an alerting rule, may have;
+    /// 0: no limit.
+    pub limit: usize,
+    /// Rules of the group, group labels already merged into theirs.
+    pub rules: Vec<RuleSpec>,
+}
+
+/// A rule's health after its last evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    Unknown,
+    Ok,
+    Err,
+}
+
+impl Health {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            Self::Ok => "ok",
+            Self::Err => "err",
+        }
+    }
+}
+
+/// A rule and what its evaluations left.
+pub struct RuleState {
+    pub spec: RuleSpec,
+    pub health: Health,
+    pub last_error: Option<String>,
+    /// ms since the epoch; 0 never.
+    pub last_evaluation: i64,
+    pub evaluation_time: Duration,
+    pub alerts: AlertSet,
+    /// Label sets written at the last evaluation: those missing at the next
+    /// get a stale marker.
+    written: FxHashSet<Vec<Label>>,
+    /// Whether the `for` state was restored after a start.
+    restored: bool,
+}
+
+impl RuleState {
+    pub fn new(spec: RuleSpec) -> Self {
+        Self {
+            spec,
+            health: Health::Unknown,
+            last_error: None,
+            last_evaluation: 0,
+            evaluation_time: Duration::ZERO,
+            alerts: AlertSet::default(),
+            written: FxHashSet::default(),
+            restored: false,
+        }
+    }
+
+    /// The rule's alert state: firing, pending or inactive.
+    pub fn state(&self) -> AlertState {
+        self.alerts.state()
+    }
+}
+
+/// What a group's evaluations have done, for the API and `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct GroupStats {
+    pub last_evaluation: i64,
+    pub evaluation_time: Duration,
+    pub iterations: u64,
+    pub iterations_missed: u64,
+    pub evaluations: u64,
+    pub evaluation_failures: u64,
+    /// Samples the last evaluation wrote.
+    pub last_samples: usize,
+    /// Time the group's evaluations took, in all.
+    pub total_time: Duration,
+    /// Time its rules' evaluations took, in all.
+    pub rule_time: Duration,
+}
+
+/// A group: its rules and their state.
+pub struct Group {
+    pub spec: GroupSpec,
+    pub rules: Mutex<Vec<RuleState>>,
+    pub stats: Mutex<GroupStats>,
+    /// Serialises evaluations (a reload's first one and the scheduler's).
+    running: tokio::sync::Mutex<()>,
+}
+
+/// The value `ALERTS_FOR_STATE` gives an alert's `activeAt`: whole
+/// seconds since the epoch, as Prometheus writes it.
+fn seconds(t_ms: i64) -> f64 {
+    t_ms.div_euclid(1000) as f64
+}
+
+fn sorted(labels: LabelSet) -> Vec<Label> {
+    labels.into_iter().map(|(n, v)| Label::new(n, v)).collect()
+}
+
+/// The stale marker Prometheus writes when a series leaves a rule's output.
+const STALE_NAN: f64 = f64::from_bits(strata_promql::STALE_NAN_BITS);
+
+impl Group {
+    pub fn new(spec: GroupSpec) -> Self {
+        let rules = spec.rules.iter().cloned().map(RuleState::new).collect();
+        Self {
+            spec,
+            rules: Mutex::new(rules),
+            stats: Mutex::new(GroupStats::default()),
+            running: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The group's key: file and name, as Prometheus keys groups.
+    pub fn key(&self) -> (String, String) {
+        (self.spec.file.clone(), self.spec.name.clone())
+    }
+
+    /// Takes over the state of `old`'s rules that are the same rule
+    /// (name, expression and labels), as a reload does.
+    pub fn take_state(&self, old: &Group) {
+        let mut old_rules = old.rules.lock();
+        let mut rules = self.rules.lock();
+        for r in rules.iter_mut() {
+            if let Some(o) = old_rules.iter_mut().find(|o| {
+                o.spec.name() == r.spec.name()
+                    && o.spec.expr() == r.spec.expr()
+                    && o.spec.labels() == r.spec.labels()
+            }) {
+                r.health = o.health;
+                r.last_error = o.last_error.take();
+                r.last_evaluation = o.last_evaluation;
+                r.evaluation_time = o.evaluation_time;
+                r.alerts = std::mem::take(&mut o.alerts);
+                r.written = std::mem::take(&mut o.written);
+                r.restored = o.restored;
+            }
+        }
+        *self.stats.lock() = old.stats.lock().clone();
+    }
+
+    /// Evaluates every rule at `ts` (ms), in order.
+    pub async fn eval(&self, ctx: &Context, ts: i64) {
+        let _one = self.running.lock().await;
+        let began = Instant::now();
+        let count = self.rules.lock().len();
+        let mut samples = 0;
+        let mut failures = 0;
+        let mut rule_time = Duration::ZERO;
+        for i in 0..count {
+            let Some(spec) = self.rules.lock().get(i).map(|r| r.spec.clone()) else {
+                break;
+            };
+            let rule_began = Instant::now();
+            let outcome = self.eval_rule(ctx, i, &spec, ts).await;
+            let mut rules = self.rules.lock();
+            let Some(r) = rules.get_mut(i) else { break };
+            r.last_evaluation = ts;
+            r.evaluation_time = rule_began.elapsed();
+            rule_time += r.evaluation_time;
+            match outcome {
+                Ok(n) => {
+                    samples += n;
+                    r.health = Health::Ok;
+                    r.last_error = None;
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(group = %self.spec.name, rule = %spec.name(), error = %e, "rule evaluation failed");
+                    r.health = Health::Err;
+                    r.last_error = Some(e);
+                }
+            }
+        }
+        let mut st = self.stats.lock();
+        st.last_evaluation = ts;
+        st.evaluation_time = began.elapsed();
+        st.iterations += 1;
+        st.evaluations += count as u64;
+        st.evaluation_failures += failures;
+        st.last_samples = samples;
+        let took = st.evaluation_time;
+        st.total_time += took;
+        st.rule_time += rule_time;
+    }
+
+    /// Evaluates rule `i` and writes what it produced; the samples written.
+    async fn eval_rule(
+        &self,
+        ctx: &Context,
+        i: usize,
+        spec: &RuleSpec,
+        ts: i64,
+    ) -> Result<usize, String> {
+        let at = ts - ms(self.spec.query_offset);
+        let result = ctx
+            .engine
+            .instant_query(spec.expr(), at, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        let vector = match result {
+            QueryValue::Vector(v) => v
+                .into_iter()
+                .filter(|s| s.h.is_none())
+                .map(|s| (s.labels.to_vec(), s.v))
+                .collect::<Vec<_>>(),
+            QueryValue::Scalar { v, .. } => vec![(Vec::new(), v)],
+            other => {
+                return Err(format!(
+                    "rule result is not a vector or scalar: {}",
+                    other.result_type()
+                ))
+            }
+        };
+        let out = match spec {
+            RuleSpec::Recording { record, labels, .. } => {
+                record_samples(record, labels, vector, self.spec.limit)?
+            }
+            RuleSpec::Alerting { .. } => self.alert(ctx, i, spec, ts, vector).await?,
+        };
+        // Series written last time and not now end with a stale marker.
+        let now: FxHashSet<Vec<Label>> = out.iter().map(|(l, _)| l.clone()).collect();
+        let ended: Vec<Vec<Label>> = {
+            let mut rules = self.rules.lock();
+            let Some(r) = rules.get_mut(i) else {
+                return Ok(0);
+            };
+            let ended = r.written.difference(&now).cloned().collect();
+            r.written = now;
+            ended
+        };
+        let mut write: Vec<(Vec<Label>, i64, f64)> =
+            out.into_iter().map(|(l, v)| (l, at, v)).collect();
+        write.extend(ended.into_iter().map(|l| (l, at, STALE_NAN)));
+        let n = write.len();
+        if n > 0 {
+            ctx.sink.write(write).await?;
+        }
+        Ok(n)
+    }
+
+    /// Moves an alerting rule's alerts on at `ts`, sends those due, and
+    /// answers its `ALERTS` and `ALERTS_FOR_STATE` samples.
+    async fn alert(
+        &self,
+        ctx: &Context,
+        i: usize,
+        spec: &RuleSpec,
+        ts: i64,
+        vector: Vec<(Vec<Label>, f64)>,
+    ) -> Result<Vec<(Vec<Label>, f64)>, String> {
+        let RuleSpec::Alerting {
+            alert,
+            expr,
+            hold,
+            keep_firing_for,
+            labels,
+            annotations,
+        } = spec
+        else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::with_capacity(vector.len());
+        for (sample_labels, value) in vector {
+            let data = TemplateData {
+                labels: sample_labels
+                    .iter()
+                    .map(|l| (l.name.clone(), l.value.clone()))
+                    .collect(),
+                external_labels: ctx.external_labels.clone(),
+                external_url: ctx.external_url.clone(),
+                value,
+            };
+            let mut l: LabelSet = sample_labels
+                .into_iter()
+                .filter(|l| l.name != "__name__")
+                .map(|l| (l.name, l.value))
+                .collect();
+            for (name, text) in labels {
+                l.insert(
+                    name.clone(),
+                    expand(ctx, &format!("__alert_{alert}"), text, &data, ts).await,
+                );
+            }
+            l.insert("alertname".into(), alert.clone());
+            let mut a = LabelSet::new();
+            for (name, text) in annotations {
+                a.insert(
+                    name.clone(),
+                    expand(ctx, &format!("__alert_{alert}"), text, &data, ts).await,
+                );
+            }
+            found.push(Found {
+                labels: l,
+                annotations: a,
+                value,
+            });
+        }
+        let restore_first = {
+            let rules = self.rules.lock();
+            rules.get(i).is_some_and(|r| !r.restored)
+        };
+        let restored = if restore_first && !hold.is_zero() {
+            Some(self.restore_query(ctx, alert, labels, ts).await)
+        } else {
+            None
+        };
+        let mut notifications = Vec::new();
+        let out = {
+            let mut rules = self.rules.lock();
+            let Some(r) = rules.get_mut(i) else {
+                return Ok(Vec::new());
+            };
+            let stepped = r
+                .alerts
+                .step(ts, found, *hold, *keep_firing_for, self.spec.limit);
+            if let Some(restored) = restored {
+                r.alerts.restore(
+                    &restored,
+                    Restart {
+                        now: ts,
+                        hold: *hold,
+                        for_grace: ctx.for_grace,
+                    },
+                );
+            }
+            r.restored = true;
+            if let Err(e) = stepped {
+                return Err(match e {
+                    AlertError::OverLimit { .. } | AlertError::DuplicateLabels => e.to_string(),
+                });
+            }
+            let delta = ms(ctx.resend_delay.max(self.spec.interval));
+            for a in r.alerts.all_mut() {
+                if a.needs_sending(ts, ctx.resend_delay) {
+                    a.last_sent_at = ts;
+                    a.valid_until = ts + 4 * delta;
+                    notifications.push(Notification {
+                        labels: a.labels.clone(),
+                        annotations: a.annotations.clone(),
+                        starts_at: a.fired_at,
+                        ends_at: if a.resolved_at != 0 {
+                            a.resolved_at
+                        } else {
+                            a.valid_until
+                        },
+                        generator_url: generator_url(&ctx.external_url, expr),
+                    });
+                }
+            }
+            let mut out = Vec::new();
+            for a in r.alerts.active() {
+                let mut with_state = a.labels.clone();
+                with_state.insert("__name__".into(), "ALERTS".into());
+                with_state.insert("alertstate".into(), a.state.as_str().into());
+                out.push((sorted(with_state), 1.0));
+                let mut for_state = a.labels.clone();
+                for_state.insert("__name__".into(), "ALERTS_FOR_STATE".into());
+                out.push((sorted(for_state), seconds(a.active_at)));
+            }
+            out
+        };
+        if let (Some(n), false) = (&ctx.notify, notifications.is_empty()) {
+            n.send(notifications);
+        }
+        Ok(out)
+    }
+
+    /// The `activeAt` and last evaluation of each alert of `alert` as
+    /// `ALERTS_FOR_STATE` shows them within the outage tolerance.
+    async fn restore_query(
+        &self,
+        ctx: &Context,
+        alert: &str,
+        labels: &LabelSet,
+        ts: i64,
+    ) -> std::collections::BTreeMap<LabelSet, (i64, i64)> {
+        let mut selector = format!("ALERTS_FOR_STATE{{alertname={}", quote(alert));
+        for (n, v) in labels {
+            // Templated labels cannot be matched before expansion.
+            if !v.contains("{{") {
+                selector.push_str(&format!(",{}={}", quote_name(n), quote(v)));
+            }
+        }
+        let secs = ctx.outage_tolerance.as_secs().max(1);
+        selector.push_str(&format!("}}[{secs}s]"));
+        let mut out = std::collections::BTreeMap::new();
+        let at = ts - ms(self.spec.query_offset);
+        let Ok(QueryValue::Matrix(m)) = ctx.engine.instant_query(&selector, at, None).await else {
+            return out;
+        };
+        for s in m {
+            let Some(last) = s.points.last() else {
+                continue;
+            };
+            let (last_t, last_v) = (last.t, last.v);
+            let key: LabelSet = s
+                .labels
+                .iter()
+                .filter(|l| l.name != "__name__")
+                .map(|l| (l.name.clone(), l.value.clone()))
+                .collect();
+            // Whole seconds, as Prometheus reads them back.
+            out.insert(
+                key,
+                ((last_v as i64) * 1000, last_t.div_euclid(1000) * 1000),
+            );
+        }
+        out
+    }
+}
+
+/// A recording rule's output: each sample renamed and relabelled.
+fn record_samples(
+    record: &str,
+    labels: &LabelSet,
+    vector: Vec<(Vec<Label>, f64)>,
+    limit: usize,
+) -> Result<Vec<(Vec<Label>, f64)>, String> {
+    let mut out = Vec::with_capacity(vector.len());
+    let mut seen = FxHashSet::default();
+    for (sample_labels, v) in vector {
+        let mut l: LabelSet = sample_labels
+            .into_iter()
+            .map(|l| (l.name, l.value))
+            .collect();
+        l.insert("__name__".into(), record.to_owned());
+        for (n, v) in labels {
+            l.insert(n.clone(), v.clone());
+        }
+        let l = sorted(l);
+        if !seen.insert(l.clone()) {
+            return Err(
+                "vector contains metrics with the same labelset after applying rule labels".into(),
+            );
+        }
+        out.push((l, v));
+    }
+    if limit > 0 && out.len() > limit {
+        return Err(format!(
+            "exceeded limit of {limit} with {} series",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// Expands one label or annotation template; an error becomes the value,
+/// as Prometheus does.
+async fn expand(ctx: &Context, name: &str, text: &str, data: &TemplateData, ts: i64) -> String {
+    if !text.contains("{{") {
+        return text.to_owned();
+    }
+    let querier = BlockingQuery {
+        engine: ctx.engine.clone(),
+        handle: tokio::runtime::Handle::current(),
+    };
+    let (name, text, data) = (name.to_owned(), text.to_owned(), data.clone());
+    // A template may run queries: it runs on a blocking thread that waits
+    // for them.
+    let expanded =
+        tokio::task::spawn_blocking(move || template::expand(&name, &text, &data, ts, &querier))
+            .await;
+    match expanded {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => template::error_value(&e),
+        Err(e) => format!("<error expanding template: {e}>"),
+    }
+}
+
+/// The `query` template function, on a blocking thread.
+struct BlockingQuery {
+    engine: Engine,
+    handle: tokio::runtime::Handle,
+}
+
+impl template::QueryFn for BlockingQuery {
+    fn query(&self, q: &str, at_ms: i64) -> Result<Vec<template::QueryResultSample>, String> {
+        let result = self
+            .handle
+            .block_on(self.engine.instant_query(q, at_ms, None))
+            .map_err(|e| e.to_string())?;
+        Ok(match result {
+            QueryValue::Vector(v) => v
+                .into_iter()
+                .map(|s| template::QueryResultSample {
+                    labels: s
+                        .labels
+                        .iter()
+                        .map(|l| (l.name.clone(), l.value.clone()))
+                        .collect(),
+                    value: s.v,
+                })
+                .collect(),
+            QueryValue::Scalar { v, .. } => vec![template::QueryResultSample {
+                labels: Vec::new(),
+                value: v,
+            }],
+            _ => return Err("query did not return a vector or a scalar".into()),
+        })
+    }
+}
+
+/// A PromQL string literal of `s`.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A label name as a matcher takes it: bare when it can be, else quoted.
+fn quote_name(n: &str) -> String {
+    let bare = n
+        .chars()
+        .enumerate()
+        .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+    if bare && !n.is_empty() {
+        n.to_owned()
+    } else {
+        quote(n)
+    }
+}
+
+/// The link Prometheus puts in an alert: the expression in its table view.
+pub fn generator_url(external_url: &str, expr: &str) -> String {
+    let mut q = String::new();
+    for b in expr.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                q.push(b as char)
+            }
+            b' ' => q.push('+'),
+            _ => q.push_str(&format!("%{b:02X}")),
+        }
+    }
+    format!(
+        "{}/graph?g0.expr={q}&g0.tab=1",
+        external_url.trim_end_matches('/')
+    )
+}
+
+impl GroupSpec {
+    /// The group `g` of the rule file at `file` as it runs: its interval,
+    /// else `default_interval`; its query offset, else `default_offset`;
+    /// its labels under each rule's (a rule's own win).
+    pub fn from_file(
+        file: &str,
+        g: &crate::file::RuleGroup,
+        default_interval: Duration,
+        default_offset: Duration,
+    ) -> Self {
+        let merged = |own: &LabelSet| {
+            let mut l = g.labels.clone();
+            l.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+            l
+        };
+        let rules = g
+            .rules
+            .iter()
+            .map(|r| match (&r.record, &r.alert) {
+                (Some(record), _) => RuleSpec::Recording {
+                    record: record.clone(),
+                    expr: r.expr.clone(),
+                    labels: merged(&r.labels),
+                },
+                (None, alert) => RuleSpec::Alerting {
+                    alert: alert.clone().unwrap_or_default(),
+                    expr: r.expr.clone(),
+                    hold: r.r#for.unwrap_or_default(),
+                    keep_firing_for: r.keep_firing_for.unwrap_or_default(),
+                    labels: merged(&r.labels),
+                    annotations: r.annotations.clone(),
+                },
+            })
+            .collect();
+        Self {
+            name: g.name.clone(),
+            file: file.to_owned(),
+            interval: g
+                .interval
+                .filter(|d| !d.is_zero())
+                .unwrap_or(default_interval),
+            query_offset: g.query_offset.unwrap_or(default_offset),
+            limit: g.limit,
+            rules,
+        }
+    }
+}
