@@ -403,3 +403,113 @@ async fn healthy_reports_a_store_that_keeps_failing() {
     }
     srv.stop().await;
 }
+
+/// A Durable remote write sent every 100 ms, each with its own client
+/// timeout, until one answers 204: how long after `since` that took.
+/// Panics past `give_up`.
+async fn first_durable_204(url: &str, body: &[u8], since: Instant, give_up: Duration) -> Duration {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()
+        .unwrap();
+    let mut tries = tokio::task::JoinSet::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                assert!(
+                    since.elapsed() < give_up,
+                    "no Durable 204 within {give_up:?}"
+                );
+                let request = client
+                    .post(format!("{url}/api/v1/write"))
+                    .header("Content-Type", "application/x-protobuf")
+                    .header("Content-Encoding", "snappy")
+                    .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+                    .header("X-Strata-Durability", "durable")
+                    .body(body.to_vec());
+                tries.spawn(async move {
+                    let status = request.send().await.map(|r| r.status().as_u16());
+                    (status, since.elapsed())
+                });
+            }
+            Some(done) = tries.join_next() => {
+                match done.unwrap() {
+                    (Ok(204), at) => return at,
+                    (Ok(503) | Err(_), _) => {}
+                    (Ok(status), _) => panic!("a Durable write answered {status}"),
+                }
+            }
+        }
+    }
+}
+
+/// A store that black-holes every request (a network partition: requests
+/// neither answer nor fail, and those sent then never answer) for 10 s,
+/// then heals. Durable writes answer 503 meanwhile, and 204 again within
+/// 2 s of the heal: no request is left waiting on a dead connection and no
+/// long backoff is left over. Every acknowledged sample is there after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_writes_recover_soon_after_a_black_hole() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let srv = start_server(dir, &faults).await;
+    let url = srv.url.clone();
+    let t0 = now_ms() / 1000 * 1000 - 120_000;
+    let mut acked: Vec<(&str, i64)> = Vec::new();
+    let mut t = t0;
+    // Durable writes flowing.
+    for _ in 0..5 {
+        assert_eq!(post(&url, body("d", &[t]), "durable").await.0, 204);
+        acked.push(("d", t));
+        t += 1_000;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    faults.set_all(&Op::ALL, Fault::BlackHole, When::Always);
+    let holed = Instant::now();
+    while holed.elapsed() < Duration::from_secs(10) {
+        let (status, retry_after) = post(&url, body("d", &[t]), "durable").await;
+        assert_eq!(
+            status, 503,
+            "a Durable write answered {status} in the black hole"
+        );
+        assert!(retry_after.is_some(), "503 without Retry-After");
+        let (status, _) = post(&url, body("a", &[t]), "applied").await;
+        assert!(
+            status == 204 || status == 503,
+            "an Applied write answered {status}"
+        );
+        if status == 204 {
+            acked.push(("a", t));
+        }
+        t += 1_000;
+    }
+    assert!(
+        faults.injected(Op::Put) > 0,
+        "no upload reached the black hole"
+    );
+
+    faults.heal();
+    let recovered = first_durable_204(
+        &url,
+        &body("d", &[t]),
+        Instant::now(),
+        Duration::from_secs(60),
+    )
+    .await;
+    eprintln!("a black hole of 10 s healed: the first Durable 204 came {recovered:?} after");
+    acked.push(("d", t));
+    assert!(
+        recovered < Duration::from_secs(2),
+        "Durable writes answered 204 only {recovered:?} after the store healed"
+    );
+
+    let found = raw(&url, t0, t).await.unwrap();
+    check(&found, &acked, "after the black hole");
+    let dir = srv.stop().await;
+    let srv = start_server(dir, &Faults::new()).await;
+    let found = raw(&srv.url, t0, t).await.unwrap();
+    check(&found, &acked, "after a restart");
+    srv.stop().await;
+}

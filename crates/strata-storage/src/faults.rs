@@ -1,8 +1,9 @@
 //! A fault-injecting object store for tests: wraps any store and, per kind
 //! of operation, adds latency, answers as S3 does to HTTP 500 or 503,
-//! stalls, or resets the connection, always, for the next N calls, or with
-//! a probability. A cloneable [`Faults`] handle changes the faults while the
-//! store is in use and counts what it injected.
+//! stalls, black-holes (never answers), or resets the connection, always,
+//! for the next N calls, or with a probability. A cloneable [`Faults`]
+//! handle changes the faults while the store is in use and counts what it
+//! injected.
 //!
 //! ```
 //! # use std::sync::Arc;
@@ -81,8 +82,13 @@ pub enum Fault {
     /// never sees the call.
     Status(u16),
     /// The call waits until this fault is cleared (or changed), then goes
-    /// to the store: a request stuck on a dead connection.
+    /// to the store: a request held up somewhere that resumes.
     Stall,
+    /// The call never answers, not even after the fault is cleared: a
+    /// request lost in a network partition, on a connection that stays
+    /// dead. Only dropping the call (a timeout) ends it; calls made after
+    /// healing go to the store.
+    BlackHole,
     /// The connection resets before the store sees the call: an error whose
     /// source is an `std::io::Error` of kind `ConnectionReset`.
     Reset,
@@ -188,7 +194,8 @@ impl Faults {
         self.replace(op, None);
     }
 
-    /// Clears every fault; stalled calls go on. Counters are kept.
+    /// Clears every fault; stalled calls go on, black-holed calls stay
+    /// unanswered. Counters are kept.
     pub fn heal(&self) {
         for op in Op::ALL {
             self.replace(op, None);
@@ -273,6 +280,7 @@ impl Faults {
             Some(Fault::Status(code)) => Err(status_error(op, code)),
             Some(Fault::Reset) => Err(reset_error(op)),
             Some(Fault::AnswerLost) => Ok(true),
+            Some(Fault::BlackHole) => std::future::pending().await,
             Some(Fault::Stall) => {
                 while self.epoch(op) == epoch {
                     if changed.changed().await.is_err() {
@@ -613,7 +621,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn stall_waits_until_cleared_and_latency_delays() {
+    async fn stall_waits_until_cleared_black_hole_forever_latency_delays() {
         let (faults, store) = store();
         faults.set(Op::Put, Fault::Stall);
         let stalled = tokio::spawn({
@@ -628,6 +636,20 @@ mod tests {
         assert!(!stalled.is_finished());
         faults.heal();
         stalled.await.unwrap().unwrap();
+
+        faults.set(Op::Put, Fault::BlackHole);
+        let lost = tokio::spawn({
+            let store = Arc::clone(&store);
+            async move { store.put(&Path::from("lost"), "x".into()).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        faults.heal();
+        // Healed, new calls are answered; the black-holed one never is.
+        store.put(&path(), "y".into()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!lost.is_finished());
+        lost.abort();
+        assert!(store.head(&Path::from("lost")).await.is_err());
 
         faults.set(Op::Head, Fault::Latency(Duration::from_millis(100)));
         let started = std::time::Instant::now();

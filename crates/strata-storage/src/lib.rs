@@ -31,6 +31,7 @@ mod postings;
 mod read;
 mod reclaim;
 mod recovery;
+mod resend;
 mod sealer;
 mod series_index;
 pub mod settings;

@@ -16,6 +16,7 @@ use crate::error::StorageError;
 use crate::follower_store::{FollowerStore, Quiet};
 use crate::instrumented::{InstrumentedStore, ObjectStoreCounters};
 use crate::recovery::{self, Recovered};
+use crate::resend::ResendingStore;
 use crate::settings::{ReaderSettings, StorageSettings};
 use crate::shared::Shared;
 use crate::slatedb_options::{is_local_folder, slatedb_settings, GarbageTarget, TABLE_BLOCK_SIZE};
@@ -35,7 +36,8 @@ struct Resume {
 /// What opening a database takes in either role.
 struct Opening {
     path: String,
-    /// The caller's store under the request counters.
+    /// The caller's store under the request counters, its requests sent
+    /// again when unanswered (`resend`).
     store: Store,
     settings: StorageSettings,
     clock: Arc<dyn Clock>,
@@ -54,7 +56,11 @@ impl Opening {
         let counters = Arc::new(ObjectStoreCounters::default());
         Ok(Self {
             path: path.to_owned(),
-            store: Arc::new(InstrumentedStore::new(store, Arc::clone(&counters))),
+            // Above the counters, so each try sent is counted.
+            store: Arc::new(ResendingStore::new(Arc::new(InstrumentedStore::new(
+                store,
+                Arc::clone(&counters),
+            )))),
             settings,
             clock,
             counters,

@@ -1,6 +1,6 @@
 //! The storage under object-store faults (HTTP 500 and 503 answers,
 //! connection resets, answers lost after the work was done, stalls,
-//! latency), on uploads and then on reads:
+//! black holes, latency), on uploads and then on reads:
 //!
 //! - a Durable write is acknowledged only once its samples are in the
 //!   store (checked by opening a copy of the store taken at the moment of
@@ -310,6 +310,12 @@ async fn put_stall() {
     under_put_fault(Fault::Stall, false).await;
 }
 
+/// Uploads sent into a black hole never answer, even after it heals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_black_hole() {
+    under_put_fault(Fault::BlackHole, false).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_answer_lost_after_upload() {
     under_put_fault(Fault::AnswerLost, true).await;
@@ -518,6 +524,11 @@ async fn get_connection_reset() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_stall() {
     under_get_fault(Fault::Stall, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_black_hole() {
+    under_get_fault(Fault::BlackHole, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
