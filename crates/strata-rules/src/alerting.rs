@@ -65,7 +65,7 @@ impl Alert {
         if self.state == AlertState::Pending {
             return false;
         }
-        if self.resolved_at > self.last_sent_at {
+        if self.last_sent_at == 0 || self.resolved_at > self.last_sent_at {
             return true;
         }
         self.last_sent_at + ms(resend_delay) < ts
@@ -359,15 +359,17 @@ mod tests {
         let mut s = AlertSet::default();
         let z = Duration::ZERO;
         let resend = Duration::from_secs(60);
-        s.step(0, vec![found("a", 1.0)], z, z, 0).unwrap();
+        let t0 = 10 * MIN;
+        s.step(t0, vec![found("a", 1.0)], z, z, 0).unwrap();
         let a = s.all_mut().next().unwrap();
-        assert!(a.needs_sending(0, resend));
-        a.last_sent_at = 0;
-        assert!(!a.needs_sending(30_000, resend));
-        assert!(a.needs_sending(MIN + 1, resend));
-        s.step(2 * MIN, vec![], z, z, 0).unwrap();
+        // Never sent: due at once.
+        assert!(a.needs_sending(t0, resend));
+        a.last_sent_at = t0;
+        assert!(!a.needs_sending(t0 + 30_000, resend));
+        assert!(a.needs_sending(t0 + MIN + 1, resend));
+        s.step(t0 + 2 * MIN, vec![], z, z, 0).unwrap();
         let a = s.all().next().unwrap();
-        assert!(a.needs_sending(2 * MIN, resend));
+        assert!(a.needs_sending(t0 + 2 * MIN, resend));
     }
 
     #[test]

@@ -169,6 +169,7 @@ fn prometheus_template_test_cases() {
         (1.0, "{{ externalURL }}", Ok("http://testhost:9090/path/prefix")),
         (1.0, "{{ printf \"%0.2f\" (parseDuration \"1h2m10ms\") }}", Ok("3720.01")),
         (1.0, "{{ printf \"%0.2f\" (parseDuration \"-1h2m10ms\") }}", Ok("-3720.01")),
+        (1.0, "{{ humanizeDuration 9223372036854775807 }}", Ok("-106751991167300d -15h -30m -8s")),
     ]);
 }
 
@@ -277,6 +278,7 @@ fn functions() {
         (1.0, "{{ stripDomain \"host\" }} {{ stripDomain \"host:\" }} {{ stripDomain \":9100\" }} {{ stripDomain \"[::1]\" }} {{ stripDomain \"a.b.c:80\" }} {{ stripDomain \"1.2.3.4.5\" }} {{ stripDomain \"node-1.prod.example.com:9100\" }}", Ok("host host :9100 [::1] a:80 1 node-1:9100")),
         (1.0, "{{ stripPort \"host:\" }} {{ stripPort \":9100\" }} {{ stripPort \"[::1]\" }} {{ stripPort \"a:b:c\" }} {{ stripPort \"[x]y:1\" }}", Ok("host  [::1] a:b:c [x]y:1")),
         (1.0, "{{ html \"<a href='x'>&\\\"\" }} {{ js \"it's <b>\\\"x\\\"=\" }} {{ urlquery \"a b?\" }} {{ html 1 2 \"<\" }} {{ urlquery \"a\" \"b\" }}", Ok("&lt;a href=&#39;x&#39;&gt;&amp;&#34; it\\'s \\u003Cb\\u003E\\\"x\\\"\\u003D a+b%3F 1 2&lt; ab")),
+        (1.0, "{{ html nil }} {{ urlquery (query \"up\" | first) }} {{ js nil 1 \"x\" 2 }} {{ len (html nil) }}", Ok("&lt;no value&gt; %7Bmap%5B__name__%3Aup+instance%3Ab%3A9100+job%3Anode%5D+1%7D \\u003Cno value\\u003E1x2 16")),
         (1.0, "{{ index $labels \"instance\" }} {{ index $labels \"nope\" }}|{{ index .Labels \"job\" }} {{ index (args 1) \"arg0\" }} {{ index \"abc\" 1 }} {{ (index (query \"up\") 1).Labels.instance }}", Ok("node1:9100 |node 1 98 a:9100")),
         (1.0, "{{ len $labels }} {{ len \"abc\" }} {{ len (query \"up\") }} {{ len $labels.nope }} {{ query \"up\" | len }}", Ok("3 3 2 0 2")),
         (1.0, "{{ slice \"abcdef\" 1 3 }} {{ slice \"abcdef\" 2 }} {{ slice \"abc\" }}", Ok("bc cdef abc")),

@@ -25,6 +25,38 @@ pub struct Config {
     pub tenants: TenantsConfig,
     pub otlp: OtlpConfig,
     pub rules: RulesConfig,
+    pub alerting: AlertingConfig,
+}
+
+/// Where alerts are sent: Prometheus' `alerting` section and its
+/// notification-queue flags, by the same names.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AlertingConfig {
+    /// Groups of Alertmanagers; each gets every alert.
+    pub alertmanagers: Vec<strata_rules::notifier::AlertmanagerSettings>,
+    /// Relabeling of every alert before it is sent.
+    pub alert_relabel_configs: Vec<strata_rules::relabel::RelabelConfig>,
+    /// Alerts waiting to be sent; past it the oldest are dropped.
+    pub queue_capacity: usize,
+    /// Most alerts in one request to an Alertmanager.
+    pub max_batch_size: usize,
+    /// Whether a stop sends what is queued first.
+    pub drain_on_shutdown: bool,
+}
+
+impl Config {
+    /// The notifier's settings: `[alerting]`, with `rules.external_labels`.
+    pub fn notifier_settings(&self) -> strata_rules::notifier::NotifierSettings {
+        strata_rules::notifier::NotifierSettings {
+            alertmanagers: self.alerting.alertmanagers.clone(),
+            external_labels: self.rules.external_labels_map(),
+            alert_relabel_configs: self.alerting.alert_relabel_configs.clone(),
+            queue_capacity: self.alerting.queue_capacity,
+            max_batch_size: self.alerting.max_batch_size,
+            drain_on_shutdown: self.alerting.drain_on_shutdown,
+        }
+    }
 }
 
 /// Recording and alerting rules this node evaluates: Prometheus'
@@ -448,6 +480,7 @@ const ENV_SECTIONS: &[(&str, &[&str])] = &[
     ("TENANTS_", &["tenants"]),
     ("OTLP_", &["otlp"]),
     ("RULES_", &["rules"]),
+    ("ALERTING_", &["alerting"]),
 ];
 
 /// `ip:port`, `[ipv6]:port` or `hostname:port`.
@@ -674,6 +707,9 @@ impl Config {
                 ));
             }
         }
+        self.notifier_settings()
+            .validate()
+            .map_err(|e| format!("invalid configuration: alerting: {e}"))?;
         if self.rules.evaluation_interval.is_zero() {
             return Err(
                 "invalid configuration: rules.evaluation_interval: must be greater than 0".into(),

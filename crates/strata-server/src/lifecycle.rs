@@ -139,6 +139,12 @@ pub(crate) async fn run(
         ));
     }
     server.await.context("HTTP server task")?;
+    if let Some(rules) = state.rules.get() {
+        rules.manager.stop();
+    }
+    if let Some(n) = &state.notifier {
+        n.shutdown().await;
+    }
     close(&state, settings.role, shutdown_timeout).await;
     Ok(())
 }

@@ -37,7 +37,7 @@ pub struct AppState {
     /// single nodes with `rules.rule_files`).
     pub rules: OnceLock<crate::rules::Rules>,
     /// Where alerts are sent: the Alertmanagers of `[alerting]`.
-    pub notifier: Option<Arc<dyn strata_rules::group::Notify>>,
+    pub notifier: Option<Arc<strata_rules::notifier::Notifier>>,
     /// The runtime query requests run on, apart from ingest and probes.
     pub query_pool: crate::admission::QueryPool,
     pub config: Config,
@@ -74,7 +74,14 @@ impl AppState {
             metrics: ServerMetrics::default(),
             admission: crate::admission::QueryAdmission::new(&config.query),
             rules: OnceLock::new(),
-            notifier: None,
+            notifier: if config.alerting.alertmanagers.is_empty() {
+                None
+            } else {
+                Some(Arc::new(
+                    strata_rules::notifier::Notifier::start(&config.notifier_settings())
+                        .map_err(|e| format!("alerting: {e}"))?,
+                ))
+            },
             query_pool: crate::admission::QueryPool::new()
                 .map_err(|e| format!("cannot start the query runtime: {e}"))?,
             otlp: config.otlp.settings()?,

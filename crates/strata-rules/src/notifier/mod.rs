@@ -243,3 +243,5 @@ async fn run(shared: Arc<Shared>) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

@@ -110,7 +110,7 @@ fn len(args: &[Value]) -> Res {
         _ => {
             return Err(calling(
                 "len",
-                format!("len of type {}", value::type_name(v)),
+                format!("len of type {}", value::elem_type_name(v)),
             ))
         }
     };
@@ -168,7 +168,7 @@ fn index(args: &[Value]) -> Res {
             _ => {
                 return Err(calling(
                     "index",
-                    format!("can't index item of type {}", value::type_name(&item)),
+                    format!("can't index item of type {}", value::elem_type_name(&item)),
                 ))
             }
         };
@@ -239,11 +239,13 @@ fn printf(args: &[Value]) -> Res {
     )))
 }
 
-/// Go's `evalArgs`: the one string argument, or all printed as `Sprint`.
+/// Go's `evalArgs`: the one string argument, or all printed as `Sprint`
+/// prints them once made printable (nil as "<no value>", pointers
+/// followed).
 fn eval_args(args: &[Value]) -> String {
     match args {
         [Value::String(s)] => s.clone(),
-        _ => gofmt::sprint(args),
+        _ => gofmt::sprint_printable(args),
     }
 }
 
@@ -313,6 +315,11 @@ fn equal(name: &str, a: &Value, b: &Value) -> Result<bool, FuncError> {
             Ok(x == y)
         }
         (Some(_), Some(_)) => Err(calling(name, incompatible(a, b))),
+        (Some(_), None) | (None, Some(_))
+            if !matches!(value::go(a), Go::Nil) && !matches!(value::go(b), Go::Nil) =>
+        {
+            Err(calling(name, incompatible(a, b)))
+        }
         _ => match (value::go(a), value::go(b)) {
             (Go::Nil, Go::Nil) => Ok(true),
             (Go::Nil, _) | (_, Go::Nil) => Ok(false),

@@ -32,6 +32,18 @@ impl Instant {
     }
 }
 
+/// Go's `int64(f)` as amd64 computes it: out of range (or NaN) is the
+/// "integer indefinite" value, MinInt64, where Rust would saturate.
+pub(super) fn go_int64(f: f64) -> i64 {
+    // 2^63: i64::MAX rounds up to it as a float.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if (-LIMIT..LIMIT).contains(&f) {
+        f as i64
+    } else {
+        i64::MIN
+    }
+}
+
 /// Prometheus' `floatToTime`: seconds since the epoch to a time, cut to
 /// milliseconds as `model.Time` keeps it.
 pub(super) fn float_to_time(v: f64) -> Result<Instant, String> {
@@ -45,7 +57,7 @@ pub(super) fn float_to_time(v: f64) -> Result<Instant, String> {
             gofmt::format_float(v, 'g', None)
         ));
     }
-    let ms = (ns as i64) / 1_000_000;
+    let ms = go_int64(ns) / 1_000_000;
     Ok(Instant::from_nanos(i128::from(ms) * 1_000_000))
 }
 
@@ -110,7 +122,7 @@ pub(super) fn humanize_duration(v: f64) -> String {
     if v.abs() >= 1.0 {
         let sign = if v < 0.0 { "-" } else { "" };
         let v = v.abs();
-        let d = v as i64;
+        let d = go_int64(v);
         let (days, hours, minutes, seconds) = (d / 86400, (d / 3600) % 24, (d / 60) % 60, d % 60);
         return if days != 0 {
             format!("{sign}{days}d {hours}h {minutes}m {seconds}s")

@@ -323,6 +323,14 @@ impl Emitter {
         if parts.is_empty() && matches!(c.args.first(), Some(Arg::Nil)) {
             return Ok("__fail \"nil is not a command\"".into());
         }
+        if let (true, Some(Arg::Ident(name))) = (parts.is_empty(), c.args.first()) {
+            let given = c.args.len() - 1 + usize::from(piped);
+            if let Some(msg) = wrong_arity(name, given) {
+                return Ok(format!("__fail {}", quote(&msg)));
+            }
+            args.next();
+            parts.push(name.clone());
+        }
         for a in args {
             parts.push(self.arg(a)?);
         }
@@ -348,7 +356,10 @@ impl Emitter {
             Arg::Int(i) => i.to_string(),
             Arg::Float(f) => format!("(__float {})", f.to_bits()),
             Arg::Str(s) => string_literal(s),
-            Arg::Ident(name) => name.clone(),
+            Arg::Ident(name) => match wrong_arity(name, 0) {
+                Some(msg) => format!("(__fail {})", quote(&msg)),
+                None => name.clone(),
+            },
             Arg::Field(fields) | Arg::Var(_, fields) | Arg::Chain(_, fields) => {
                 let base = self.base(a)?;
                 if fields.is_empty() {
@@ -359,6 +370,20 @@ impl Emitter {
             }
             Arg::Pipe(p) => format!("({})", self.pipe_text(p)?),
         })
+    }
+}
+
+/// Go's error for calling `name` with `given` arguments, if it is one:
+/// Go reports it before evaluating them, gtmpl after.
+fn wrong_arity(name: &str, given: usize) -> Option<String> {
+    match super::prom::arg_count(name) {
+        (min, None) if given < min => Some(format!(
+            "wrong number of args for {name}: want at least {min} got {given}"
+        )),
+        (n, Some(max)) if given != max => Some(format!(
+            "wrong number of args for {name}: want {n} got {given}"
+        )),
+        _ => None,
     }
 }
 

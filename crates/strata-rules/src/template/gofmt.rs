@@ -584,7 +584,26 @@ pub(super) fn sprint(args: &[Value]) -> String {
         if i > 0 && !is_string && !prev_string {
             out.push(' ');
         }
-        value::write_v(a, &mut out);
+        print_arg(a, 'v', &Spec::default(), &mut out);
+        prev_string = is_string;
+    }
+    out
+}
+
+/// `Sprint` of values made printable as Go's `printableValue` makes them:
+/// nil is the string "<no value>", a pointer prints as what it points to.
+pub(super) fn sprint_printable(args: &[Value]) -> String {
+    let mut out = String::new();
+    let mut prev_string = true;
+    for (i, a) in args.iter().enumerate() {
+        let is_string = value::is_string(a) || matches!(a, Value::Nil);
+        if i > 0 && !is_string && !prev_string {
+            out.push(' ');
+        }
+        match a {
+            Value::Nil => out.push_str("<no value>"),
+            a => value::write_v(a, &mut out),
+        }
         prev_string = is_string;
     }
     out
@@ -597,7 +616,7 @@ pub(super) fn sprintln(args: &[Value]) -> String {
         if i > 0 {
             out.push(' ');
         }
-        value::write_v(a, &mut out);
+        print_arg(a, 'v', &Spec::default(), &mut out);
     }
     out.push('\n');
     out

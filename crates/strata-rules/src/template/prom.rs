@@ -401,7 +401,7 @@ fn to_time(args: &[Value]) -> Res {
 
 fn to_duration(args: &[Value]) -> Res {
     let v = to_float("toDuration", args)?;
-    Ok(value::duration((v * 1e9) as i64))
+    Ok(value::duration(clock::go_int64(v * 1e9)))
 }
 
 fn now(args: &[Value]) -> Res {
@@ -442,6 +442,19 @@ fn parse_duration(args: &[Value]) -> Res {
     arity("parseDuration", args, 1)?;
     let d = clock::parse_duration(str_arg(args, 0)?).map_err(|e| calling("parseDuration", e))?;
     Ok(value::float(d as f64 / 1e9))
+}
+
+/// How many arguments a function takes: at least the first, at most the
+/// second when there is a most. Go checks this before it evaluates them.
+pub(super) fn arg_count(name: &str) -> (usize, Option<usize>) {
+    match name {
+        "now" | "pathPrefix" | "externalURL" => (0, Some(0)),
+        "label" | "match" | "sortByLabel" | "ne" | "lt" | "le" | "gt" | "ge" => (2, Some(2)),
+        "reReplaceAll" => (3, Some(3)),
+        "args" | "print" | "println" | "html" | "js" | "urlquery" => (0, None),
+        "and" | "or" | "index" | "slice" | "printf" | "call" | "eq" => (1, None),
+        _ => (1, Some(1)),
+    }
 }
 
 /// Names that are functions in templates: Go's builtins and Prometheus'.

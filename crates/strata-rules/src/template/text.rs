@@ -110,50 +110,72 @@ fn push_title(out: &mut String, c: char) {
     }
 }
 
-fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || (!c.is_ascii() && is_mark(c))
-}
-
-/// Combining marks extend the word they follow.
+/// Combining marks, which extend the word they follow.
 fn is_mark(c: char) -> bool {
     matches!(c, '\u{300}'..='\u{36F}' | '\u{1AB0}'..='\u{1AFF}' | '\u{1DC0}'..='\u{1DFF}' | '\u{20D0}'..='\u{20FF}' | '\u{FE20}'..='\u{FE2F}')
 }
 
-/// `cases.Title(language.AmericanEnglish, cases.NoLower)`: the first cased
-/// letter of every word upper-cased, the rest left alone. Words follow
-/// Unicode's word boundaries as far as templates meet them: letters,
-/// digits and `_` make words, and `.`, `'`, `:` between two letters (or
-/// `.`, `,`, `;`, `'` between two digits) do not break them.
+/// Unicode's MidLetter, MidNumLet and Single_Quote word-break classes.
+fn is_mid(c: char) -> bool {
+    matches!(
+        c,
+        ':' | '·'
+            | '\u{387}'
+            | '\u{5F4}'
+            | '\u{2027}'
+            | '\u{FE13}'
+            | '\u{FE55}'
+            | '\u{FF1A}'
+            | '.'
+            | '\u{2018}'
+            | '\u{2019}'
+            | '\u{2024}'
+            | '\u{FE52}'
+            | '\u{FF07}'
+            | '\u{FF0E}'
+            | '\''
+    )
+}
+
+/// Letters, digits, connectors and marks: never a break between them.
+fn is_letter_like(c: char) -> bool {
+    c.is_alphanumeric()
+        || is_mark(c)
+        || matches!(
+            c,
+            '_' | '\u{203F}' | '\u{2040}' | '\u{2054}' | '\u{FE33}' | '\u{FE34}' | '\u{FE4D}'
+                ..='\u{FE4F}' | '\u{FF3F}' | '\u{AD}' | '\u{200C}' | '\u{200D}'
+        )
+}
+
+/// `cases.Title(language.AmericanEnglish, cases.NoLower)`, with x/text's
+/// approximation of Unicode's word breaks: letters, digits and `_` never
+/// break a word, one `.`, `'` or `:` does not either but two in a row do,
+/// anything else does. The first cased letter of a word is title-cased,
+/// the rest left alone.
 pub(super) fn title(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
-    let mut in_word = false;
-    let mut titled = false;
-    for (i, &c) in chars.iter().enumerate() {
-        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
-        let next = chars.get(i + 1).copied();
-        let joins = |pred: fn(&char) -> bool| {
-            prev.as_ref().is_some_and(pred) && next.as_ref().is_some_and(pred)
-        };
-        let word = is_word(c)
-            || (in_word
-                && ((matches!(c, '.' | '\'' | ':' | '’' | '·') && joins(|p| p.is_alphabetic()))
-                    || (matches!(c, '.' | ',' | ';' | '\'') && joins(|p| p.is_numeric()))));
-        if !word {
-            in_word = false;
-            out.push(c);
-            continue;
+    let mut mid_word = false;
+    let mut prev_mid = false;
+    for c in s.chars() {
+        let mid = is_mid(c);
+        if prev_mid && mid {
+            mid_word = false;
         }
-        if !in_word {
-            in_word = true;
-            titled = false;
-        }
-        if !titled && (c.is_lowercase() || c.is_uppercase()) {
-            push_title(&mut out, c);
-            titled = true;
+        if c.is_lowercase() || c.is_uppercase() || matches!(c, 'ǅ' | 'ǈ' | 'ǋ' | 'ǲ') {
+            if mid_word {
+                out.push(c);
+            } else {
+                push_title(&mut out, c);
+                mid_word = true;
+            }
         } else {
             out.push(c);
+            if !mid && !is_letter_like(c) {
+                mid_word = false;
+            }
         }
+        prev_mid = mid;
     }
     out
 }

@@ -172,6 +172,13 @@ pub(super) fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The type name of what a pointer `v` points to, as Go names it once it
+/// has followed the pointer.
+pub(super) fn elem_type_name(v: &Value) -> &'static str {
+    let t = type_name(v);
+    t.strip_prefix('*').unwrap_or(t)
+}
+
 /// Go's truth of a value, as `if`, `with`, `and`, `or` and `not` see it.
 pub(super) fn truth(v: &Value) -> bool {
     match go(v) {

@@ -49,6 +49,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     if let Some(rules) = state.rules.get() {
         rules.render(&mut body);
     }
+    if let Some(n) = &state.notifier {
+        n.stats().render("strata", &mut body);
+    }
     state.auth.render(&mut body);
     (
         [(

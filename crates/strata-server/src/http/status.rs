@@ -230,8 +230,18 @@ async fn alerts(State(state): State<Arc<AppState>>) -> Response {
     answer(strata_rules::api::alerts(&groups))
 }
 
-async fn alertmanagers() -> Response {
-    answer(json!({ "activeAlertmanagers": [], "droppedAlertmanagers": [] }))
+/// Prometheus' `/api/v1/alertmanagers`: the Alertmanagers alerts are
+/// sent to, each by the URL it is posted at.
+async fn alertmanagers(State(state): State<Arc<AppState>>) -> Response {
+    let active: Vec<serde_json::Value> = state
+        .notifier
+        .as_ref()
+        .map(|n| n.stats().alertmanagers())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|url| json!({ "url": url }))
+        .collect();
+    answer(json!({ "activeAlertmanagers": active, "droppedAlertmanagers": [] }))
 }
 
 #[cfg(test)]
