@@ -164,7 +164,15 @@ fn write_series(api: &Api) {
 fn query_cardinality_and_status_pages_in_a_browser() {
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
-    let srv = StrataProcess::start(&dir.path().join("data"), &[]);
+    let rules = dir.path().join("rules.yml");
+    std::fs::write(&rules, pages::RULES).unwrap();
+    let srv = StrataProcess::start(
+        &dir.path().join("data"),
+        &[
+            ("STRATA_RULES_RULE_FILES", rules.to_str().unwrap()),
+            ("STRATA_RULES_EVALUATION_INTERVAL", "1s"),
+        ],
+    );
     let api = Api { port: srv.port };
     write_series(&api);
     let shots = screenshot_dir();
@@ -185,6 +193,14 @@ fn query_cardinality_and_status_pages_in_a_browser() {
     pages::many_series(&b);
     let errors = console_errors(&b, |_| false);
     assert!(errors.is_empty(), "console errors: {errors:?}");
+
+    pages::rules_and_alerts_pages(&b, &api, &base);
+    b.screenshot(&shots.join("alerts.png"));
+    let errors = console_errors(&b, |_| false);
+    assert!(
+        errors.is_empty(),
+        "console errors on the rules and alerts pages: {errors:?}"
+    );
 
     pages::status_page(&b, &api, &base);
     b.screenshot(&shots.join("status.png"));

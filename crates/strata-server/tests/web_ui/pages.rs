@@ -368,3 +368,60 @@ pub fn status_page(b: &Browser, api: &Api, base: &str) {
     );
     assert_eq!(yaml, api.data("/api/v1/status/config", &[])["yaml"]);
 }
+
+/// The rules the browser test's server evaluates: a recording rule, an
+/// alert that fires at once and one that stays pending.
+pub const RULES: &str = r#"
+groups:
+  - name: ui
+    interval: 1s
+    rules:
+      - record: ui:many:count
+        expr: count(ui_many_series)
+      - alert: UiFiring
+        expr: vector(1)
+        labels:
+          severity: page
+        annotations:
+          summary: "always on"
+      - alert: UiPending
+        expr: vector(2) > 1
+        for: 1h
+"#;
+
+/// The rules page lists every rule of the API with its health, and the
+/// alerts page the alerting rules by state with their alerts.
+pub fn rules_and_alerts_pages(b: &Browser, api: &Api, base: &str) {
+    // Wait until both alerts are active.
+    let began = std::time::Instant::now();
+    while api.data("/api/v1/alerts", &[])["alerts"]
+        .as_array()
+        .map_or(0, |a| a.len())
+        < 2
+    {
+        assert!(began.elapsed() < Duration::from_secs(30), "alerts active");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    b.goto(&format!("{base}/rules"));
+    let rules = api.data("/api/v1/rules", &[]);
+    let want = rules["groups"][0]["rules"].as_array().unwrap().len();
+    let shown = b.wait_for(
+        "the rules",
+        "return document.querySelectorAll('#rule-groups tr.rule').length || null",
+    );
+    assert_eq!(shown.as_u64().unwrap() as usize, want);
+    let text = b.eval("return document.querySelector('#rule-groups').textContent");
+    for needle in ["ui:many:count", "count(ui_many_series)", "UiFiring", "ok"] {
+        assert!(text.as_str().unwrap().contains(needle), "{needle}: {text}");
+    }
+    b.goto(&format!("{base}/alerts"));
+    let counts = b.wait_for(
+        "the alert counts",
+        "return document.querySelector('#alert-counts')?.textContent",
+    );
+    assert_eq!(counts, "1 firing, 1 pending, 0 inactive");
+    let first = b.eval("return document.querySelector('.alert-rule h2').textContent");
+    assert!(first.as_str().unwrap().starts_with("UiFiring"), "{first}");
+    let rows = b.eval("return document.querySelectorAll('tr.alert').length");
+    assert_eq!(rows.as_u64(), Some(2));
+}

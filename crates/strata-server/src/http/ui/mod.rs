@@ -16,7 +16,14 @@ use sha2::{Digest, Sha256};
 
 /// The pages, each the same document: its script picks the page from the
 /// path.
-pub const PAGES: [&str; 4] = ["/", "/graph", "/cardinality", "/status"];
+pub const PAGES: [&str; 6] = [
+    "/",
+    "/graph",
+    "/cardinality",
+    "/status",
+    "/rules",
+    "/alerts",
+];
 
 /// One embedded file.
 struct Asset {
@@ -37,7 +44,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-static FILES: [Asset; 14] = [
+static FILES: [Asset; 15] = [
     asset!("assets/index.html", "text/html; charset=utf-8"),
     asset!("assets/app.css", "text/css; charset=utf-8"),
     asset!("assets/main.js", JS),
@@ -50,6 +57,7 @@ static FILES: [Asset; 14] = [
     asset!("assets/complete.js", JS),
     asset!("assets/cardinality.js", JS),
     asset!("assets/status.js", JS),
+    asset!("assets/rules.js", JS),
     asset!("vendor/uPlot.iife.min.js", JS),
     asset!("vendor/uPlot.min.css", "text/css; charset=utf-8"),
 ];

@@ -4,16 +4,21 @@ import { getTenant, setTenant } from './api.js';
 import { queryPage } from './query.js';
 import { cardinalityPage } from './cardinality.js';
 import { statusPage } from './status.js';
+import { rulesPage, alertsPage } from './rules.js';
 
 const pages = {
   query: queryPage,
   cardinality: cardinalityPage,
   status: statusPage,
+  rules: rulesPage,
+  alerts: alertsPage,
 };
 
 function pageOf(path) {
   if (path.startsWith('/cardinality')) return 'cardinality';
   if (path.startsWith('/status')) return 'status';
+  if (path.startsWith('/rules')) return 'rules';
+  if (path.startsWith('/alerts')) return 'alerts';
   return 'query';
 }
 
