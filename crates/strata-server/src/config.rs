@@ -329,6 +329,21 @@ pub struct QueryConfig {
     pub max_samples_total: usize,
 }
 
+impl QueryConfig {
+    /// The engine's limits these settings give, for the API and the rules.
+    pub fn limits(&self) -> strata_promql::QueryLimits {
+        strata_promql::QueryLimits {
+            timeout: self.timeout,
+            max_samples: self.max_samples,
+            max_regex_bytes: self.max_regex_bytes,
+            max_subquery_points: self.max_subquery_points,
+            max_concurrent: self.max_concurrent,
+            max_samples_total: self.max_samples_total,
+            ..strata_promql::QueryLimits::default()
+        }
+    }
+}
+
 #[cfg(test)]
 impl Default for QueryConfig {
     fn default() -> Self {

@@ -73,15 +73,7 @@ impl Rules {
             Arc::new(StorageSource::new(Arc::clone(state))),
             Tenant::DEFAULT,
         ));
-        let limits = strata_promql::QueryLimits {
-            timeout: state.config.query.timeout,
-            max_samples: state.config.query.max_samples,
-            max_regex_bytes: state.config.query.max_regex_bytes,
-            max_subquery_points: state.config.query.max_subquery_points,
-            max_concurrent: state.config.query.max_concurrent,
-            max_samples_total: state.config.query.max_samples_total,
-            ..strata_promql::QueryLimits::default()
-        };
+        let limits = state.config.query.limits();
         let ctx = Context {
             engine: Engine::new(source, limits),
             sink: Arc::new(WriteSink {

@@ -27,15 +27,7 @@ use crate::state::AppState;
 use crate::tenants::{Tenant, TenantError, TenantSource};
 
 pub fn router(state: Arc<AppState>) -> Router {
-    let limits = strata_promql::QueryLimits {
-        timeout: state.config.query.timeout,
-        max_samples: state.config.query.max_samples,
-        max_regex_bytes: state.config.query.max_regex_bytes,
-        max_subquery_points: state.config.query.max_subquery_points,
-        max_concurrent: state.config.query.max_concurrent,
-        max_samples_total: state.config.query.max_samples_total,
-        ..strata_promql::QueryLimits::default()
-    };
+    let limits = state.config.query.limits();
     let storage: Arc<dyn Queryable> = Arc::new(StorageSource::new(Arc::clone(&state)));
     // Every query reads through its tenant's view; a request the tenant
     // layer did not see reads nothing.
