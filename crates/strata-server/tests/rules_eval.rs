@@ -3,8 +3,9 @@
 //! earlier one wrote at the same evaluation; alerts go pending, then
 //! firing, with `ALERTS` and `ALERTS_FOR_STATE` written and templated
 //! annotations; `/api/v1/rules` and `/api/v1/alerts` answer in
-//! Prometheus' shape; a reload with a bad file keeps the rules running
-//! and says why.
+//! Prometheus' shape; the firing alert reaches a real Alertmanager (0.35,
+//! built from its Go module) with the external labels; a reload with a
+//! bad file keeps the rules running and says why.
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(
     clippy::unwrap_used,
@@ -14,6 +15,8 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::inproc::{body, now_ms, post, ts, Server};
@@ -35,6 +38,59 @@ groups:
         annotations:
           summary: "{{ $labels.job }} has {{ $value }} requests"
 "#;
+
+/// Alertmanager 0.35 as .ci/run builds it; missing, the test fails.
+fn alertmanager_bin() -> PathBuf {
+    let bin = std::env::var_os("STRATA_ALERTMANAGER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").expect("HOME is set");
+            Path::new(&home).join(".cache/strata-test-bin/alertmanager-0.35.0/alertmanager")
+        });
+    assert!(
+        bin.is_file(),
+        "{} not found: build Alertmanager 0.35 as .ci/run does, or set STRATA_ALERTMANAGER_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// An Alertmanager with a route to nowhere, killed on drop.
+struct Alertmanager(Child, String);
+
+impl Alertmanager {
+    fn start(dir: &Path) -> Self {
+        let config = dir.join("alertmanager.yml");
+        std::fs::write(
+            &config,
+            "route:\n  receiver: none\nreceivers:\n  - name: none\n",
+        )
+        .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(alertmanager_bin())
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.path={}", dir.join("am-data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address=")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Self(child, format!("http://127.0.0.1:{port}"))
+    }
+}
+
+impl Drop for Alertmanager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 async fn get(url: &str) -> serde_json::Value {
     reqwest::get(url).await.unwrap().json().await.unwrap()
@@ -73,11 +129,16 @@ async fn a_single_node_evaluates_its_rules() {
     let rules = dir.path().join("rules.yml");
     std::fs::write(&rules, RULES).unwrap();
     let pattern = dir.path().join("*.yml").display().to_string();
+    let am_dir = tempfile::tempdir().unwrap();
+    let am = Alertmanager::start(am_dir.path());
+    let alertmanagers = format!("[{{urls = [\"{}\"]}}]", am.1);
     let srv = Server::start_in(
         dir,
         &[
             ("STRATA_RULES_RULE_FILES", &pattern),
             ("STRATA_RULES_EVALUATION_INTERVAL", "1s"),
+            ("STRATA_RULES_EXTERNAL_LABELS", "cluster=test"),
+            ("STRATA_ALERTING_ALERTMANAGERS", &alertmanagers),
         ],
     )
     .await;
@@ -141,6 +202,32 @@ async fn a_single_node_evaluates_its_rules() {
     assert_eq!(for_state.len(), 1);
     let active_at: f64 = for_state[0]["value"][1].as_str().unwrap().parse().unwrap();
     assert!((active_at - now_ms() as f64 / 1000.0).abs() < 60.0);
+
+    // Alertmanager has it, with the external labels.
+    let began = Instant::now();
+    loop {
+        let got: serde_json::Value = match reqwest::get(format!("{}/api/v2/alerts", am.1)).await {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(_) => serde_json::Value::Null,
+        };
+        let found = got.as_array().and_then(|a| {
+            a.iter()
+                .find(|x| x["labels"]["alertname"] == "DemoHigh")
+                .cloned()
+        });
+        if let Some(a) = found {
+            assert_eq!(a["labels"]["cluster"], "test", "{a}");
+            assert_eq!(a["labels"]["job"], "api", "{a}");
+            assert_eq!(a["annotations"]["summary"], "api has 15 requests", "{a}");
+            assert_eq!(a["status"]["state"], "active", "{a}");
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "Alertmanager never got the alert: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     // The rules API, and its filters.
     let r = get(&format!("{url}/api/v1/rules")).await;
