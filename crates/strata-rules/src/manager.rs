@@ -49,6 +49,9 @@ pub struct RuleManager {
     ctx: Arc<Context>,
     clock: Arc<dyn Clock>,
     running: Mutex<Vec<Running>>,
+    /// Where groups run: the caller's runtime, or one of its choosing (a
+    /// server runs rules beside its queries, below ingest).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl RuleManager {
@@ -57,7 +60,14 @@ impl RuleManager {
             ctx,
             clock,
             running: Mutex::new(Vec::new()),
+            runtime: None,
         }
+    }
+
+    /// Runs the groups on `runtime` instead of the caller's.
+    pub fn on_runtime(mut self, runtime: tokio::runtime::Handle) -> Self {
+        self.runtime = Some(runtime);
+        self
     }
 
     pub fn context(&self) -> &Arc<Context> {
@@ -78,11 +88,15 @@ impl RuleManager {
             if let Some(o) = old.iter().find(|o| o.group.key() == group.key()) {
                 group.take_state(&o.group);
             }
-            let task = tokio::spawn(run(
+            let work = run(
                 Arc::clone(&group),
                 Arc::clone(&self.ctx),
                 Arc::clone(&self.clock),
-            ));
+            );
+            let task = match &self.runtime {
+                Some(rt) => rt.spawn(work),
+                None => tokio::spawn(work),
+            };
             running.push(Running { group, task });
         }
     }

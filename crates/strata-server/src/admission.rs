@@ -55,6 +55,12 @@ impl QueryPool {
         })
     }
 
+    /// A handle on the query runtime, for work that belongs beside the
+    /// queries (rule evaluation); `None` once it is shut down.
+    pub fn handle(&self) -> Option<tokio::runtime::Handle> {
+        self.runtime.as_ref().map(|r| r.handle().clone())
+    }
+
     /// Starts `work` on the query runtime (or on the current one once the
     /// pool is shut down); aborted when the returned handle is dropped,
     /// unless detached.

@@ -90,7 +90,12 @@ impl Rules {
             for_grace: config.for_grace_period,
             outage_tolerance: config.for_outage_tolerance,
         };
-        let manager = RuleManager::new(Arc::new(ctx), Arc::clone(&state.clock));
+        // Rules are query work: they run on the query runtime, below
+        // ingest and the probes.
+        let mut manager = RuleManager::new(Arc::new(ctx), Arc::clone(&state.clock));
+        if let Some(rt) = state.query_pool.handle() {
+            manager = manager.on_runtime(rt);
+        }
         let groups = specs.len();
         manager.update(specs);
         if groups > 0 {
