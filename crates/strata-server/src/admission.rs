@@ -184,7 +184,6 @@ pub struct AdmissionStats {
 /// The turns of query requests: per node, per tenant, and the queue.
 pub struct QueryAdmission {
     node: Arc<Semaphore>,
-    max_concurrent: usize,
     per_tenant: usize,
     tenants: Mutex<FxHashMap<String, Arc<Semaphore>>>,
     max_queued: usize,
@@ -199,7 +198,6 @@ impl QueryAdmission {
         let max_concurrent = config.max_concurrent.max(1);
         Self {
             node: Arc::new(Semaphore::new(max_concurrent)),
-            max_concurrent,
             per_tenant: config.max_concurrent_per_tenant,
             tenants: Mutex::new(FxHashMap::default()),
             max_queued: config.max_queued,
@@ -315,11 +313,6 @@ impl QueryAdmission {
             _tenant: tenant,
             running: Arc::clone(&self.running),
         }
-    }
-
-    /// Most requests running at once on the node.
-    pub fn max_concurrent(&self) -> usize {
-        self.max_concurrent
     }
 
     /// The admission metrics, in the Prometheus text format.
