@@ -36,87 +36,68 @@ pub fn render(rules: &Rules, out: &mut String) {
             let _ = writeln!(out, "{name}{{rule_group=\"{}\"}} {}", row.0, value(row));
         }
     };
-    family(
-        out,
-        "strata_rule_group_interval_seconds",
-        "gauge",
-        "The interval of a rule group.",
-    );
-    each(out, "strata_rule_group_interval_seconds", &|r| {
-        r.2.to_string()
-    });
-    family(
-        out,
-        "strata_rule_group_rules",
-        "gauge",
-        "The number of rules in a group.",
-    );
-    each(out, "strata_rule_group_rules", &|r| r.3.to_string());
-    family(
-        out,
-        "strata_rule_group_last_duration_seconds",
-        "gauge",
-        "The duration of the last evaluation of a rule group.",
-    );
-    each(out, "strata_rule_group_last_duration_seconds", &|r| {
-        r.1.evaluation_time.as_secs_f64().to_string()
-    });
-    family(
-        out,
-        "strata_rule_group_last_evaluation_timestamp_seconds",
-        "gauge",
-        "The timestamp of the last evaluation of a rule group (0 before the first).",
-    );
-    each(
-        out,
-        "strata_rule_group_last_evaluation_timestamp_seconds",
-        &|r| (r.1.last_evaluation as f64 / 1000.0).to_string(),
-    );
-    family(
-        out,
-        "strata_rule_group_last_evaluation_samples",
-        "gauge",
-        "The samples the last evaluation of a rule group wrote.",
-    );
-    each(out, "strata_rule_group_last_evaluation_samples", &|r| {
-        r.1.last_samples.to_string()
-    });
-    family(
-        out,
-        "strata_rule_group_iterations_total",
-        "counter",
-        "Evaluations of a rule group, run or missed.",
-    );
-    each(out, "strata_rule_group_iterations_total", &|r| {
-        (r.1.iterations + r.1.iterations_missed).to_string()
-    });
-    family(
-        out,
-        "strata_rule_group_iterations_missed_total",
-        "counter",
-        "Evaluations of a rule group missed because the one before was too slow or the process was stopped.",
-    );
-    each(out, "strata_rule_group_iterations_missed_total", &|r| {
-        r.1.iterations_missed.to_string()
-    });
-    family(
-        out,
-        "strata_rule_evaluations_total",
-        "counter",
-        "Rule evaluations.",
-    );
-    each(out, "strata_rule_evaluations_total", &|r| {
-        r.1.evaluations.to_string()
-    });
-    family(
-        out,
-        "strata_rule_evaluation_failures_total",
-        "counter",
-        "Rule evaluations that failed.",
-    );
-    each(out, "strata_rule_evaluation_failures_total", &|r| {
-        r.1.evaluation_failures.to_string()
-    });
+    // Each per-group family: its name, type, help and value of a group.
+    type Family = (&'static str, &'static str, &'static str, fn(&Row) -> String);
+    let families: [Family; 9] = [
+        (
+            "strata_rule_group_interval_seconds",
+            "gauge",
+            "The interval of a rule group.",
+            |r| r.2.to_string(),
+        ),
+        (
+            "strata_rule_group_rules",
+            "gauge",
+            "The number of rules in a group.",
+            |r| r.3.to_string(),
+        ),
+        (
+            "strata_rule_group_last_duration_seconds",
+            "gauge",
+            "The duration of the last evaluation of a rule group.",
+            |r| r.1.evaluation_time.as_secs_f64().to_string(),
+        ),
+        (
+            "strata_rule_group_last_evaluation_timestamp_seconds",
+            "gauge",
+            "The timestamp of the last evaluation of a rule group (0 before the first).",
+            |r| (r.1.last_evaluation as f64 / 1000.0).to_string(),
+        ),
+        (
+            "strata_rule_group_last_evaluation_samples",
+            "gauge",
+            "The samples the last evaluation of a rule group wrote.",
+            |r| r.1.last_samples.to_string(),
+        ),
+        (
+            "strata_rule_group_iterations_total",
+            "counter",
+            "Evaluations of a rule group, run or missed.",
+            |r| (r.1.iterations + r.1.iterations_missed).to_string(),
+        ),
+        (
+            "strata_rule_group_iterations_missed_total",
+            "counter",
+            "Evaluations of a rule group missed because the one before was too slow or the process was stopped.",
+            |r| r.1.iterations_missed.to_string(),
+        ),
+        (
+            "strata_rule_evaluations_total",
+            "counter",
+            "Rule evaluations.",
+            |r| r.1.evaluations.to_string(),
+        ),
+        (
+            "strata_rule_evaluation_failures_total",
+            "counter",
+            "Rule evaluations that failed.",
+            |r| r.1.evaluation_failures.to_string(),
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        family(out, name, kind, help);
+        each(out, name, &value);
+    }
     let (mut group_sum, mut group_count, mut rule_sum, mut rule_count) = (0.0, 0, 0.0, 0);
     for r in &rows {
         group_sum += r.1.total_time.as_secs_f64();
