@@ -152,6 +152,29 @@ pub fn parse_with(text: &str, names: NameValidation) -> Result<RuleFile, Vec<Pro
     }
 }
 
+/// Decodes and checks one group's text (a group as a rule file lists it,
+/// the body the ruler configuration API takes) as a file of that one
+/// group is checked.
+pub fn parse_group(text: &str) -> Result<RuleGroup, Vec<Problem>> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text)
+        .map_err(|e| vec![Problem::Decode(format!("not a rule group: {e}"))])?;
+    if !value.is_mapping() {
+        return Err(vec![Problem::Read(
+            "not a rule group: the body must be one group, a YAML mapping with name and rules"
+                .into(),
+        )]);
+    }
+    let mut file = serde_yaml::Mapping::new();
+    file.insert("groups".into(), serde_yaml::Value::Sequence(vec![value]));
+    let wrapped = serde_yaml::to_string(&file)
+        .map_err(|e| vec![Problem::Decode(format!("not a rule group: {e}"))])?;
+    let mut parsed = parse(&wrapped)?;
+    match parsed.groups.pop() {
+        Some(g) if parsed.groups.is_empty() => Ok(g),
+        _ => Err(vec![Problem::Read("not a rule group".into())]),
+    }
+}
+
 /// Reads, decodes and checks one rule file.
 pub fn load(path: &Path) -> Result<RuleFile, Vec<Problem>> {
     load_with(path, NameValidation::Utf8)

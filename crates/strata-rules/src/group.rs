@@ -39,6 +39,15 @@ pub trait Notify: Send + Sync {
     fn send(&self, alerts: Vec<Notification>);
 }
 
+/// Who evaluates a group when several processes share the groups: asked
+/// before each evaluation, it answers whether this process takes it.
+#[async_trait::async_trait]
+pub trait Claim: Send + Sync {
+    /// Whether this process evaluates `group` at `ts` (ms since the epoch);
+    /// false leaves the evaluation to another process.
+    async fn claim(&self, group: &GroupSpec, ts: i64) -> bool;
+}
+
 /// What every group's evaluation shares.
 pub struct Context {
     pub engine: Engine,
@@ -52,6 +61,9 @@ pub struct Context {
     pub for_grace: Duration,
     /// Prometheus' `--rules.alert.for-outage-tolerance` (1 hour).
     pub outage_tolerance: Duration,
+    /// Asked before each evaluation when several processes share the
+    /// groups; `None`: this process evaluates every group.
+    pub claim: Option<Arc<dyn Claim>>,
 }
 
 /// A recording or alerting rule as loaded.
@@ -237,6 +249,18 @@ impl Group {
             }
         }
         *self.stats.lock() = old.stats.lock().clone();
+    }
+
+    /// Forgets what the evaluations of this process left (alerts, series
+    /// written, the restore), for a group another process evaluated in
+    /// between: its next evaluation restores the `for` state from
+    /// `ALERTS_FOR_STATE`, as after a restart.
+    pub fn forget_state(&self) {
+        for r in self.rules.lock().iter_mut() {
+            r.alerts = AlertSet::default();
+            r.written.clear();
+            r.restored = false;
+        }
     }
 
     /// Evaluates every rule at `ts` (ms), in order.

@@ -129,6 +129,7 @@ async fn run(group: Arc<Group>, ctx: Arc<Context>, clock: Arc<dyn Clock>) {
     let interval = ms(group.spec.interval).max(1);
     let offset = group_offset_ms(&group.spec.name, &group.spec.file, group.spec.interval);
     let mut next = eval_timestamp(clock.now_ms(), interval, offset) + interval;
+    let mut owned = false;
     loop {
         let wait = next - clock.now_ms();
         if wait > 0 {
@@ -140,8 +141,23 @@ async fn run(group: Arc<Group>, ctx: Arc<Context>, clock: Arc<dyn Clock>) {
         // counted as missed, and the group evaluates once, at the latest.
         let missed = (now - next) / interval;
         if missed > 0 {
-            group.stats.lock().iterations_missed += missed.unsigned_abs();
             next += missed * interval;
+        }
+        if let Some(claim) = &ctx.claim {
+            if !claim.claim(&group.spec, next).await {
+                // Another process evaluates it now; what this one knew of
+                // its alerts is stale when the group comes back.
+                if owned {
+                    group.forget_state();
+                    owned = false;
+                }
+                next += interval;
+                continue;
+            }
+            owned = true;
+        }
+        if missed > 0 {
+            group.stats.lock().iterations_missed += missed.unsigned_abs();
         }
         group.eval(&ctx, next).await;
         next += interval;

@@ -26,6 +26,35 @@ pub struct Config {
     pub otlp: OtlpConfig,
     pub rules: RulesConfig,
     pub alerting: AlertingConfig,
+    pub ruler: RulerConfig,
+}
+
+/// A ruler node (role `ruler`): where it writes what its rules produce,
+/// how often it reads the rules kept in the bucket, and how rulers share
+/// the groups.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RulerConfig {
+    /// Base URL of the distributor or writer the rules' output is
+    /// remote-written to (`<url>/api/v1/write`).
+    pub write_url: String,
+    /// Longest wait for the write's answer.
+    #[serde(with = "humantime_serde")]
+    pub write_timeout: Duration,
+    /// A file holding the bearer token sent with each write.
+    pub write_bearer_token_file: String,
+    /// How often the rules kept in the bucket (the ruler configuration
+    /// API's) are read again.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// How often a ruler says it is alive; one not heard of for three
+    /// times this is left out when groups are shared.
+    #[serde(with = "humantime_serde")]
+    pub heartbeat_interval: Duration,
+    /// The URL other rulers reach this one at, for `/api/v1/rules` and
+    /// `/api/v1/alerts` answered over all rulers; empty: this node
+    /// answers for the groups it evaluates only.
+    pub advertise_url: String,
 }
 
 /// Where alerts are sent: Prometheus' `alerting` section and its
@@ -190,6 +219,28 @@ pub enum Role {
     Reader,
     /// Stateless: splits remote write by series over the writer shards.
     Distributor,
+    /// Evaluates rules: reads the bucket as a reader node does and writes
+    /// what its rules produce through a distributor or writer.
+    Ruler,
+}
+
+impl Role {
+    /// The role's name, as `server.role` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Writer => "writer",
+            Self::Reader => "reader",
+            Self::Distributor => "distributor",
+            Self::Ruler => "ruler",
+        }
+    }
+
+    /// Whether the process opens the database read-only (a reader node
+    /// or a ruler), not as its writer.
+    pub fn reads_only(self) -> bool {
+        matches!(self, Self::Reader | Self::Ruler)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -480,6 +531,7 @@ pub struct Overrides {
 /// Sections an environment variable may address, longest first so
 /// `OBJECT_STORE_S3_` wins over `OBJECT_STORE_`.
 const ENV_SECTIONS: &[(&str, &[&str])] = &[
+    ("RULER_", &["ruler"]),
     ("OBJECT_STORE_S3_", &["object_store", "s3"]),
     ("OBJECT_STORE_", &["object_store"]),
     ("SERVER_", &["server"]),
@@ -519,13 +571,7 @@ impl Overrides {
         use toml::Value;
         let mut out = Vec::new();
         if let Some(role) = self.role {
-            let name = match role {
-                Role::All => "all",
-                Role::Writer => "writer",
-                Role::Reader => "reader",
-                Role::Distributor => "distributor",
-            };
-            out.push((vec!["server", "role"], Value::from(name), "--role"));
+            out.push((vec!["server", "role"], Value::from(role.name()), "--role"));
         }
         if let Some(listen) = &self.listen {
             out.push((
@@ -758,6 +804,28 @@ impl Config {
             return Err(
                 "invalid configuration: shards.forward_timeout: must be greater than 0".into(),
             );
+        }
+        if self.server.role == Role::Ruler {
+            let url = &self.ruler.write_url;
+            if url.is_empty() {
+                return Err("invalid configuration: ruler.write_url: a ruler needs the URL of the distributor or writer it writes to".into());
+            }
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "invalid configuration: ruler.write_url: {url:?} is not an http:// or https:// URL"
+                ));
+            }
+        }
+        for (key, d) in [
+            ("ruler.write_timeout", self.ruler.write_timeout),
+            ("ruler.poll_interval", self.ruler.poll_interval),
+            ("ruler.heartbeat_interval", self.ruler.heartbeat_interval),
+        ] {
+            if d.is_zero() {
+                return Err(format!(
+                    "invalid configuration: {key}: must be greater than 0"
+                ));
+            }
         }
         if self.server.role == Role::Distributor {
             if shards.writers.is_empty() {

@@ -13,6 +13,7 @@ mod lifecycle;
 pub mod metrics;
 mod query_source;
 mod rate_limit;
+pub mod ruler;
 pub mod rules;
 mod rules_metrics;
 mod serve;

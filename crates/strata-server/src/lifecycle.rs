@@ -42,7 +42,7 @@ struct Plan {
 impl Plan {
     fn new(config: &Config, layer: &StoreLayer) -> anyhow::Result<Self> {
         let role = config.server.role;
-        let urls = if role == Role::Reader {
+        let urls = if role.reads_only() {
             config.read_urls()
         } else {
             config.write_url().map(|u| vec![u])
@@ -114,7 +114,9 @@ pub(crate) async fn run(
     } else {
         None
     };
+    let rule_store = open_rule_store(&config)?;
     let state = Arc::new(AppState::new(config).map_err(anyhow::Error::msg)?);
+    let _ = state.rule_store.set(rule_store);
     state
         .shards_expected
         .store(plan.databases(), Ordering::Release);
@@ -124,11 +126,7 @@ pub(crate) async fn run(
         tracing::info!("stopped during recovery");
         return Ok(());
     }
-    // Rules run where samples are written: a writer, or a single node.
-    if settings.role != Role::Reader && !state.config.rules.rule_files.is_empty() {
-        let rules = crate::rules::Rules::start(&state).map_err(StartupError)?;
-        let _ = state.rules.set(rules);
-    }
+    start_rules(&state, settings.role).map_err(StartupError)?;
     crate::rules::reload_on_sighup(Arc::clone(&state));
     for url in other_shards {
         tokio::spawn(follow_other_shard(
@@ -140,13 +138,116 @@ pub(crate) async fn run(
     }
     server.await.context("HTTP server task")?;
     if let Some(rules) = state.rules.get() {
-        rules.manager.stop();
+        rules.stop().await;
     }
     if let Some(n) = &state.notifier {
         n.shutdown().await;
     }
     close(&state, settings.role, shutdown_timeout).await;
     Ok(())
+}
+
+/// Starts the rules of this role: a single node evaluates its rule files
+/// and the bucket's groups and writes through its own writer; a writer its
+/// rule files; a ruler both, over remote write, sharing the groups with
+/// the other rulers. A reader evaluates none.
+fn start_rules(state: &Arc<AppState>, role: Role) -> Result<(), String> {
+    use crate::rules::{Output, Rules, Setup};
+    let config = &state.config;
+    let store = state.rule_store.get().cloned();
+    let setup = match role {
+        Role::Reader | Role::Distributor => return Ok(()),
+        Role::Writer if config.rules.rule_files.is_empty() => return Ok(()),
+        Role::Writer => Setup {
+            output: Output::Local,
+            sharing: None,
+            store: None,
+        },
+        Role::All => Setup {
+            output: Output::Local,
+            sharing: None,
+            store,
+        },
+        Role::Ruler => {
+            let store = store.ok_or("the ruler's bucket is not open")?;
+            let bearer_token = match config.ruler.write_bearer_token_file.as_str() {
+                "" => None,
+                path => Some(
+                    std::fs::read_to_string(path)
+                        .map_err(|e| format!("ruler.write_bearer_token_file: {path}: {e}"))?
+                        .trim()
+                        .to_owned(),
+                ),
+            };
+            let client = reqwest::Client::builder()
+                .timeout(config.ruler.write_timeout)
+                .build()
+                .map_err(|e| format!("ruler: {e}"))?;
+            let sharing = Arc::new(crate::ruler::lease::Sharing::new(
+                Arc::clone(store.object_store()),
+                store.ruler_root(),
+                ruler_id(),
+                config.ruler.heartbeat_interval,
+                Arc::clone(&state.clock),
+            ));
+            tokio::spawn(Arc::clone(&sharing).heartbeat(config.ruler.advertise_url.clone()));
+            Setup {
+                output: Output::Remote {
+                    client,
+                    url: format!(
+                        "{}/api/v1/write",
+                        config.ruler.write_url.trim_end_matches('/')
+                    ),
+                    bearer_token,
+                },
+                sharing: Some(sharing),
+                store: Some(store),
+            }
+        }
+    };
+    let polls = setup.store.is_some();
+    let rules = Rules::start(state, setup)?;
+    if state.rules.set(rules).is_err() {
+        return Ok(());
+    }
+    if polls {
+        let state = Arc::clone(state);
+        let interval = state.config.ruler.poll_interval;
+        tokio::spawn(async move {
+            if let Some(rules) = state.rules.get() {
+                rules.poll_stored_forever(interval).await;
+            }
+        });
+    }
+    Ok(())
+}
+
+/// A ruler's name among the rulers: its host name and a part that differs
+/// at each start.
+fn ruler_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "ruler".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{host}-{:08x}",
+        (nanos as u64 ^ u64::from(std::process::id())) & 0xffff_ffff
+    )
+}
+
+/// The store of the groups the ruler configuration API manages: beside
+/// the data, at the object store's root.
+fn open_rule_store(config: &Config) -> anyhow::Result<Arc<crate::ruler::store::RuleStore>> {
+    let url = config.object_store_url().map_err(anyhow::Error::msg)?;
+    let location = open_object_store(&url, &config.object_store.s3)
+        .map_err(|e| StartupError(e.to_string()))?;
+    Ok(Arc::new(crate::ruler::store::RuleStore::new(
+        location.store,
+        &object_store::path::Path::from(location.path.as_str()),
+    )))
 }
 
 /// Binds the listen address first, so `/-/ready` can say recovery is in
@@ -218,7 +319,7 @@ async fn open(
             )
             .await
             .map_err(StartupError)?;
-            let opened = if role == Role::Reader {
+            let opened = if role.reads_only() {
                 Storage::open_reader(
                     location.store,
                     &location.path,
@@ -345,7 +446,7 @@ async fn close(state: &AppState, role: Role, timeout: std::time::Duration) {
     };
     match tokio::time::timeout(timeout, closing).await {
         Ok(results) => match results.into_iter().find_map(Result::err) {
-            None if role == Role::Reader => tracing::info!("stopped; bye"),
+            None if role.reads_only() => tracing::info!("stopped; bye"),
             None => tracing::info!("flushed to the object store; bye"),
             Some(e) => tracing::error!(error = %e, "closing storage failed"),
         },

@@ -1,6 +1,7 @@
 //! The rules' metrics, named after Prometheus' own (`prometheus_rule_*`
 //! become `strata_rule_*`), each group labelled `rule_group="<file>;<name>"`
-//! as Prometheus labels it, so dashboards and alerts written for
+//! as Prometheus labels it (and a stored group `user="<tenant>"` too, as
+//! Mimir's ruler does), so dashboards and alerts written for
 //! Prometheus' rule evaluation read them with the prefix changed.
 
 use std::fmt::Write as _;
@@ -15,12 +16,18 @@ fn escape(v: &str) -> String {
 
 /// Writes the rules' metrics in the Prometheus text format.
 pub fn render(rules: &Rules, out: &mut String) {
-    let groups = rules.manager.groups();
+    let groups = rules.groups_here();
     let rows: Vec<(String, strata_rules::group::GroupStats, f64, usize)> = groups
         .iter()
-        .map(|g| {
+        .map(|(tenant, g)| {
+            let group = escape(&format!("{};{}", g.spec.file, g.spec.name));
             (
-                escape(&format!("{};{}", g.spec.file, g.spec.name)),
+                match tenant {
+                    // The bucket's groups are a tenant's: `user`, as Mimir
+                    // labels them.
+                    Some(t) => format!("rule_group=\"{group}\",user=\"{}\"", escape(t)),
+                    None => format!("rule_group=\"{group}\""),
+                },
                 g.stats.lock().clone(),
                 g.spec.interval.as_secs_f64(),
                 g.spec.rules.len(),
@@ -33,7 +40,7 @@ pub fn render(rules: &Rules, out: &mut String) {
     type Row = (String, strata_rules::group::GroupStats, f64, usize);
     let each = |out: &mut String, name: &str, value: &dyn Fn(&Row) -> String| {
         for row in &rows {
-            let _ = writeln!(out, "{name}{{rule_group=\"{}\"}} {}", row.0, value(row));
+            let _ = writeln!(out, "{name}{{{}}} {}", row.0, value(row));
         }
     };
     // Each per-group family: its name, type, help and value of a group.

@@ -36,6 +36,8 @@ pub struct AppState {
     /// The rules this node evaluates, once recovery is done (writers and
     /// single nodes with `rules.rule_files`).
     pub rules: OnceLock<crate::rules::Rules>,
+    /// The groups the ruler configuration API keeps in the bucket.
+    pub rule_store: OnceLock<Arc<crate::ruler::store::RuleStore>>,
     /// Where alerts are sent: the Alertmanagers of `[alerting]`.
     pub notifier: Option<Arc<strata_rules::notifier::Notifier>>,
     /// The runtime query requests run on, apart from ingest and probes.
@@ -74,6 +76,7 @@ impl AppState {
             metrics: ServerMetrics::default(),
             admission: crate::admission::QueryAdmission::new(&config.query),
             rules: OnceLock::new(),
+            rule_store: OnceLock::new(),
             notifier: if config.alerting.alertmanagers.is_empty() {
                 None
             } else {

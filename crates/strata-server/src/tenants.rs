@@ -107,6 +107,16 @@ impl Tenants {
         Ok(Tenant(Some(id.into())))
     }
 
+    /// The tenant of a name as operators know it (the default tenant's
+    /// name is the default tenant).
+    pub fn by_name(&self, name: &str) -> Tenant {
+        if name == self.config.default_tenant {
+            Tenant::DEFAULT
+        } else {
+            Tenant(Some(name.into()))
+        }
+    }
+
     /// The tenant's name as operators know it.
     pub fn name<'a>(&'a self, tenant: &'a Tenant) -> &'a str {
         tenant.0.as_deref().unwrap_or(&self.config.default_tenant)

@@ -163,10 +163,10 @@ async fn handle(
     headers: &HeaderMap,
     body: Body,
 ) -> Response {
-    if state.config.server.role == crate::config::Role::Reader {
+    if state.config.server.role.reads_only() {
         return text(
             StatusCode::FORBIDDEN,
-            "this is a reader node: it serves queries only; send imports to the writer (role \"writer\" or \"all\")",
+            &format!("this is a {} node: it does not take writes; send imports to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
         );
     }
     let (default_timestamp_ms, extra_labels) = match query_options(query) {

@@ -5,6 +5,7 @@
 pub mod import;
 mod ops;
 pub mod otlp;
+mod rules_config;
 mod status;
 mod ui;
 pub mod write;
@@ -68,6 +69,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 middleware::from_fn_with_state(Arc::clone(&state), admit_query),
             ))
             .merge(status::router(Arc::clone(&state)))
+            .merge(rules_config::router(Arc::clone(&state)))
             .merge(ui::router())
             .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
     Router::new()
@@ -77,8 +79,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(guarded)
 }
 
-/// Which side of the API a path belongs to.
-fn access_of(path: &str) -> Access {
+/// Which side of the API a request belongs to.
+fn access_of(method: &axum::http::Method, path: &str) -> Access {
+    if path.starts_with(rules_config::PREFIX) && method != axum::http::Method::GET {
+        return Access::Write;
+    }
     if path == "/api/v1/write"
         || path == import::PATH
         || path == ops::CLEAN_TOMBSTONES
@@ -197,7 +202,7 @@ async fn admit_query(State(state): State<Arc<AppState>>, req: Request, next: Nex
 /// whole site; they need no tenant, which their API calls carry.
 async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
-    let access = access_of(&path);
+    let access = access_of(req.method(), &path);
     let peer = crate::auth::peer_ip(req.extensions());
     if let Err(e) = state.auth.check(access, req.headers(), peer).await {
         // 429 and 503 (too many failures, verify queue full) have their

@@ -67,11 +67,11 @@ async fn handle(
     format: Format,
     gzip: bool,
 ) -> Response {
-    if state.config.server.role == crate::config::Role::Reader {
+    if state.config.server.role.reads_only() {
         return answer_error(
             format,
             StatusCode::FORBIDDEN,
-            "this is a reader node: it serves queries only; send OTLP metrics to the writer (role \"writer\" or \"all\")",
+            &format!("this is a {} node: it does not take writes; send OTLP metrics to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
             None,
         );
     }

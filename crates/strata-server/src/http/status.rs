@@ -169,8 +169,13 @@ async fn targets() -> Response {
 /// `rule_group[]`, `file[]`, `match[]` and `exclude_alerts`.
 async fn rules(
     State(state): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
+    let groups = match tenant_groups(&state, &headers) {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
     let mut filter = strata_rules::api::RuleFilter::default();
     for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match k.as_ref() {
@@ -202,12 +207,33 @@ async fn rules(
             _ => {}
         }
     }
-    let groups = state
+    answer(strata_rules::api::rules(&groups, &filter))
+}
+
+/// The rule groups of the request's tenant this node evaluates.
+fn tenant_groups(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> Result<Vec<Arc<strata_rules::group::Group>>, Response> {
+    let tenant = state.tenants.from_headers(headers).map_err(|e| {
+        let status = match e {
+            crate::tenants::TenantError::Missing => axum::http::StatusCode::UNAUTHORIZED,
+            crate::tenants::TenantError::Invalid(_) => axum::http::StatusCode::BAD_REQUEST,
+        };
+        let body = json!({"status": "error", "errorType": "bad_data", "error": e.to_string()});
+        (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    })?;
+    let name = state.tenants.name(&tenant).to_owned();
+    Ok(state
         .rules
         .get()
-        .map(|r| r.manager.groups())
-        .unwrap_or_default();
-    answer(strata_rules::api::rules(&groups, &filter))
+        .map(|r| r.groups_of(&name))
+        .unwrap_or_default())
 }
 
 fn bad_data(msg: &str) -> Response {
@@ -221,12 +247,11 @@ fn bad_data(msg: &str) -> Response {
 }
 
 /// Prometheus' `/api/v1/alerts`: every pending and firing alert.
-async fn alerts(State(state): State<Arc<AppState>>) -> Response {
-    let groups = state
-        .rules
-        .get()
-        .map(|r| r.manager.groups())
-        .unwrap_or_default();
+async fn alerts(State(state): State<Arc<AppState>>, headers: axum::http::HeaderMap) -> Response {
+    let groups = match tenant_groups(&state, &headers) {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
     answer(strata_rules::api::alerts(&groups))
 }
 

@@ -173,10 +173,10 @@ pub fn series_limits(config: &crate::config::Config) -> SeriesLimits {
 
 async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[u8]) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if state.config.server.role == crate::config::Role::Reader {
+    if state.config.server.role.reads_only() {
         return text(
             StatusCode::FORBIDDEN,
-            "this is a reader node: it serves queries only; send remote write to the writer (role \"writer\" or \"all\")",
+            &format!("this is a {} node: it does not take writes; send remote write to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
         );
     }
     let (version, encoding) = match negotiate(header("content-type"), header("content-encoding")) {
