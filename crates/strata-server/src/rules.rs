@@ -177,6 +177,11 @@ impl Rules {
         }
     }
 
+    /// How this ruler shares the groups with the others, when it does.
+    pub fn sharing(&self) -> Option<&Arc<Sharing>> {
+        self.setup.sharing.as_ref()
+    }
+
     /// The bucket's groups, if this process evaluates them.
     pub fn store(&self) -> Option<&Arc<RuleStore>> {
         self.setup.store.as_ref()

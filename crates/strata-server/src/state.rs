@@ -36,6 +36,9 @@ pub struct AppState {
     /// The rules this node evaluates, once recovery is done (writers and
     /// single nodes with `rules.rule_files`).
     pub rules: OnceLock<crate::rules::Rules>,
+    /// For requests this server makes of its peers (rulers asking each
+    /// other for their groups).
+    pub http_client: reqwest::Client,
     /// The groups the ruler configuration API keeps in the bucket.
     pub rule_store: OnceLock<Arc<crate::ruler::store::RuleStore>>,
     /// Where alerts are sent: the Alertmanagers of `[alerting]`.
@@ -77,6 +80,7 @@ impl AppState {
             admission: crate::admission::QueryAdmission::new(&config.query),
             rules: OnceLock::new(),
             rule_store: OnceLock::new(),
+            http_client: reqwest::Client::new(),
             notifier: if config.alerting.alertmanagers.is_empty() {
                 None
             } else {

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
-    http_get, http_request, now_ms, query_matrix, query_string, wait_until, StrataProcess,
+    free_port, http_get, http_request, now_ms, query_matrix, query_string, wait_until,
+    StrataProcess,
 };
 use strata_remote_write::encode_v1;
 use strata_remote_write::proto::v1::{self, WriteRequest};
@@ -75,9 +76,14 @@ fn write_demo(port: u16, tenant: Option<&str>, t: i64) -> u16 {
         .unwrap_or(0)
 }
 
-/// The names of the groups a ruler says it evaluates.
+/// The names of the groups a ruler says it evaluates itself.
 fn groups_of(port: u16) -> BTreeSet<String> {
-    let Ok(resp) = http_get(port, "/api/v1/rules") else {
+    rule_groups(port, &[("X-Strata-Ruler-Local", "1")])
+}
+
+/// The names of the groups in a ruler's `/api/v1/rules`.
+fn rule_groups(port: u16, headers: &[(&str, &str)]) -> BTreeSet<String> {
+    let Ok(resp) = http_request(port, "GET", "/api/v1/rules", headers, b"") else {
         return BTreeSet::new();
     };
     if resp.status != 200 {
@@ -92,9 +98,13 @@ fn groups_of(port: u16) -> BTreeSet<String> {
 }
 
 fn ruler(dir: &Path, write_url: &str, rules: &Path) -> StrataProcess {
-    StrataProcess::start(
+    let port = free_port();
+    let advertise = format!("http://127.0.0.1:{port}");
+    StrataProcess::start_on(
+        port,
         dir,
         &[
+            ("STRATA_RULER_ADVERTISE_URL", &advertise),
             ("STRATA_SERVER_ROLE", "ruler"),
             ("STRATA_RULER_WRITE_URL", write_url),
             ("STRATA_RULER_HEARTBEAT_INTERVAL", "200ms"),
@@ -178,6 +188,9 @@ fn rulers_share_groups_take_over_and_run_tenant_groups() {
         assert!(ga.is_disjoint(&gb), "a group on both rulers: {ga:?} {gb:?}");
         std::thread::sleep(Duration::from_millis(300));
     }
+    // Either ruler's API answers for all of them.
+    assert_eq!(rule_groups(a.port, &[]), all);
+    assert_eq!(rule_groups(b.port, &[]), all);
     // Their output reaches the writer through the distributor.
     wait_until(
         Duration::from_secs(20),

@@ -169,6 +169,7 @@ async fn targets() -> Response {
 /// `rule_group[]`, `file[]`, `match[]` and `exclude_alerts`.
 async fn rules(
     State(state): State<Arc<AppState>>,
+    uri: axum::http::Uri,
     headers: axum::http::HeaderMap,
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
@@ -207,7 +208,36 @@ async fn rules(
             _ => {}
         }
     }
-    answer(strata_rules::api::rules(&groups, &filter))
+    let local = strata_rules::api::rules(&groups, &filter);
+    answer(over_rulers(&state, &uri, &headers, local, "groups").await)
+}
+
+/// `local` with the other rulers' answers to the same request merged in,
+/// on a ruler that shares its groups; `local` elsewhere.
+async fn over_rulers(
+    state: &AppState,
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+    local: serde_json::Value,
+    key: &str,
+) -> serde_json::Value {
+    use crate::ruler::fan_out;
+    let Some(sharing) = state.rules.get().and_then(|r| r.sharing()) else {
+        return local;
+    };
+    if fan_out::is_local(headers) {
+        return local;
+    }
+    let path_and_query = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    fan_out::merged(
+        sharing,
+        &state.http_client,
+        path_and_query,
+        headers,
+        local,
+        key,
+    )
+    .await
 }
 
 /// The rule groups of the request's tenant this node evaluates.
@@ -247,12 +277,17 @@ fn bad_data(msg: &str) -> Response {
 }
 
 /// Prometheus' `/api/v1/alerts`: every pending and firing alert.
-async fn alerts(State(state): State<Arc<AppState>>, headers: axum::http::HeaderMap) -> Response {
+async fn alerts(
+    State(state): State<Arc<AppState>>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Response {
     let groups = match tenant_groups(&state, &headers) {
         Ok(g) => g,
         Err(r) => return r,
     };
-    answer(strata_rules::api::alerts(&groups))
+    let local = strata_rules::api::alerts(&groups);
+    answer(over_rulers(&state, &uri, &headers, local, "alerts").await)
 }
 
 /// Prometheus' `/api/v1/alertmanagers`: the Alertmanagers alerts are

@@ -65,6 +65,9 @@ impl LeaseView {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
     pub id: String,
+    /// Where the other rulers reach it (`ruler.advertise_url`); empty
+    /// when it gave none.
+    pub url: String,
 }
 
 /// This ruler's part in sharing the groups.
@@ -77,6 +80,8 @@ pub struct Sharing {
     /// Live rulers, this one included, sorted by id.
     members: Mutex<Vec<Member>>,
     leases: Mutex<FxHashMap<Path, LeaseView>>,
+    /// Each member's URL, by id.
+    urls: Mutex<FxHashMap<String, String>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -125,7 +130,11 @@ impl Sharing {
         Self {
             store,
             root: ruler_root.clone(),
-            members: Mutex::new(vec![Member { id: me.clone() }]),
+            members: Mutex::new(vec![Member {
+                id: me.clone(),
+                url: String::new(),
+            }]),
+            urls: Mutex::new(FxHashMap::default()),
             me,
             heartbeat,
             leases: Mutex::new(FxHashMap::default()),
@@ -165,20 +174,51 @@ impl Sharing {
             return Ok(());
         };
         let stale_ms = i64::try_from((self.heartbeat * 3).as_millis()).unwrap_or(i64::MAX);
-        let mut live: Vec<Member> = listed
+        let mut live: Vec<Member> = Vec::with_capacity(listed.len());
+        for meta in listed
             .iter()
             .filter(|m| (newest - m.last_modified).num_milliseconds() <= stale_ms)
-            .filter_map(|m| m.location.filename().map(str::to_owned))
-            .map(|id| Member { id })
-            .collect();
+        {
+            let Some(id) = meta.location.filename().map(str::to_owned) else {
+                continue;
+            };
+            let url = self.member_url(&id, meta).await;
+            live.push(Member { id, url });
+        }
         if !live.iter().any(|m| m.id == self.me) {
             live.push(Member {
                 id: self.me.clone(),
+                url: advertise_url.to_owned(),
             });
         }
         live.sort_by(|a, b| a.id.cmp(&b.id));
         *self.members.lock() = live;
         Ok(())
+    }
+
+    /// A member's URL from its heartbeat, read once: a ruler's id is new
+    /// at each start, and so is what it advertises.
+    async fn member_url(&self, id: &str, meta: &object_store::ObjectMeta) -> String {
+        if let Some(url) = self.urls.lock().get(id) {
+            return url.clone();
+        }
+        let url = match self.store.get(&meta.location).await {
+            Ok(r) => r
+                .bytes()
+                .await
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["url"].as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let mut urls = self.urls.lock();
+        // Rulers that left are forgotten with the rest at times.
+        if urls.len() > 1024 {
+            urls.clear();
+        }
+        urls.insert(id.to_owned(), url.clone());
+        url
     }
 
     /// Says this ruler is alive every heartbeat interval until aborted.

@@ -4,6 +4,7 @@
 //! Also the store of the groups the ruler configuration API manages,
 //! which a single node evaluates too.
 
+pub mod fan_out;
 pub mod lease;
 pub mod overlay;
 pub mod sink;
