@@ -186,7 +186,7 @@ fn start_rules(state: &Arc<AppState>, role: Role) -> Result<(), String> {
             let sharing = Arc::new(crate::ruler::lease::Sharing::new(
                 Arc::clone(store.object_store()),
                 store.ruler_root(),
-                ruler_id(),
+                ruler_id(state.clock.as_ref()),
                 config.ruler.heartbeat_interval,
                 Arc::clone(&state.clock),
             ));
@@ -224,18 +224,13 @@ fn start_rules(state: &Arc<AppState>, role: Role) -> Result<(), String> {
 
 /// A ruler's name among the rulers: its host name and a part that differs
 /// at each start.
-fn ruler_id() -> String {
+fn ruler_id(clock: &dyn strata_codec::clock::Clock) -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "ruler".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{host}-{:08x}",
-        (nanos as u64 ^ u64::from(std::process::id())) & 0xffff_ffff
-    )
+    let salt = clock.now_ms().unsigned_abs() ^ (u64::from(std::process::id()) << 20);
+    format!("{host}-{:08x}", salt & 0xffff_ffff)
 }
 
 /// The store of the groups the ruler configuration API manages: beside

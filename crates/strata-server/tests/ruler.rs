@@ -7,7 +7,11 @@
 //! and a tenant's groups managed over Mimir's ruler configuration API are
 //! evaluated on that tenant's series only, until deleted.
 // Test helpers may unwrap and index: a panic is a failed test.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 mod common;
 

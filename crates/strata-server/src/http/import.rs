@@ -166,7 +166,7 @@ async fn handle(
     if state.config.server.role.reads_only() {
         return text(
             StatusCode::FORBIDDEN,
-            &format!("this is a {} node: it does not take writes; send imports to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
+            format!("this is a {} node: it does not take writes; send imports to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
         );
     }
     let (default_timestamp_ms, extra_labels) = match query_options(query) {

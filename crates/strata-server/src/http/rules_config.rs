@@ -84,19 +84,19 @@ fn accepted() -> Response {
 }
 
 /// The request's tenant name and the store, or the answer saying why not.
-fn scope(state: &AppState, headers: &HeaderMap) -> Result<(String, Arc<RuleStore>), Response> {
+fn scope(state: &AppState, headers: &HeaderMap) -> Result<(String, Arc<RuleStore>), Box<Response>> {
     let tenant = state.tenants.from_headers(headers).map_err(|e| {
         let status = match e {
             crate::tenants::TenantError::Missing => StatusCode::UNAUTHORIZED,
             crate::tenants::TenantError::Invalid(_) => StatusCode::BAD_REQUEST,
         };
-        plain(status, e.to_string())
+        Box::new(plain(status, e.to_string()))
     })?;
     let store = state.rule_store.get().cloned().ok_or_else(|| {
-        plain(
+        Box::new(plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "the rule store is not open yet",
-        )
+        ))
     })?;
     Ok((state.tenants.name(&tenant).to_owned(), store))
 }
@@ -129,7 +129,7 @@ fn by_namespace(groups: &[StoredGroup]) -> serde_yaml::Value {
 async fn list_all(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let (tenant, store) = match scope(&state, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match store.list(Some(&tenant)).await {
         Ok(groups) if groups.is_empty() => plain(StatusCode::NOT_FOUND, "no rule groups found"),
@@ -145,7 +145,7 @@ async fn list_namespace(
 ) -> Response {
     let (tenant, store) = match scope(&state, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match store.list(Some(&tenant)).await {
         Ok(groups) => {
@@ -170,7 +170,7 @@ async fn get_group(
 ) -> Response {
     let (tenant, store) = match scope(&state, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match store.list(Some(&tenant)).await {
         Ok(groups) => match groups
@@ -192,7 +192,7 @@ async fn create_group(
 ) -> Response {
     let (tenant, store) = match scope(&state, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Ok(text) = std::str::from_utf8(&body) else {
         return plain(StatusCode::BAD_REQUEST, "the rule group is not UTF-8 text");
@@ -224,7 +224,7 @@ async fn delete_namespace(
 ) -> Response {
     let (tenant, store) = match scope(&state, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match store.delete_namespace(&tenant, &namespace).await {
         Ok(0) => plain(StatusCode::NOT_FOUND, "group namespace does not exist"),
@@ -245,7 +245,7 @@ async fn delete_group(
 ) -> Response {
     let (tenant, store) = match scope(&state, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match store.delete(&tenant, &namespace, &group).await {
         Ok(false) => plain(StatusCode::NOT_FOUND, "group does not exist"),

@@ -175,7 +175,7 @@ async fn rules(
 ) -> Response {
     let groups = match tenant_groups(&state, &headers) {
         Ok(g) => g,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut filter = strata_rules::api::RuleFilter::default();
     for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
@@ -244,19 +244,21 @@ async fn over_rulers(
 fn tenant_groups(
     state: &AppState,
     headers: &axum::http::HeaderMap,
-) -> Result<Vec<Arc<strata_rules::group::Group>>, Response> {
+) -> Result<Vec<Arc<strata_rules::group::Group>>, Box<Response>> {
     let tenant = state.tenants.from_headers(headers).map_err(|e| {
         let status = match e {
             crate::tenants::TenantError::Missing => axum::http::StatusCode::UNAUTHORIZED,
             crate::tenants::TenantError::Invalid(_) => axum::http::StatusCode::BAD_REQUEST,
         };
         let body = json!({"status": "error", "errorType": "bad_data", "error": e.to_string()});
-        (
-            status,
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
+        Box::new(
+            (
+                status,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response(),
         )
-            .into_response()
     })?;
     let name = state.tenants.name(&tenant).to_owned();
     Ok(state
@@ -284,7 +286,7 @@ async fn alerts(
 ) -> Response {
     let groups = match tenant_groups(&state, &headers) {
         Ok(g) => g,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let local = strata_rules::api::alerts(&groups);
     answer(over_rulers(&state, &uri, &headers, local, "alerts").await)

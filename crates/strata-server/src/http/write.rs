@@ -176,7 +176,7 @@ async fn handle(state: &AppState, tenant: &Tenant, headers: &HeaderMap, body: &[
     if state.config.server.role.reads_only() {
         return text(
             StatusCode::FORBIDDEN,
-            &format!("this is a {} node: it does not take writes; send remote write to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
+            format!("this is a {} node: it does not take writes; send remote write to the writer (role \"writer\" or \"all\")", state.config.server.role.name()),
         );
     }
     let (version, encoding) = match negotiate(header("content-type"), header("content-encoding")) {

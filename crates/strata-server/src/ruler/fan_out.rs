@@ -65,9 +65,10 @@ pub async fn merged(
     for (url, answer) in futures::future::join_all(asks).await {
         match answer {
             Ok(v) => {
-                if let (Some(theirs), Some(Value::Array(ours))) =
-                    (v["data"][key].as_array(), local.get_mut(key))
-                {
+                if let (Some(theirs), Some(Value::Array(ours))) = (
+                    v.get("data").and_then(|d| d.get(key)?.as_array()),
+                    local.get_mut(key),
+                ) {
                     ours.extend(theirs.iter().cloned());
                 }
             }

@@ -208,7 +208,7 @@ impl Sharing {
                 .await
                 .ok()
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .and_then(|v| v["url"].as_str().map(str::to_owned))
+                .and_then(|v| v.get("url")?.as_str().map(str::to_owned))
                 .unwrap_or_default(),
             Err(_) => String::new(),
         };

@@ -19,10 +19,13 @@ use crate::query_source::merge_series;
 /// takes to see the writer's (well under a second to a few seconds).
 pub const KEEP_MS: i64 = 5 * 60 * 1000;
 
+/// Each series' samples, by labels.
+type SamplesBySeries = BTreeMap<Vec<Label>, Vec<(i64, f64)>>;
+
 /// The samples one tenant's rules wrote lately, by series.
 #[derive(Default)]
 pub struct RecentWrites {
-    series: Mutex<BTreeMap<Vec<Label>, Vec<(i64, f64)>>>,
+    series: Mutex<SamplesBySeries>,
 }
 
 impl RecentWrites {
