@@ -68,6 +68,8 @@ pub struct Member {
     /// Where the other rulers reach it (`ruler.advertise_url`); empty
     /// when it gave none.
     pub url: String,
+    /// Its heartbeat's time by the store's clock (ms).
+    pub seen: i64,
 }
 
 /// This ruler's part in sharing the groups.
@@ -82,6 +84,10 @@ pub struct Sharing {
     leases: Mutex<FxHashMap<Path, LeaseView>>,
     /// Each member's URL, by id.
     urls: Mutex<FxHashMap<String, String>>,
+    /// Rulers whose lease this one took because they stopped renewing,
+    /// with their heartbeat's time then: no group goes to them until
+    /// they say they are alive again (or they leave the list).
+    suspects: Mutex<FxHashMap<String, i64>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -133,7 +139,9 @@ impl Sharing {
             members: Mutex::new(vec![Member {
                 id: me.clone(),
                 url: String::new(),
+                seen: 0,
             }]),
+            suspects: Mutex::new(FxHashMap::default()),
             urls: Mutex::new(FxHashMap::default()),
             me,
             heartbeat,
@@ -149,6 +157,32 @@ impl Sharing {
     /// The live rulers as last seen, this one included.
     pub fn members(&self) -> Vec<Member> {
         self.members.lock().clone()
+    }
+
+    /// The rulers groups may go to: the live ones but those suspected
+    /// dead.
+    fn candidates(&self) -> Vec<Member> {
+        let suspects = self.suspects.lock();
+        self.members
+            .lock()
+            .iter()
+            .filter(|m| !suspects.contains_key(&m.id))
+            .cloned()
+            .collect()
+    }
+
+    /// Remembers that `owner` stopped renewing a lease.
+    fn suspect(&self, owner: &str) {
+        if owner == self.me {
+            return;
+        }
+        let seen = self
+            .members
+            .lock()
+            .iter()
+            .find(|m| m.id == owner)
+            .map_or(i64::MAX, |m| m.seen);
+        self.suspects.lock().insert(owner.to_owned(), seen);
     }
 
     fn member_key(&self, id: &str) -> Path {
@@ -183,14 +217,24 @@ impl Sharing {
                 continue;
             };
             let url = self.member_url(&id, meta).await;
-            live.push(Member { id, url });
+            live.push(Member {
+                id,
+                url,
+                seen: meta.last_modified.timestamp_millis(),
+            });
         }
         if !live.iter().any(|m| m.id == self.me) {
             live.push(Member {
                 id: self.me.clone(),
                 url: advertise_url.to_owned(),
+                seen: 0,
             });
         }
+        self.suspects.lock().retain(|id, then| {
+            live.iter()
+                .find(|m| &m.id == id)
+                .is_some_and(|m| m.seen <= *then)
+        });
         live.sort_by(|a, b| a.id.cmp(&b.id));
         *self.members.lock() = live;
         Ok(())
@@ -379,7 +423,7 @@ impl Sharing {
         let dir = self.lease_dir(tenant, group);
         let key = format!("{tenant}\u{ff}{}\u{ff}{}", group.file, group.name);
         let interval = i64::try_from(group.interval.as_millis()).unwrap_or(i64::MAX);
-        let members = self.members();
+        let members = self.candidates();
         let view = self.leases.lock().get(&dir).cloned().unwrap_or_default();
         if view.mine(&self.me) {
             if preferred(&members, &key, None).is_some_and(|p| p != self.me) {
@@ -430,6 +474,9 @@ impl Sharing {
             return Ok(false);
         }
         if self.create(&dir, seq + 1, ts, false).await? {
+            if let Some(r) = view.record.as_ref().filter(|r| !r.released) {
+                self.suspect(&r.owner);
+            }
             tracing::info!(group = %group.name, "rule group taken over");
             return Ok(true);
         }
@@ -533,6 +580,34 @@ mod tests {
         for g in &groups {
             let (x, y) = tokio::join!(a.claim("t", g, 6_000), b.claim("t", g, 6_000));
             assert!(x ^ y, "{} at 6000: a {x}, b {y}", g.name);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dead_ruler_still_listed_gets_no_group_back() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let (a, b, c) = (ruler(&store, "a"), ruler(&store, "b"), ruler(&store, "c"));
+        for r in [&a, &b, &c, &a, &b] {
+            r.heartbeat_once("").await.unwrap();
+        }
+        let groups: Vec<GroupSpec> = (0..12).map(|i| spec(&format!("g{i}"))).collect();
+        for ts in [1_000, 2_000] {
+            for g in &groups {
+                let (x, y, z) = tokio::join!(
+                    a.claim("t", g, ts),
+                    b.claim("t", g, ts),
+                    c.claim("t", g, ts)
+                );
+                assert_eq!(u8::from(x) + u8::from(y) + u8::from(z), 1, "{}", g.name);
+            }
+        }
+        // c dies; its heartbeat is still fresh, so a and b still list it:
+        // its groups are taken once and stay taken, none handed back to it.
+        for ts in [3_000, 4_000, 5_000, 6_000] {
+            for g in &groups {
+                let (x, y) = tokio::join!(a.claim("t", g, ts), b.claim("t", g, ts));
+                assert!(x ^ y, "{} at {ts}: a {x}, b {y}", g.name);
+            }
         }
     }
 
