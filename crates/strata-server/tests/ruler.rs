@@ -284,6 +284,26 @@ fn rulers_share_groups_take_over_and_run_tenant_groups() {
         "{}",
         listed.text()
     );
+    // The same below the paths Grafana's ruler proxy asks for.
+    for alias in [
+        "/config/v1/rules/team%20ns/stored",
+        "/prometheus/rules/team%20ns/stored",
+    ] {
+        let got = http_request(
+            writer.port,
+            "GET",
+            alias,
+            &[("X-Scope-OrgID", "team-a")],
+            b"",
+        )
+        .unwrap();
+        assert_eq!(got.status, 200, "{alias}: {}", got.text());
+        assert!(
+            got.text().contains("name: stored"),
+            "{alias}: {}",
+            got.text()
+        );
+    }
     let other = http_request(writer.port, "GET", api, &[("X-Scope-OrgID", "team-b")], b"").unwrap();
     assert_eq!(
         other.status,
@@ -300,6 +320,20 @@ fn rulers_share_groups_take_over_and_run_tenant_groups() {
     assert_eq!(
         tenant_query(writer.port, "anonymous", "stored:demo:sum"),
         serde_json::json!([])
+    );
+    // Mimir's layout of the query API answers too.
+    let under_prefix = http_request(
+        b.port,
+        "GET",
+        "/prometheus/api/v1/rules",
+        &[("X-Scope-OrgID", "team-a")],
+        b"",
+    )
+    .unwrap();
+    assert!(
+        under_prefix.text().contains("stored:demo:sum"),
+        "{}",
+        under_prefix.text()
     );
     let rules_b = http_request(
         b.port,

@@ -57,21 +57,26 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(import::PATH, post(import::import_prometheus))
         .layer(DefaultBodyLimit::disable())
         .with_state(Arc::clone(&state));
-    let guarded =
+    let api =
         Router::new()
-            .route("/metrics", get(ops::metrics))
-            .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
-            .route(ops::RELOAD, post(ops::reload).put(ops::reload))
-            .with_state(Arc::clone(&state))
-            .merge(write)
-            .merge(import)
             .merge(strata_promql::router_with(resolve, limits).layer(
                 middleware::from_fn_with_state(Arc::clone(&state), admit_query),
             ))
-            .merge(status::router(Arc::clone(&state)))
-            .merge(rules_config::router(Arc::clone(&state)))
-            .merge(ui::router())
-            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
+            .merge(status::router(Arc::clone(&state)));
+    let guarded = Router::new()
+        .route("/metrics", get(ops::metrics))
+        .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
+        .route(ops::RELOAD, post(ops::reload).put(ops::reload))
+        .with_state(Arc::clone(&state))
+        .merge(write)
+        .merge(import)
+        .merge(api.clone())
+        // Mimir's layout: a Grafana data source or tool pointed at
+        // `http://strata/prometheus` as at a Mimir finds the same API.
+        .nest(MIMIR_PREFIX, api)
+        .merge(rules_config::router(Arc::clone(&state)))
+        .merge(ui::router())
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
     Router::new()
         .route("/-/healthy", get(ops::healthy))
         .route("/-/ready", get(ops::ready))
@@ -79,9 +84,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(guarded)
 }
 
+/// Where Mimir serves the Prometheus API; Strata answers it there too.
+pub const MIMIR_PREFIX: &str = "/prometheus";
+
 /// Which side of the API a request belongs to.
 fn access_of(method: &axum::http::Method, path: &str) -> Access {
-    if path.starts_with(rules_config::PREFIX) && method != axum::http::Method::GET {
+    if rules_config::PREFIXES.iter().any(|p| path.starts_with(p))
+        && method != axum::http::Method::GET
+    {
         return Access::Write;
     }
     if path == "/api/v1/write"
@@ -99,6 +109,7 @@ fn access_of(method: &axum::http::Method, path: &str) -> Access {
 /// An error in the form the endpoint's clients read: Prometheus' JSON
 /// envelope for the query API, plain text elsewhere.
 fn refuse(path: &str, status: StatusCode, error_type: &str, msg: &str) -> Response {
+    let path = path.strip_prefix(MIMIR_PREFIX).unwrap_or(path);
     let api = path.starts_with("/api/v1/")
         && path != "/api/v1/write"
         && path != import::PATH

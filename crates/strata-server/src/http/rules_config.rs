@@ -11,6 +11,9 @@
 //! | DELETE | `/prometheus/config/v1/rules/{namespace}`     | 202: namespace deleted  |
 //! | DELETE | `/prometheus/config/v1/rules/{ns}/{group}`    | 202: group deleted      |
 //!
+//! The same routes answer below `/config/v1/rules` and `/prometheus/rules`
+//! (the paths Grafana's ruler proxy asks for, by data source kind).
+//!
 //! A group is checked as a rule file's group is (`strata rules check`)
 //! before it is kept; the tenant is the request's (`X-Scope-OrgID`). A
 //! single node or a ruler evaluates the stored groups; any node that
@@ -27,23 +30,33 @@ use axum::Router;
 use crate::ruler::store::{RuleStore, StoredGroup};
 use crate::state::AppState;
 
-/// Where the API lives.
-pub const PREFIX: &str = "/prometheus/config/v1/rules";
+/// Where the API lives: Mimir's path; the same below a data source URL
+/// without Mimir's `/prometheus`, as Grafana asks for a Mimir data source;
+/// and Cortex's older `rules` below Mimir's `/prometheus`, as Grafana asks
+/// for other Prometheus-like data sources with a ruler.
+pub const PREFIXES: [&str; 3] = [
+    "/prometheus/config/v1/rules",
+    "/config/v1/rules",
+    "/prometheus/rules",
+];
 
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route(PREFIX, get(list_all))
-        .route(
-            &format!("{PREFIX}/{{namespace}}"),
-            get(list_namespace)
-                .post(create_group)
-                .delete(delete_namespace),
-        )
-        .route(
-            &format!("{PREFIX}/{{namespace}}/{{group}}"),
-            get(get_group).delete(delete_group),
-        )
-        .with_state(state)
+    let mut router = Router::new();
+    for prefix in PREFIXES {
+        router = router
+            .route(prefix, get(list_all))
+            .route(
+                &format!("{prefix}/{{namespace}}"),
+                get(list_namespace)
+                    .post(create_group)
+                    .delete(delete_namespace),
+            )
+            .route(
+                &format!("{prefix}/{{namespace}}/{{group}}"),
+                get(get_group).delete(delete_group),
+            );
+    }
+    router.with_state(state)
 }
 
 fn plain(status: StatusCode, msg: impl Into<String>) -> Response {
