@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use strata_remote_write::{RawLabel, RawLabels};
+use strata_write::{RawLabel, RawLabels};
 
 use crate::names::LabelNamer;
 use crate::proto::{any_value, AnyValue, KeyValue};

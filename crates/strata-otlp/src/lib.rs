@@ -4,7 +4,7 @@
 //! [`Format::negotiate`] reads the Content-Type and Content-Encoding;
 //! [`decode`] bounds, inflates and parses the body (protobuf or OTLP/JSON);
 //! [`translate()`] turns the metrics into Prometheus series as Prometheus 3
-//! does, into the same [`strata_remote_write::DecodedWrite`] a remote-write
+//! does, into the same [`strata_write::DecodedWrite`] a remote-write
 //! request decodes to, so both take one write path. [`success_body`] and
 //! [`error_body`] encode the answers the OTLP/HTTP specification asks for,
 //! in the request's format.

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use strata_codec::histogram::HistogramSample;
 use strata_codec::render::render_labels;
 use strata_codec::{Exemplar, Label};
-use strata_remote_write::{DecodedWrite, MetricMetadata, RawSeries, RejectedSeries, Version};
+use strata_write::{DecodedWrite, MetricMetadata, RawSeries, RejectedSeries};
 
 use crate::attributes::{get, value_string, LabelBuilder, NameCache};
 use crate::names::{metric_name, unit_name, LabelNamer, MetricType, TranslationStrategy};
@@ -104,7 +104,6 @@ pub fn translate(req: &ExportMetricsServiceRequest, settings: &Settings) -> Tran
             preserve_multiple_underscores: settings.label_name_preserve_multiple_underscores,
         }),
         out: DecodedWrite {
-            version: Version::V1,
             series: Vec::new(),
             rejected: Vec::new(),
             histograms: 0,

@@ -4,14 +4,15 @@
 use bytes::Bytes;
 use prost::Message;
 
-use crate::series::{
-    metric_kind, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries, RejectedSeries,
+use strata_write::{
+    check_labels, metric_kind, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries,
+    RejectedSeries,
 };
-use crate::validate::{check_labels, labels_from_raw};
+
+use crate::raw_labels::labels_from_raw;
 use crate::wire::{self, Sample};
 use crate::{Encoding, Version, WriteError};
 use strata_codec::histogram::HistogramSample;
-use strata_codec::render::render_labels;
 use strata_codec::{Exemplar, Label};
 
 /// Size limits applied before any large allocation.
@@ -200,7 +201,7 @@ pub(crate) fn decode_protobuf_prost(
 }
 
 fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite<RawSeries> {
-    let mut out = DecodedWrite::new(Version::V1, req.timeseries.len());
+    let mut out = DecodedWrite::new(req.timeseries.len());
     // Entries with a name that is not UTF-8 are dropped; help and unit are
     // read leniently, as they are only shown.
     out.metadata = req
@@ -232,7 +233,7 @@ fn from_v1(req: wire::v1::WriteRequest) -> DecodedWrite<RawSeries> {
                     .iter()
                     .map(|h| (h.timestamp, h.to_sample()))
                     .collect();
-                out.accept(labels, checked, samples, histograms, exemplars);
+                accept(&mut out, labels, checked, samples, histograms, exemplars);
             }
             Err((rendered, problem)) => {
                 out.histograms += histograms.len();
@@ -272,7 +273,7 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
         .collect();
     let symbols = Symbols(&symbols);
 
-    let mut out = DecodedWrite::new(Version::V2, req.timeseries.len());
+    let mut out = DecodedWrite::new(req.timeseries.len());
     // Series of one metric carry the same metadata: keep one entry.
     let mut seen = std::collections::HashSet::new();
     for wire::v2::TimeSeries {
@@ -305,107 +306,32 @@ fn from_v2(req: wire::v2::Request) -> Result<DecodedWrite<RawSeries>, WriteError
             .iter()
             .map(|h| (h.timestamp, h.to_sample()))
             .collect();
-        out.accept(labels, checked, samples, histograms, exemplars);
+        accept(&mut out, labels, checked, samples, histograms, exemplars);
     }
     Ok(out)
 }
 
-impl DecodedWrite<RawSeries> {
-    /// Files one series under `series` or `rejected`. `exemplars` are read
-    /// only if the series is kept.
-    fn accept(
-        &mut self,
-        labels: RawLabels,
-        checked: Result<(), String>,
-        samples: Vec<Sample>,
-        histograms: Vec<(i64, HistogramSample)>,
-        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
-    ) {
-        // Same size and alignment: this collect reuses the decoded buffer.
-        let samples = samples
-            .into_iter()
-            .map(|s| (s.timestamp, s.value))
-            .collect();
-        self.accept_samples(labels, checked, samples, histograms, exemplars);
-    }
-
-    /// [`Self::accept`] with the samples as `(timestamp, value)`.
-    pub(crate) fn accept_samples(
-        &mut self,
-        labels: RawLabels,
-        checked: Result<(), String>,
-        samples: Vec<(i64, f64)>,
-        histograms: Vec<(i64, HistogramSample)>,
-        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
-    ) {
-        self.histograms += histograms.len();
-        if let Err(reason) = checked {
-            // The rejection says why; the exemplars go with the series.
-            self.exemplars_dropped += exemplars.len();
-            self.rejected.push(RejectedSeries {
-                labels: render_labels(&labels),
-                samples: samples.len() + histograms.len(),
-                reason,
-            });
-            return;
-        }
-        let sent = histograms.len();
-        let histograms = self.valid_histograms(&labels, histograms);
-        if sent > histograms.len() && samples.is_empty() && histograms.is_empty() {
-            // Nothing of the series is written: its exemplars would
-            // describe data not stored.
-            self.exemplars_dropped += exemplars.len();
-            return;
-        }
-        let exemplars = self.valid_exemplars(&labels, exemplars);
-        if samples.is_empty() && histograms.is_empty() && exemplars.is_empty() {
-            return;
-        }
-        self.series.push(RawSeries {
-            labels,
-            samples,
-            histograms,
-            exemplars,
-        });
-    }
-
-    /// The histograms that pass [`HistogramSample::validate`], those of
-    /// schemas 9 to 52 first reduced to schema 8 as Prometheus reduces
-    /// them. Invalid ones
-    /// are refused alone, as Prometheus' 2.0 receiver does: one rejection
-    /// entry for the series, naming the first problem and counting all.
-    fn valid_histograms(
-        &mut self,
-        labels: &RawLabels,
-        mut histograms: Vec<(i64, HistogramSample)>,
-    ) -> Vec<(i64, HistogramSample)> {
-        let mut first: Option<String> = None;
-        let before = histograms.len();
-        histograms
-            .iter_mut()
-            .for_each(|(_, h)| crate::histogram::reduce_resolution(h));
-        histograms.retain(|(t, h)| match h.validate() {
-            Ok(()) => true,
-            Err(e) => {
-                if first.is_none() {
-                    first = Some(format!("invalid native histogram at timestamp {t}: {e}"));
-                }
-                false
-            }
-        });
-        if let Some(mut reason) = first {
-            let invalid = before - histograms.len();
-            if invalid > 1 {
-                reason.push_str(&format!(" (and {} more invalid histograms)", invalid - 1));
-            }
-            self.rejected.push(RejectedSeries {
-                labels: render_labels(labels),
-                samples: invalid,
-                reason,
-            });
-        }
-        histograms
-    }
+/// Files one series of a request under `out.series` or `out.rejected`,
+/// its histograms of schemas 9 to 52 first reduced to schema 8 as
+/// Prometheus reduces them. `exemplars` are read only if the series is
+/// kept.
+fn accept(
+    out: &mut DecodedWrite<RawSeries>,
+    labels: RawLabels,
+    checked: Result<(), String>,
+    samples: Vec<Sample>,
+    mut histograms: Vec<(i64, HistogramSample)>,
+    exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
+) {
+    // Same size and alignment: this collect reuses the decoded buffer.
+    let samples = samples
+        .into_iter()
+        .map(|s| (s.timestamp, s.value))
+        .collect();
+    histograms
+        .iter_mut()
+        .for_each(|(_, h)| crate::histogram::reduce_resolution(h));
+    out.push_series(labels, checked, samples, histograms, exemplars);
 }
 
 /// A 2.0 symbols table, each entry `None` when it is not UTF-8.

@@ -2,7 +2,7 @@
 
 /// A request refused as a whole, with the HTTP status it calls for
 /// ([`WriteError::status`]). Series-level problems are not errors: they are
-/// reported in [`crate::DecodedWrite::rejected`].
+/// reported in [`strata_write::DecodedWrite::rejected`].
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// The Content-Type is not `application/x-protobuf`, or is malformed.

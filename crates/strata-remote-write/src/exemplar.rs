@@ -7,7 +7,6 @@
 
 use strata_codec::{Exemplar, Label};
 
-use crate::series::{DecodedWrite, RawLabels, RawSeries};
 use crate::wire;
 
 /// Invalid bytes are shown in a problem cut at this many characters.
@@ -47,30 +46,4 @@ fn shown(bytes: &[u8]) -> String {
         out.push('…');
     }
     format!("{out:?}")
-}
-
-impl DecodedWrite<RawSeries> {
-    /// The exemplars of the valid series `labels` that read and pass
-    /// [`Exemplar::validate`], in the order sent; each other one is counted
-    /// as dropped.
-    pub(crate) fn valid_exemplars(
-        &mut self,
-        labels: &RawLabels,
-        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
-    ) -> Vec<Exemplar> {
-        let mut kept = Vec::with_capacity(exemplars.len());
-        for (i, e) in exemplars.enumerate() {
-            let checked = e.and_then(|e| match e.validate() {
-                Ok(()) => Ok(e),
-                Err(problem) => Err(problem.to_string()),
-            });
-            match checked {
-                Ok(e) => kept.push(e),
-                Err(problem) => {
-                    self.drop_exemplars(labels, 1, || format!("exemplar {i} dropped: {problem}"))
-                }
-            }
-        }
-        kept
-    }
 }

@@ -15,9 +15,7 @@
 
 use bytes::Bytes;
 
-use crate::series::{DecodedWrite, RawLabel, RawLabels, RawSeries};
-use crate::validate::check_labels;
-use crate::Version;
+use strata_write::{check_labels, DecodedWrite, RawLabel, RawLabels, RawSeries};
 
 const VARINT: u8 = 0;
 const I64: u8 = 1;
@@ -111,7 +109,7 @@ impl<'a> Reader<'a> {
 /// Decodes `raw` if it has the common shape; `None` leaves it to prost.
 pub(crate) fn decode(raw: &Bytes) -> Option<DecodedWrite<RawSeries>> {
     let mut r = Reader::new(raw);
-    let mut out = DecodedWrite::new(Version::V1, estimate_series(raw));
+    let mut out = DecodedWrite::new(estimate_series(raw));
     let mut scratch = Vec::with_capacity(16);
     while !r.done() {
         let (field, wire) = r.key()?;
@@ -129,7 +127,7 @@ pub(crate) fn decode(raw: &Bytes) -> Option<DecodedWrite<RawSeries>> {
         let (start, end) = r.len_delimited()?;
         let (mut labels, samples) = series(raw, start, end, &mut scratch)?;
         let checked = check_labels(&mut labels);
-        out.accept_samples(labels, checked, samples, Vec::new(), std::iter::empty());
+        out.push_series(labels, checked, samples, Vec::new(), std::iter::empty());
     }
     Some(out)
 }
@@ -218,6 +216,7 @@ mod tests {
     use super::*;
     use crate::decode::decode_protobuf_prost;
     use crate::proto::v1;
+    use crate::Version;
     use proptest::prelude::*;
     use prost::Message;
 

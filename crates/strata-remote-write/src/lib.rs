@@ -3,8 +3,9 @@
 //!
 //! Server side: [`negotiate`] picks the [`Version`] from the Content-Type and
 //! checks the Content-Encoding; [`decode`] bounds, decompresses, parses and
-//! validates the body into [`DecodedWrite`]: valid series to write, and
-//! rejected series with the reason. Client side: [`encode_v1`],
+//! validates the body into the write model of `strata-write`
+//! ([`strata_write::DecodedWrite`]): valid series to write, and rejected
+//! series with the reason. Client side: [`encode_v1`],
 //! [`encode_v2`], [`Encoder`] and [`V2RequestBuilder`]. The messages
 //! themselves are in [`proto`].
 //!
@@ -47,8 +48,7 @@ mod fast_v1;
 mod histogram;
 mod negotiate;
 pub mod proto;
-mod series;
-pub mod validate;
+mod raw_labels;
 mod wire;
 
 pub use decode::{
@@ -57,8 +57,3 @@ pub use decode::{
 pub use encode::{encode_v1, encode_v2, Encoder, V2RequestBuilder};
 pub use error::WriteError;
 pub use negotiate::{negotiate, Encoding, Version, MEDIA_TYPE, PROTO_V1, PROTO_V2};
-pub use series::{
-    metric_kind, metric_kind_number, DecodedWrite, MetricMetadata, RawLabel, RawLabels, RawSeries,
-    RejectedSeries, SeriesSamples, MAX_REJECTION_LINES,
-};
-pub use validate::{apply_limits, SeriesLimits};

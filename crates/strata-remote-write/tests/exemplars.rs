@@ -4,9 +4,9 @@
 
 use strata_codec::{Exemplar, Label};
 use strata_remote_write::proto::v1;
-use strata_remote_write::{
-    decode, encode_v2, DecodeLimits, DecodedWrite, V2RequestBuilder, Version,
-};
+use strata_remote_write::{decode, encode_v2, DecodeLimits, V2RequestBuilder, Version};
+
+use strata_write::DecodedWrite;
 
 mod common;
 use common::labels;

@@ -7,8 +7,10 @@ use prost::Message;
 use strata_codec::{Exemplar, Label};
 use strata_remote_write::proto::{v1, v2};
 use strata_remote_write::{
-    decode, decode_protobuf, encode_v2, DecodeLimits, DecodedWrite, V2RequestBuilder, Version,
+    decode, decode_protobuf, encode_v2, DecodeLimits, V2RequestBuilder, Version,
 };
+
+use strata_write::DecodedWrite;
 
 mod common;
 use common::labels;

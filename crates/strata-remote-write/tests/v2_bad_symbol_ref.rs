@@ -1,9 +1,9 @@
 #![allow(clippy::unwrap_used)]
 
 use strata_remote_write::proto::v2;
-use strata_remote_write::{
-    decode, encode_v2, DecodeLimits, DecodedWrite, V2RequestBuilder, Version,
-};
+use strata_remote_write::{decode, encode_v2, DecodeLimits, V2RequestBuilder, Version};
+
+use strata_write::DecodedWrite;
 
 mod common;
 use common::labels;

@@ -9,6 +9,7 @@ pub mod config;
 pub mod distributor;
 pub mod effective_config;
 pub mod http;
+pub mod ingest;
 mod lifecycle;
 pub mod metrics;
 mod query_source;

@@ -13,10 +13,10 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use strata_codec::Label;
 use strata_promql::{Engine, Queryable};
-use strata_remote_write::{DecodedWrite, RawLabel, RawLabels, RawSeries, Version};
 use strata_rules::group::{Context, Group, GroupSpec, Sink};
 use strata_rules::manager::RuleManager;
 use strata_storage::Durability;
+use strata_write::{DecodedWrite, RawLabel, RawLabels, RawSeries};
 
 use crate::config::RulesConfig;
 use crate::query_source::StorageSource;
@@ -406,7 +406,6 @@ impl Sink for WriteSink {
             });
         }
         let decoded = DecodedWrite {
-            version: Version::V1,
             series,
             rejected: Vec::new(),
             histograms: 0,
@@ -415,7 +414,7 @@ impl Sink for WriteSink {
             exemplar_problem: None,
             metadata: Vec::new(),
         };
-        match crate::http::write::ingest(
+        match crate::ingest::ingest(
             &self.state,
             &self.tenant,
             writer,

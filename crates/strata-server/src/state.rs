@@ -25,8 +25,8 @@ pub struct AppState {
     /// How many databases queries must read before they may answer.
     pub shards_expected: std::sync::atomic::AtomicUsize,
     pub decode_limits: DecodeLimits,
-    /// What every written series is held to (`http::write::series_limits`).
-    pub series_limits: strata_remote_write::SeriesLimits,
+    /// What every written series is held to (`ingest::series_limits`).
+    pub series_limits: strata_write::SeriesLimits,
     pub default_durability: Durability,
     pub tenants: Tenants,
     pub auth: Arc<Authenticator>,
@@ -72,7 +72,7 @@ impl AppState {
                 max_body_bytes: limits.max_body_bytes,
                 max_decoded_bytes: limits.max_decoded_bytes,
             },
-            series_limits: crate::http::write::series_limits(&config),
+            series_limits: crate::ingest::series_limits(&config),
             default_durability: config.server.default_durability,
             tenants: Tenants::new(&config.tenants, limits),
             auth: Authenticator::new(&config.auth)?,

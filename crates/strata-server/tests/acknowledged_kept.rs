@@ -21,11 +21,12 @@ use object_store::ObjectStore;
 use proptest::prelude::*;
 use strata_codec::{MatchOp, Matcher};
 use strata_remote_write::proto::v1::{self, TimeSeries, WriteRequest};
-use strata_remote_write::{apply_limits, decode_raw, encode_v1, DecodeLimits, Encoding, Version};
+use strata_remote_write::{decode_raw, encode_v1, DecodeLimits, Encoding, Version};
 use strata_server::config::{Config, Overrides};
 use strata_storage::{
     Clock, Durability, IngestSeries, ManualClock, ReaderSettings, Storage, SystemClock, Writer,
 };
+use strata_write::apply_limits;
 
 const HOUR: i64 = 3_600_000;
 const DAY: i64 = 24 * HOUR;
@@ -110,7 +111,7 @@ async fn write(
         max_decoded_bytes: 1 << 20,
     };
     let mut decoded = decode_raw(Version::V1, Encoding::Snappy, &body, &limits).unwrap();
-    let series_limits = strata_server::http::write::series_limits(config);
+    let series_limits = strata_server::ingest::series_limits(config);
     apply_limits(&mut decoded, &series_limits, None, db.now_ms());
     if !decoded.rejected.is_empty() {
         return Ok(false);

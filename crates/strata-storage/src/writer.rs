@@ -92,7 +92,7 @@ impl Writer {
     /// [`Writer::write`] under `limits`: the samples of series past the
     /// tenant's active-series limit are rejected (counted in the outcome),
     /// the rest written. Limits that need no stored state (labels, future
-    /// timestamps) are checked before, in `strata_remote_write::validate`. Bounded by
+    /// timestamps) are checked before, in `strata_write::validate`. Bounded by
     /// `write_timeout` as [`Writer::write`] is.
     pub async fn write_with<L: LabelPairs + Send + Sync>(
         &self,

@@ -4,7 +4,8 @@
 
 use strata_codec::Label;
 use strata_remote_write::proto::v1;
-use strata_remote_write::{decode, encode_v1, DecodeLimits, DecodedWrite, Version};
+use strata_remote_write::{decode, encode_v1, DecodeLimits, Version};
+use strata_write::DecodedWrite;
 
 pub fn labels(pairs: &[(&str, &str)]) -> Vec<Label> {
     pairs.iter().map(|&(n, v)| Label::new(n, v)).collect()
@@ -32,7 +33,7 @@ pub fn decode_v1(timeseries: Vec<v1::TimeSeries>) -> DecodedWrite {
 
 /// Decodes a request made of one valid series and `bad`, asserts that `bad`
 /// is the one rejected series, and returns its rejection.
-pub fn reject_one_v1(bad: v1::TimeSeries) -> strata_remote_write::RejectedSeries {
+pub fn reject_one_v1(bad: v1::TimeSeries) -> strata_write::RejectedSeries {
     let good = v1_series(&[("__name__", "up"), ("job", "ok")], &[(1, 1.0)]);
     let decoded = decode_v1(vec![good, bad.clone()]);
     assert_eq!(decoded.series.len(), 1, "the valid series is kept");

@@ -4,9 +4,8 @@
 use std::collections::HashMap;
 
 use strata_remote_write::proto::{v1, v2};
-use strata_remote_write::{
-    metric_kind_number, Encoder, MetricMetadata, SeriesSamples, V2RequestBuilder, Version,
-};
+use strata_remote_write::{Encoder, V2RequestBuilder, Version};
+use strata_write::{metric_kind_number, MetricMetadata, SeriesSamples};
 
 use super::shard_map::shard_of;
 

@@ -38,11 +38,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures::StreamExt;
-use strata_remote_write::{DecodedWrite, RawLabel, RawLabels, RawSeries, Version};
 use strata_storage::{Durability, StorageError, WriteLimits};
+use strata_write::{DecodedWrite, RawLabel, RawLabels, RawSeries};
 use tokio::sync::mpsc;
 
-use super::write::{check_series, ingest_series, storage_error, text, DURABILITY_HEADER};
+use super::write::{storage_error, text, DURABILITY_HEADER};
+use crate::ingest::{check_series, ingest_series};
 use crate::state::AppState;
 use crate::tenants::Tenant;
 
@@ -600,7 +601,6 @@ async fn write_batches(
             .fetch_add(n as u64, Ordering::Relaxed);
         pace(state, tenant, n).await;
         let mut decoded = DecodedWrite {
-            version: Version::V1,
             series: batch.series,
             rejected: Vec::new(),
             histograms: 0,

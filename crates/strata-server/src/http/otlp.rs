@@ -19,9 +19,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use strata_otlp::Format;
 
-use strata_remote_write::{DecodeLimits, RejectedSeries, MAX_REJECTION_LINES};
+use strata_remote_write::DecodeLimits;
+use strata_write::{RejectedSeries, MAX_REJECTION_LINES};
 
-use super::write::{durability_of, ingest, status_of, writer_of};
+use super::write::{durability_of, status_of, writer_of};
+use crate::ingest::ingest;
 use crate::state::AppState;
 use crate::tenants::Tenant;
 

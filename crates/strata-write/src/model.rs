@@ -9,8 +9,6 @@ use strata_codec::histogram::HistogramSample;
 use strata_codec::render::render_labels;
 use strata_codec::{Exemplar, Label, LabelPairs};
 
-use crate::Version;
-
 /// The float samples of one valid series, `(timestamp ms, value)` in the
 /// order the client sent them, its valid native histograms and its valid
 /// exemplars.
@@ -134,7 +132,6 @@ pub const MAX_REJECTION_LINES: usize = 10;
 /// it is not empty.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecodedWrite<S = SeriesSamples> {
-    pub version: Version,
     /// Valid series with at least one float sample, valid histogram or
     /// valid exemplar.
     pub series: Vec<S>,
@@ -194,9 +191,8 @@ pub fn metric_kind(t: i32) -> &'static str {
 }
 
 impl DecodedWrite<RawSeries> {
-    pub(crate) fn new(version: Version, capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Self {
-            version,
             series: Vec::with_capacity(capacity),
             rejected: Vec::new(),
             histograms: 0,
@@ -209,7 +205,7 @@ impl DecodedWrite<RawSeries> {
 
     /// Counts `count` exemplars of the series `labels` as dropped, keeping
     /// `problem` if it is the first.
-    pub(crate) fn drop_exemplars(
+    pub fn drop_exemplars(
         &mut self,
         labels: &RawLabels,
         count: usize,
@@ -225,7 +221,6 @@ impl DecodedWrite<RawSeries> {
     /// The same with owned labels.
     pub fn into_owned(self) -> DecodedWrite {
         DecodedWrite {
-            version: self.version,
             series: self.series.into_iter().map(SeriesSamples::from).collect(),
             rejected: self.rejected,
             histograms: self.histograms,
@@ -284,5 +279,108 @@ impl<S> DecodedWrite<S> {
             }
         }
         out
+    }
+}
+
+impl DecodedWrite<RawSeries> {
+    /// Files one decoded series under `series` or `rejected`: `checked`
+    /// is the verdict on its labels ([`crate::check_labels`]); its
+    /// histograms are held to Prometheus' checks and its exemplars to
+    /// [`Exemplar::validate`], each invalid one refused or dropped alone.
+    /// `exemplars` are read only if the series is kept.
+    pub fn push_series(
+        &mut self,
+        labels: RawLabels,
+        checked: Result<(), String>,
+        samples: Vec<(i64, f64)>,
+        histograms: Vec<(i64, HistogramSample)>,
+        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
+    ) {
+        self.histograms += histograms.len();
+        if let Err(reason) = checked {
+            // The rejection says why; the exemplars go with the series.
+            self.exemplars_dropped += exemplars.len();
+            self.rejected.push(RejectedSeries {
+                labels: render_labels(&labels),
+                samples: samples.len() + histograms.len(),
+                reason,
+            });
+            return;
+        }
+        let sent = histograms.len();
+        let histograms = self.valid_histograms(&labels, histograms);
+        if sent > histograms.len() && samples.is_empty() && histograms.is_empty() {
+            // Nothing of the series is written: its exemplars would
+            // describe data not stored.
+            self.exemplars_dropped += exemplars.len();
+            return;
+        }
+        let exemplars = self.valid_exemplars(&labels, exemplars);
+        if samples.is_empty() && histograms.is_empty() && exemplars.is_empty() {
+            return;
+        }
+        self.series.push(RawSeries {
+            labels,
+            samples,
+            histograms,
+            exemplars,
+        });
+    }
+
+    /// The histograms that pass [`HistogramSample::validate`]. Invalid ones
+    /// are refused alone, as Prometheus' 2.0 receiver does: one rejection
+    /// entry for the series, naming the first problem and counting all.
+    fn valid_histograms(
+        &mut self,
+        labels: &RawLabels,
+        mut histograms: Vec<(i64, HistogramSample)>,
+    ) -> Vec<(i64, HistogramSample)> {
+        let mut first: Option<String> = None;
+        let before = histograms.len();
+        histograms.retain(|(t, h)| match h.validate() {
+            Ok(()) => true,
+            Err(e) => {
+                if first.is_none() {
+                    first = Some(format!("invalid native histogram at timestamp {t}: {e}"));
+                }
+                false
+            }
+        });
+        if let Some(mut reason) = first {
+            let invalid = before - histograms.len();
+            if invalid > 1 {
+                reason.push_str(&format!(" (and {} more invalid histograms)", invalid - 1));
+            }
+            self.rejected.push(RejectedSeries {
+                labels: render_labels(labels),
+                samples: invalid,
+                reason,
+            });
+        }
+        histograms
+    }
+
+    /// The exemplars of the valid series `labels` that read and pass
+    /// [`Exemplar::validate`], in the order sent; each other one is counted
+    /// as dropped.
+    fn valid_exemplars(
+        &mut self,
+        labels: &RawLabels,
+        exemplars: impl ExactSizeIterator<Item = Result<Exemplar, String>>,
+    ) -> Vec<Exemplar> {
+        let mut kept = Vec::with_capacity(exemplars.len());
+        for (i, e) in exemplars.enumerate() {
+            let checked = e.and_then(|e| match e.validate() {
+                Ok(()) => Ok(e),
+                Err(problem) => Err(problem.to_string()),
+            });
+            match checked {
+                Ok(e) => kept.push(e),
+                Err(problem) => {
+                    self.drop_exemplars(labels, 1, || format!("exemplar {i} dropped: {problem}"))
+                }
+            }
+        }
+        kept
     }
 }

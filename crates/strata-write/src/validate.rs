@@ -1,12 +1,12 @@
-//! Per-series label rules of the remote-write specification, and how a
-//! rejected series is named in messages.
+//! The one validation step of every write: the label rules of the
+//! remote-write specification, which every ingest path keeps, and the
+//! limits a write's series are held to.
 
 use strata_codec::labels::METRIC_NAME;
 use strata_codec::render::render_labels;
 use strata_codec::LabelPairs;
 
-use crate::series::{DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries};
-use crate::wire;
+use crate::model::{DecodedWrite, RawLabel, RawLabels, RawSeries, RejectedSeries};
 
 /// Checks one series' labels, sorting them by name first if the sender did
 /// not (vmagent sends them in scrape order; Prometheus sorts on receipt):
@@ -14,7 +14,7 @@ use crate::wire;
 /// Prometheus does), and a `__name__` label present. Any UTF-8 name is
 /// accepted, as Prometheus 3 accepts it; invalid UTF-8 is caught while
 /// converting.
-pub(crate) fn check_labels(labels: &mut RawLabels) -> Result<(), String> {
+pub fn check_labels(labels: &mut RawLabels) -> Result<(), String> {
     match check_sorted(labels) {
         Err(Problem::Unsorted) => {
             // Stable, so that duplicates are named in the order sent.
@@ -72,40 +72,6 @@ fn check_sorted(labels: &(impl LabelPairs + ?Sized)) -> Result<(), Problem> {
     } else {
         Err(Problem::Invalid(format!("missing the {METRIC_NAME} label")))
     }
-}
-
-/// Takes 1.0 labels without copying their bytes. On invalid UTF-8 returns
-/// the series rendered lossily (to name it) and the problem.
-pub(crate) fn labels_from_raw(raw: Vec<wire::v1::Label>) -> Result<RawLabels, (String, String)> {
-    let mut labels = Vec::with_capacity(raw.len());
-    for l in &raw {
-        match RawLabel::new(l.name.clone(), l.value.clone()) {
-            Some(label) => labels.push(label),
-            None => {
-                let (what, shown) = match std::str::from_utf8(&l.name) {
-                    Err(_) => ("a label name".to_owned(), String::from_utf8_lossy(&l.name)),
-                    Ok(name) => (
-                        format!("the value of label {name:?}"),
-                        String::from_utf8_lossy(&l.value),
-                    ),
-                };
-                let lossy: Vec<strata_codec::Label> = raw
-                    .iter()
-                    .map(|l| {
-                        strata_codec::Label::new(
-                            String::from_utf8_lossy(&l.name),
-                            String::from_utf8_lossy(&l.value),
-                        )
-                    })
-                    .collect();
-                return Err((
-                    render_labels(&lossy),
-                    format!("{what} is not valid UTF-8: {shown:?}"),
-                ));
-            }
-        }
-    }
-    Ok(RawLabels(labels))
 }
 
 /// The limits a write's series are held to, beyond the specification's
@@ -292,7 +258,6 @@ fn label_problem(labels: &RawLabels, limits: &SeriesLimits) -> Option<String> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use crate::Version;
     use bytes::Bytes;
 
     fn series(labels: &[(&str, &str)], samples: &[i64]) -> RawSeries {
@@ -325,7 +290,7 @@ mod tests {
     }
 
     fn decoded(series: Vec<RawSeries>) -> DecodedWrite<RawSeries> {
-        let mut d = DecodedWrite::new(Version::V1, series.len());
+        let mut d = DecodedWrite::new(series.len());
         d.series = series;
         d
     }
