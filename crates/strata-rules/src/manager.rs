@@ -1,8 +1,9 @@
 //! Running groups: each on its own interval, at an offset within it
-//! fixed by its name and file (so groups spread across the interval and
-//! keep their times across restarts, as Prometheus' do), an evaluation
-//! that comes too late counted as missed rather than run in a burst; and
-//! reloads that keep the state of rules that stay.
+//! fixed by its name and file as Prometheus 3 fixes it (so groups spread
+//! across the interval, keep their times across restarts, and evaluate at
+//! the instants Prometheus would), an evaluation that comes too late
+//! counted as missed rather than run in a burst; and reloads that keep the
+//! state of rules that stay.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,22 +21,34 @@ pub fn eval_timestamp(now_ms: i64, interval_ms: i64, offset_ms: i64) -> i64 {
     adjusted - adjusted.rem_euclid(interval_ms) + offset_ms
 }
 
-/// A group's offset within its interval: the hash Prometheus takes of the
-/// labels `{file, name}` (xxHash64 of each name and value, each followed
-/// by 0xff), modulo the interval in nanoseconds.
-pub fn group_offset_ms(name: &str, file: &str, interval: Duration) -> i64 {
-    let mut bytes = Vec::with_capacity(name.len() + file.len() + 12);
-    for (n, v) in [("file", file), ("name", name)] {
-        bytes.extend_from_slice(n.as_bytes());
-        bytes.push(0xff);
-        bytes.extend_from_slice(v.as_bytes());
-        bytes.push(0xff);
+/// A group's offset within its interval, in nanoseconds: Prometheus 3's
+/// `Group.hash` modulo the interval. The hash is xxHash64 of the labels
+/// `{file, name}` as Prometheus 3 holds them (its default `stringlabels`
+/// build): each name and value after its length (one byte below 255,
+/// else 255 and three little-endian bytes), names sorted.
+pub fn group_offset_ns(name: &str, file: &str, interval: Duration) -> u64 {
+    let mut bytes = Vec::with_capacity(name.len() + file.len() + 16);
+    for s in ["file", file, "name", name] {
+        let len = s.len();
+        if len < 255 {
+            bytes.push(len as u8);
+        } else {
+            bytes.push(255);
+            bytes.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+        }
+        bytes.extend_from_slice(s.as_bytes());
     }
     let hash = twox_hash::XxHash64::oneshot(0, &bytes);
     let nanos = u64::try_from(interval.as_nanos())
         .unwrap_or(u64::MAX)
         .max(1);
-    i64::try_from((hash % nanos) / 1_000_000).unwrap_or(0)
+    hash % nanos
+}
+
+/// [`group_offset_ns`] in whole milliseconds: evaluation timestamps are
+/// milliseconds, Prometheus' truncated from its nanoseconds.
+pub fn group_offset_ms(name: &str, file: &str, interval: Duration) -> i64 {
+    i64::try_from(group_offset_ns(name, file, interval) / 1_000_000).unwrap_or(0)
 }
 
 /// A group and the task that runs it.
@@ -190,5 +203,38 @@ mod tests {
             off,
             group_offset_ms("h", "rules.yml", Duration::from_secs(60))
         );
+    }
+
+    /// Offsets Prometheus 3.16 computes (`labels.New(name, file).Hash() %
+    /// interval` from its `model/labels`, default build), so a group
+    /// evaluates at the same instants in Strata and in Prometheus.
+    #[test]
+    fn offsets_are_prometheus_3s() {
+        let long_file = format!("/srv/rules/{}.yml", "abcdefghijklmnopqrstuvwxyz".repeat(10));
+        let cases = [
+            ("g", "rules.yml".to_owned(), 60, 17_426_745_134),
+            (
+                "node",
+                "/etc/prometheus/rules/node.yml".to_owned(),
+                15,
+                7_707_652_404,
+            ),
+            (
+                "prometheus",
+                "/tmp/x/rules.yml".to_owned(),
+                2,
+                1_872_877_155,
+            ),
+            // A file name of 255 bytes or more: a four-byte length.
+            ("a-very-long-group-name", long_file, 60, 49_478_047_043),
+        ];
+        for (name, file, secs, want) in cases {
+            let interval = Duration::from_secs(secs);
+            assert_eq!(group_offset_ns(name, &file, interval), want, "{name}");
+            assert_eq!(
+                group_offset_ms(name, &file, interval),
+                (want / 1_000_000) as i64
+            );
+        }
     }
 }
