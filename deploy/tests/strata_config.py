@@ -84,3 +84,33 @@ def check_against_defaults(toml_text, where):
                 f"config/strata.toml has a {type(known[key]).__name__}"
             )
     return problems
+
+
+def env_value(raw):
+    """What the server makes of an environment variable's value: a TOML
+    value when the text is one (not a table), else the text as a string."""
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+    return raw if isinstance(value, dict) else value
+
+
+def check_env(name, raw, where):
+    """Problems with a STRATA_* environment variable: one that names no key
+    of config/strata.toml, or whose value the key's type does not take (a
+    list also takes one comma-separated string)."""
+    known = documented_keys()
+    by_env = {env_var(key): key for key in known}
+    key = by_env.get(name)
+    if key is None:
+        return [f"{where}: {name} names no key of config/strata.toml"]
+    value, default = env_value(raw), known[key]
+    if isinstance(default, list) and isinstance(value, str):
+        return []
+    if type(value) is not type(default):
+        return [
+            f"{where}: {name}={raw!r} is a {type(value).__name__}, "
+            f"{key} in config/strata.toml is a {type(default).__name__}"
+        ]
+    return []

@@ -20,7 +20,7 @@ except ImportError as e:  # a missing validator must fail the run, not skip it
         "kubernetes-validate is required: pip install -r deploy/tests/requirements.txt"
     ) from e
 
-from strata_config import REPO, check_against_defaults
+from strata_config import REPO, check_against_defaults, check_env, env_value
 
 K8S = REPO / "deploy" / "kubernetes"
 # The oldest Kubernetes minor these manifests support, and the newest
@@ -171,7 +171,180 @@ def test_reader_caches_on_a_local_volume_and_scales_with_an_hpa():
     assert hpa["spec"]["minReplicas"] >= 2
 
 
-@pytest.mark.parametrize("kind,name", [("StatefulSet", "strata-writer"), ("Deployment", "strata-reader")])
+def workloads(docs):
+    return [d for d in docs if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job")]
+
+
+def env(c):
+    """The container's environment: name -> value (or valueFrom), in order."""
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+# A commented-out example in a manifest: `# - name: STRATA_X` then
+# `#   value: ...`, to be uncommented as it stands.
+COMMENTED_ENV = re.compile(r"^\s*#\s*- name: (STRATA_\w+)\n\s*#\s*value: (.+)$", re.M)
+
+
+def test_strata_environment_variables_are_settings_of_the_right_type():
+    seen = 0
+    for doc in workloads(resources()):
+        for name, value in env(container(doc)).items():
+            if name.startswith("STRATA_"):
+                seen += 1
+                assert isinstance(value, str), f"{name}: expected a value"
+                assert check_env(name, value, doc["metadata"]["name"]) == []
+    assert seen, "no STRATA_* variables: the ruler's settings are missing"
+    for path in MANIFESTS:
+        for name, raw in COMMENTED_ENV.findall(path.read_text()):
+            value = yaml.safe_load(raw)
+            assert check_env(name, value, f"{path.name} (commented out)") == []
+
+
+def test_commented_alertmanagers_example_is_a_list_of_tables_with_urls():
+    found = dict(COMMENTED_ENV.findall((K8S / "ruler.yaml").read_text()))
+    groups = env_value(yaml.safe_load(found["STRATA_ALERTING_ALERTMANAGERS"]))
+    assert isinstance(groups, list) and groups
+    for group in groups:
+        assert group["urls"] and all(re.match(r"(dns\+)?https?://", u) for u in group["urls"])
+
+
+def service_port_target(docs, url, component):
+    """Checks that `url` (http://<service>:<port>) is a Service of `docs`
+    on that port whose pods are the `component`'s, listening on it."""
+    m = re.fullmatch(r"http://([a-z0-9-]+)(?:\.strata(?:\.svc(?:\.cluster\.local)?)?)?:(\d+)/?", url)
+    assert m, f"{url!r} is not http://<service>:<port> in the namespace"
+    name, port = m.group(1), int(m.group(2))
+    services = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == name]
+    assert len(services) == 1, f"{url}: no Service {name}"
+    svc = services[0]
+    assert svc["spec"].get("clusterIP") != "None", f"{url}: {name} is headless"
+    (sp,) = [p for p in svc["spec"]["ports"] if p["port"] == port]
+    selector = svc["spec"]["selector"]
+    assert selector.get("app.kubernetes.io/component") == component, f"{name} selects {selector}"
+    targets = [
+        w
+        for w in workloads(docs)
+        if all(w["spec"]["template"]["metadata"]["labels"].get(k) == v for k, v in selector.items())
+    ]
+    assert targets, f"{name} selects no pods"
+    for w in targets:
+        ports = {p["name"]: p["containerPort"] for p in container(w)["ports"]}
+        assert sp["targetPort"] in ports or sp["targetPort"] in ports.values()
+        assert flag(container(w), "--role") == component
+
+
+def rule_file_keys(docs, ruler):
+    """The ConfigMap keys the ruler's rules.rule_files patterns load:
+    (configmap, key) pairs."""
+    c = container(ruler)
+    patterns = [p.strip() for p in env(c)["STRATA_RULES_RULE_FILES"].split(",") if p.strip()]
+    assert patterns
+    volumes = {v["name"]: v for v in ruler["spec"]["template"]["spec"]["volumes"]}
+    loaded = []
+    for pattern in patterns:
+        folder, glob = pattern.rsplit("/", 1)
+        mounts = [m for m in c["volumeMounts"] if m["mountPath"].rstrip("/") == folder]
+        assert len(mounts) == 1, f"{pattern}: no volume mounted at {folder}"
+        assert "subPath" not in mounts[0], "a subPath mount is not updated on edits"
+        cm_name = volumes[mounts[0]["name"]]["configMap"]["name"]
+        cms = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == cm_name]
+        assert len(cms) == 1, f"{pattern}: no ConfigMap {cm_name}"
+        keys = [k for k in cms[0]["data"] if fnmatch.fnmatchcase(k, glob)]
+        assert keys, f"{pattern} matches no key of ConfigMap {cm_name}"
+        loaded += [(cms[0], k) for k in keys]
+    return loaded
+
+
+def check_ruler(docs, write_to):
+    """What a ruler needs in the layout `docs`: role, reader cache, a
+    write_url that reaches `write_to`'s Service, an advertise_url of its
+    own pod, rule files from a ConfigMap, a Service and budget."""
+    ruler = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "strata-ruler")
+    assert ruler["spec"]["replicas"] >= 2
+    c = container(ruler)
+    assert flag(c, "--role") == "ruler"
+    cache_dir = flag(c, "--cache-dir")
+    mount = next(m for m in c["volumeMounts"] if m["mountPath"] == cache_dir)
+    volume = next(v for v in ruler["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    assert "emptyDir" in volume or "persistentVolumeClaim" in volume or "ephemeral" in volume
+    variables = env(c)
+    service_port_target(docs, variables["STRATA_RULER_WRITE_URL"], write_to)
+    # advertise_url: this pod's own address on its HTTP port, from the
+    # downward API, defined before the variable that refers to it.
+    names = list(variables)
+    assert variables["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert names.index("POD_IP") < names.index("STRATA_RULER_ADVERTISE_URL")
+    port = {p["name"]: p["containerPort"] for p in c["ports"]}["http"]
+    assert variables["STRATA_RULER_ADVERTISE_URL"] == f"http://$(POD_IP):{port}"
+    assert rule_file_keys(docs, ruler)
+    service_port_target(docs, "http://strata-ruler:9470", "ruler")
+    budgets = [d for d in docs if d["kind"] == "PodDisruptionBudget" and d["metadata"]["name"] == "strata-ruler"]
+    assert len(budgets) == 1
+    return ruler
+
+
+def test_ruler_reads_like_a_reader_and_writes_to_the_writer_service():
+    check_ruler(resources(), "writer")
+
+
+def test_only_rulers_are_given_rule_files():
+    # A writer given rule files evaluates them too: it and the rulers would
+    # both write the recorded series and ALERTS.
+    assert "rule_files" not in tomllib.loads(configmap_toml()).get("rules", {})
+    for doc in workloads(resources()):
+        c = container(doc)
+        if flag(c, "--role") != "ruler":
+            assert "STRATA_RULES_RULE_FILES" not in env(c), doc["metadata"]["name"]
+
+
+def test_example_rule_files_are_prometheus_rule_files():
+    docs = resources()
+    ruler = find("Deployment", "strata-ruler")
+    for cm, key in rule_file_keys(docs, ruler):
+        parsed = yaml.safe_load(cm["data"][key])
+        assert set(parsed) == {"groups"}, key
+        names = [g["name"] for g in parsed["groups"]]
+        assert len(names) == len(set(names)), f"{key}: duplicate group names"
+        for group in parsed["groups"]:
+            assert group["rules"], f"{key}: group {group['name']} has no rules"
+            for rule in group["rules"]:
+                assert ("record" in rule) != ("alert" in rule), rule
+                assert rule["expr"].strip(), rule
+                if "record" in rule:
+                    assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", rule["record"])
+                    assert "for" not in rule and "annotations" not in rule
+
+
+def strata_binary():
+    import os
+
+    for candidate in (
+        os.environ.get("STRATA_BIN", ""),
+        str(REPO / "target" / "debug" / "strata"),
+        str(REPO / "target" / "release" / "strata"),
+    ):
+        if candidate and pathlib.Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def test_example_rule_files_pass_strata_rules_check(tmp_path):
+    binary = strata_binary()
+    if binary is None:
+        pytest.skip("no strata binary (set STRATA_BIN, or cargo build -p strata-server)")
+    files = []
+    for cm, key in rule_file_keys(resources(), find("Deployment", "strata-ruler")):
+        f = tmp_path / key
+        f.write_text(cm["data"][key])
+        files.append(str(f))
+    r = subprocess.run([binary, "rules", "check", *files], capture_output=True, text=True)
+    assert r.returncode == 0 and "SUCCESS" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(
+    "kind,name",
+    [("StatefulSet", "strata-writer"), ("Deployment", "strata-reader"), ("Deployment", "strata-ruler")],
+)
 def test_workload_probes_resources_scraping_and_config(kind, name):
     w = find(kind, name)
     pod = w["spec"]["template"]

@@ -1,6 +1,7 @@
 """Offline checks of the sharded layout (deploy/kubernetes-shards): its
-manifests against the Kubernetes schemas, and that the writer replicas,
-the readers' --shards and the distributor's --writers agree."""
+manifests against the Kubernetes schemas, that the writer replicas, the
+readers' and rulers' --shards and the distributor's --writers agree, and
+that rulers write through the distributors."""
 
 import pathlib
 import shutil
@@ -9,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from test_manifests import VERSIONS, container, flag, validate
+from test_manifests import VERSIONS, check_ruler, container, flag, validate
 
 SHARDS = pathlib.Path(__file__).resolve().parent.parent / "kubernetes-shards"
 
@@ -87,3 +88,10 @@ def test_distributor_scales_with_an_hpa_behind_a_service():
     svc = find(docs, "Service", "strata-distributor")
     labels = dist["spec"]["template"]["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
+
+
+def test_rulers_read_every_shard_and_write_through_the_distributors():
+    docs = built()
+    n = find(docs, "StatefulSet", "strata-writer")["spec"]["replicas"]
+    ruler = check_ruler(docs, "distributor")
+    assert flag(container(ruler), "--shards") == str(n)
