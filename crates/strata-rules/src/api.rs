@@ -88,6 +88,16 @@ pub fn go_e(v: f64) -> String {
     format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
 }
 
+/// A float as Go's `encoding/json` writes a `float64`: a whole number
+/// without a fraction (`1`, not `1.0`).
+pub fn go_number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
+}
+
 fn labels_json(l: &LabelSet) -> Value {
     Value::Object(
         l.iter()
@@ -113,8 +123,9 @@ fn alert_json(a: &Alert) -> Value {
     Value::Object(m)
 }
 
-/// The expression as Prometheus prints a parsed one.
-fn query_string(expr: &str) -> String {
+/// The expression as Prometheus prints a parsed one: one line, without
+/// comments.
+pub fn query_string(expr: &str) -> String {
     promql_parser::parser::parse(expr)
         .map(|e| e.to_string())
         .unwrap_or_else(|_| expr.to_owned())
@@ -134,14 +145,21 @@ fn rule_json(r: &RuleState, exclude_alerts: bool) -> Value {
             m.insert("state".into(), r.state().as_str().into());
             m.insert("name".into(), alert.clone().into());
             m.insert("query".into(), query_string(expr).into());
-            m.insert("duration".into(), hold.as_secs_f64().into());
-            m.insert("keepFiringFor".into(), keep_firing_for.as_secs_f64().into());
+            m.insert("duration".into(), go_number(hold.as_secs_f64()));
+            m.insert(
+                "keepFiringFor".into(),
+                go_number(keep_firing_for.as_secs_f64()),
+            );
             m.insert("labels".into(), labels_json(labels));
             m.insert("annotations".into(), labels_json(annotations));
-            if !exclude_alerts {
-                let alerts: Vec<Value> = r.alerts.active().into_iter().map(alert_json).collect();
-                m.insert("alerts".into(), Value::Array(alerts));
-            }
+            // Without its alerts, a rule's `alerts` is null, as Prometheus
+            // writes a nil list.
+            let alerts = if exclude_alerts {
+                Value::Null
+            } else {
+                Value::Array(r.alerts.active().into_iter().map(alert_json).collect())
+            };
+            m.insert("alerts".into(), alerts);
             push_health(&mut m, r);
             m.insert("type".into(), "alerting".into());
         }
@@ -152,9 +170,8 @@ fn rule_json(r: &RuleState, exclude_alerts: bool) -> Value {
         } => {
             m.insert("name".into(), record.clone().into());
             m.insert("query".into(), query_string(expr).into());
-            if !labels.is_empty() {
-                m.insert("labels".into(), labels_json(labels));
-            }
+            // `{}` without labels: Prometheus 3's labels are never omitted.
+            m.insert("labels".into(), labels_json(labels));
             push_health(&mut m, r);
             m.insert("type".into(), "recording".into());
         }
@@ -169,15 +186,25 @@ fn push_health(m: &mut Map<String, Value>, r: &RuleState) {
     }
     m.insert(
         "evaluationTime".into(),
-        r.evaluation_time.as_secs_f64().into(),
+        go_number(r.evaluation_time.as_secs_f64()),
     );
     m.insert("lastEvaluation".into(), go_time(r.last_evaluation).into());
 }
 
-/// The `data` of `/api/v1/rules`.
+/// The `data` of `/api/v1/rules`: the groups sorted by file, then name, as
+/// Prometheus lists them; a group none of whose rules is asked for is left
+/// out.
 pub fn rules(groups: &[std::sync::Arc<Group>], filter: &RuleFilter) -> Value {
+    let mut sorted: Vec<&std::sync::Arc<Group>> = groups.iter().collect();
+    sorted.sort_by(|a, b| (&a.spec.file, &a.spec.name).cmp(&(&b.spec.file, &b.spec.name)));
     let mut out = Vec::new();
-    for g in groups {
+    for g in sorted {
+        if !filter.group_names.is_empty() && !filter.group_names.contains(&g.spec.name) {
+            continue;
+        }
+        if !filter.files.is_empty() && !filter.files.contains(&g.spec.file) {
+            continue;
+        }
         let rules: Vec<Value> = g
             .rules
             .lock()
@@ -185,17 +212,7 @@ pub fn rules(groups: &[std::sync::Arc<Group>], filter: &RuleFilter) -> Value {
             .filter(|r| filter.keeps(g, &r.spec))
             .map(|r| rule_json(r, filter.exclude_alerts))
             .collect();
-        // A group left without rules by the filters is left out, as
-        // Prometheus does when it filters.
-        let filtering =
-            filter.kind.is_some() || !filter.rule_names.is_empty() || !filter.matchers.is_empty();
-        if rules.is_empty() && filtering {
-            continue;
-        }
-        if !filter.group_names.is_empty() && !filter.group_names.contains(&g.spec.name) {
-            continue;
-        }
-        if !filter.files.is_empty() && !filter.files.contains(&g.spec.file) {
+        if rules.is_empty() {
             continue;
         }
         let st = g.stats.lock().clone();
@@ -203,9 +220,9 @@ pub fn rules(groups: &[std::sync::Arc<Group>], filter: &RuleFilter) -> Value {
             "name": g.spec.name,
             "file": g.spec.file,
             "rules": rules,
-            "interval": g.spec.interval.as_secs_f64(),
+            "interval": go_number(g.spec.interval.as_secs_f64()),
             "limit": g.spec.limit,
-            "evaluationTime": st.evaluation_time.as_secs_f64(),
+            "evaluationTime": go_number(st.evaluation_time.as_secs_f64()),
             "lastEvaluation": go_time(st.last_evaluation),
         }));
     }
@@ -244,5 +261,20 @@ mod tests {
         assert_eq!(go_e(1e300), "1e+300");
         assert_eq!(go_e(f64::NAN), "NaN");
         assert_eq!(go_e(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(go_number(1.0).to_string(), "1");
+        assert_eq!(go_number(0.0).to_string(), "0");
+        assert_eq!(go_number(3600.0).to_string(), "3600");
+        assert_eq!(go_number(0.5).to_string(), "0.5");
+        assert_eq!(go_number(0.000123).to_string(), "0.000123");
+    }
+
+    #[test]
+    fn alert_links_are_to_the_printed_expression() {
+        let expr = "# Without max_over_time, reloads are missed.\nmax_over_time(x{job=\"p\"}[5m])\n  == 1\n";
+        assert_eq!(query_string(expr), "max_over_time(x{job=\"p\"}[5m]) == 1");
+        assert_eq!(
+            crate::group::generator_url("http://h:9090/prom", &query_string(expr)),
+            "http://h:9090/prom/graph?g0.expr=max_over_time%28x%7Bjob%3D%22p%22%7D%5B5m%5D%29+%3D%3D+1&g0.tab=1"
+        );
     }
 }

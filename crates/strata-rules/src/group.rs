@@ -455,6 +455,8 @@ impl Group {
                 });
             }
             let delta = ms(ctx.resend_delay.max(self.spec.interval));
+            // The link is to the expression as Prometheus prints it.
+            let mut link = None;
             for a in r.alerts.all_mut() {
                 if a.needs_sending(ts, ctx.resend_delay) {
                     a.last_sent_at = ts;
@@ -468,7 +470,11 @@ impl Group {
                         } else {
                             a.valid_until
                         },
-                        generator_url: generator_url(&ctx.external_url, expr),
+                        generator_url: link
+                            .get_or_insert_with(|| {
+                                generator_url(&ctx.external_url, &crate::api::query_string(expr))
+                            })
+                            .clone(),
                     });
                 }
             }
@@ -643,7 +649,8 @@ fn quote_name(n: &str) -> String {
     }
 }
 
-/// The link Prometheus puts in an alert: the expression in its table view.
+/// The link Prometheus puts in an alert: the expression (as Prometheus
+/// prints it: [`crate::api::query_string`]) in its table view.
 pub fn generator_url(external_url: &str, expr: &str) -> String {
     let mut q = String::new();
     for b in expr.bytes() {
