@@ -712,6 +712,7 @@ impl Config {
         if config.server.listen.starts_with(':') {
             config.server.listen = format!("0.0.0.0{}", config.server.listen);
         }
+        config.rules.external_url = external_url(&config.rules.external_url);
         config.validate()?;
         Ok((config, effective))
     }
@@ -900,6 +901,29 @@ impl Config {
     }
 }
 
+/// `url` as Prometheus reads `--web.external-url`: its path without
+/// trailing slashes (and with a leading one), so `$externalURL`,
+/// `pathPrefix` and the alerts' `generatorURL` are Prometheus'.
+fn external_url(url: &str) -> String {
+    if url.is_empty() {
+        return String::new();
+    }
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let (base, rest) = url.split_at(end);
+    let path_at = match base.find("://") {
+        Some(i) => base[i + 3..].find('/').map_or(base.len(), |j| i + 3 + j),
+        None => 0,
+    };
+    let (head, path) = base.split_at(path_at);
+    let path = path.trim_end_matches('/');
+    let slash = if path.is_empty() || path.starts_with('/') {
+        ""
+    } else {
+        "/"
+    };
+    format!("{head}{slash}{path}{rest}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -910,6 +934,35 @@ mod tests {
             env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
             o,
         )
+    }
+
+    #[test]
+    fn external_url_is_read_as_prometheus_reads_it() {
+        for (given, used) in [
+            ("", ""),
+            ("http://strata.example.com", "http://strata.example.com"),
+            ("http://strata.example.com/", "http://strata.example.com"),
+            (
+                "https://example.com:9090/prom/",
+                "https://example.com:9090/prom",
+            ),
+            ("https://example.com/a/b//", "https://example.com/a/b"),
+            (
+                "https://example.com/prom/?x=1",
+                "https://example.com/prom?x=1",
+            ),
+            ("prom/", "/prom"),
+        ] {
+            let env = [("STRATA_RULES_EXTERNAL_URL", given)];
+            assert_eq!(
+                load(None, &env, &Overrides::default())
+                    .unwrap()
+                    .rules
+                    .external_url,
+                used,
+                "{given}"
+            );
+        }
     }
 
     #[test]
