@@ -226,19 +226,17 @@ impl AlertSet {
     }
 
     /// Gives restored `activeAt` times to the alerts of the same labels
-    /// (Prometheus' `RestoreForState`): `restored` maps each alert's labels
-    /// to its `activeAt` and the time of the last evaluation before the
-    /// restart, as `ALERTS_FOR_STATE` last showed them (ms). An alert that
-    /// was firing keeps its `activeAt` and fires again at once; one with
-    /// more than `for_grace` of its `for` left counts the time down as
-    /// pending; one with less fires `for_grace` after the restart. With a
-    /// `for` shorter than the grace nothing is restored, as Prometheus.
+    /// (Prometheus 3's `RestoreForState`): `restored` maps each alert's
+    /// labels to its `activeAt` and the time of the last evaluation before
+    /// the restart, as `ALERTS_FOR_STATE` last showed them (ms, whole
+    /// seconds). An alert that was firing keeps its `activeAt` and fires
+    /// again at the next evaluation; a pending one with a `for` shorter than
+    /// the grace period starts its `for` over; one with less than the grace
+    /// period of its `for` left fires the grace period after the restore;
+    /// one with more counts the time down as pending.
     pub fn restore(&mut self, restored: &BTreeMap<LabelSet, (i64, i64)>, restart: Restart) {
         let hold = ms(restart.hold);
         let grace = ms(restart.for_grace);
-        if hold < grace {
-            return;
-        }
         for (labels, a) in self.active.iter_mut() {
             let Some(&(was_active_at, down_at)) = restored.get(labels) else {
                 continue;
@@ -246,6 +244,8 @@ impl AlertSet {
             let remaining = hold - (down_at - was_active_at);
             a.active_at = if remaining <= 0 {
                 was_active_at
+            } else if hold < grace {
+                continue;
             } else if remaining < grace {
                 restart.now + grace - hold
             } else {
@@ -258,7 +258,8 @@ impl AlertSet {
 /// What [`AlertSet::restore`] needs to know of the restart.
 #[derive(Clone, Copy, Debug)]
 pub struct Restart {
-    /// The first evaluation after the restart (ms).
+    /// When the state is restored: the end of the second evaluation after
+    /// the restart (ms).
     pub now: i64,
     /// The rule's `for`.
     pub hold: Duration,
@@ -401,5 +402,30 @@ mod tests {
         assert_eq!(at("long"), 90 * MIN);
         assert_eq!(at("short"), 50 * MIN);
         assert_eq!(at("fired"), 10 * MIN);
+    }
+
+    #[test]
+    fn a_for_shorter_than_the_grace_restarts_unless_it_fired() {
+        let mut s = AlertSet::default();
+        let hold = Duration::from_secs(300);
+        let restart = Restart {
+            now: 100 * MIN,
+            hold,
+            for_grace: Duration::from_secs(600),
+        };
+        let labels = |i: &str| found(i, 1.0).labels;
+        let all = ["pending", "fired"].map(|i| found(i, 1.0)).to_vec();
+        s.step(99 * MIN, all, hold, Duration::ZERO, 0).unwrap();
+        let restored: BTreeMap<LabelSet, (i64, i64)> = [
+            // Pending 2 of its 5 minutes: starts over.
+            (labels("pending"), (88 * MIN, 90 * MIN)),
+            // Firing: keeps its activeAt, though its `for` is short.
+            (labels("fired"), (80 * MIN, 90 * MIN)),
+        ]
+        .into();
+        s.restore(&restored, restart);
+        let at = |i: &str| s.all().find(|a| a.labels == labels(i)).unwrap().active_at;
+        assert_eq!(at("pending"), 99 * MIN);
+        assert_eq!(at("fired"), 80 * MIN);
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
-use strata_codec::Label;
+use strata_codec::{Label, MatchOp, Matcher};
 use strata_promql::{Engine, QueryValue};
 
 use crate::alerting::{ms, AlertError, AlertSet, AlertState, Found, LabelSet, Restart};
@@ -149,7 +149,8 @@ pub struct RuleState {
     /// Label sets written at the last evaluation: those missing at the next
     /// get a stale marker.
     written: FxHashSet<Vec<Label>>,
-    /// Whether the `for` state was restored after a start.
+    /// Whether the `for` state was restored after a start: until it is, the
+    /// rule writes no `ALERTS` or `ALERTS_FOR_STATE`, as Prometheus'.
     restored: bool,
 }
 
@@ -197,6 +198,9 @@ pub struct Group {
     pub stats: Mutex<GroupStats>,
     /// Serialises evaluations (a reload's first one and the scheduler's).
     running: tokio::sync::Mutex<()>,
+    /// Evaluations left before the alerts' `for` state is restored from
+    /// `ALERTS_FOR_STATE`; 0: restored, or not to be.
+    restore_in: Mutex<u8>,
 }
 
 /// The value `ALERTS_FOR_STATE` gives an alert's `activeAt`: whole
@@ -212,6 +216,11 @@ fn sorted(labels: LabelSet) -> Vec<Label> {
 /// The stale marker Prometheus writes when a series leaves a rule's output.
 const STALE_NAN: f64 = f64::from_bits(strata_promql::STALE_NAN_BITS);
 
+/// After a start, the evaluations before the `for` state is restored:
+/// Prometheus restores after the second, once recording rules the alerts
+/// may read have written.
+const RESTORE_AFTER: u8 = 2;
+
 impl Group {
     pub fn new(spec: GroupSpec) -> Self {
         let rules = spec.rules.iter().cloned().map(RuleState::new).collect();
@@ -220,6 +229,17 @@ impl Group {
             rules: Mutex::new(rules),
             stats: Mutex::new(GroupStats::default()),
             running: tokio::sync::Mutex::new(()),
+            restore_in: Mutex::new(RESTORE_AFTER),
+        }
+    }
+
+    /// Starts the group restored: it writes `ALERTS` from its first
+    /// evaluation and reads nothing back, as Prometheus does with a group a
+    /// reload adds or changes.
+    pub fn skip_restore(&self) {
+        *self.restore_in.lock() = 0;
+        for r in self.rules.lock().iter_mut() {
+            r.restored = true;
         }
     }
 
@@ -248,19 +268,21 @@ impl Group {
                 r.restored = o.restored;
             }
         }
+        *self.restore_in.lock() = *old.restore_in.lock();
         *self.stats.lock() = old.stats.lock().clone();
     }
 
     /// Forgets what the evaluations of this process left (alerts, series
     /// written, the restore), for a group another process evaluated in
-    /// between: its next evaluation restores the `for` state from
-    /// `ALERTS_FOR_STATE`, as after a restart.
+    /// between: it restores the `for` state from `ALERTS_FOR_STATE` as
+    /// after a restart.
     pub fn forget_state(&self) {
         for r in self.rules.lock().iter_mut() {
             r.alerts = AlertSet::default();
             r.written.clear();
             r.restored = false;
         }
+        *self.restore_in.lock() = RESTORE_AFTER;
     }
 
     /// Evaluates every rule at `ts` (ms), in order.
@@ -295,6 +317,21 @@ impl Group {
                     r.last_error = Some(e);
                 }
             }
+        }
+        let restore_now = {
+            let mut left = self.restore_in.lock();
+            if *left == 0 {
+                false
+            } else {
+                *left -= 1;
+                *left == 0
+            }
+        };
+        if restore_now {
+            // At the time the evaluation ends, as Prometheus' clock reads it
+            // then.
+            let now = ts + ms(began.elapsed());
+            self.restore_for_state(ctx, now).await;
         }
         let mut st = self.stats.lock();
         st.last_evaluation = ts;
@@ -420,15 +457,6 @@ impl Group {
                 value,
             });
         }
-        let restore_first = {
-            let rules = self.rules.lock();
-            rules.get(i).is_some_and(|r| !r.restored)
-        };
-        let restored = if restore_first && !hold.is_zero() {
-            Some(self.restore_query(ctx, alert, labels, ts).await)
-        } else {
-            None
-        };
         let mut notifications = Vec::new();
         let out = {
             let mut rules = self.rules.lock();
@@ -438,17 +466,6 @@ impl Group {
             let stepped = r
                 .alerts
                 .step(ts, found, *hold, *keep_firing_for, self.spec.limit);
-            if let Some(restored) = restored {
-                r.alerts.restore(
-                    &restored,
-                    Restart {
-                        now: ts,
-                        hold: *hold,
-                        for_grace: ctx.for_grace,
-                    },
-                );
-            }
-            r.restored = true;
             if let Err(e) = stepped {
                 return Err(match e {
                     AlertError::OverLimit { .. } | AlertError::DuplicateLabels => e.to_string(),
@@ -479,7 +496,13 @@ impl Group {
                 }
             }
             let mut out = Vec::new();
-            for a in r.alerts.active() {
+            // Nothing is written before the `for` state is restored.
+            let active = if r.restored {
+                r.alerts.active()
+            } else {
+                Vec::new()
+            };
+            for a in active {
                 let mut with_state = a.labels.clone();
                 with_state.insert("__name__".into(), "ALERTS".into());
                 with_state.insert("alertstate".into(), a.state.as_str().into());
@@ -496,47 +519,88 @@ impl Group {
         Ok(out)
     }
 
-    /// The `activeAt` and last evaluation of each alert of `alert` as
-    /// `ALERTS_FOR_STATE` shows them within the outage tolerance.
-    async fn restore_query(
-        &self,
-        ctx: &Context,
-        alert: &str,
-        labels: &LabelSet,
-        ts: i64,
-    ) -> std::collections::BTreeMap<LabelSet, (i64, i64)> {
-        let mut selector = format!("ALERTS_FOR_STATE{{alertname={}", quote(alert));
-        for (n, v) in labels {
-            // Templated labels cannot be matched before expansion.
-            if !v.contains("{{") {
-                selector.push_str(&format!(",{}={}", quote_name(n), quote(v)));
-            }
-        }
-        let secs = ctx.outage_tolerance.as_secs().max(1);
-        selector.push_str(&format!("}}[{secs}s]"));
-        let mut out = std::collections::BTreeMap::new();
-        let at = ts - ms(self.spec.query_offset);
-        let Ok(QueryValue::Matrix(m)) = ctx.engine.instant_query(&selector, at, None).await else {
-            return out;
-        };
-        for s in m {
-            let Some(last) = s.points.last() else {
-                continue;
-            };
-            let (last_t, last_v) = (last.t, last.v);
-            let key: LabelSet = s
-                .labels
+    /// Restores the `for` state of the alerting rules not restored yet,
+    /// at `now` (ms), as Prometheus' `RestoreForState`: each rule's
+    /// `ALERTS_FOR_STATE` series within the outage tolerance, matched by
+    /// the rule's name and labels as written in the file (so a rule with
+    /// templated labels finds none, as in Prometheus), gives each alert of
+    /// the same labels the `activeAt` it last showed, unless its last
+    /// sample is a stale marker. See [`crate::alerting::AlertSet::restore`].
+    async fn restore_for_state(&self, ctx: &Context, now: i64) {
+        let todo: Vec<(usize, String, Duration, LabelSet)> = self
+            .rules
+            .lock()
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.restored)
+            .filter_map(|(i, r)| match &r.spec {
+                RuleSpec::Alerting {
+                    alert,
+                    hold,
+                    labels,
+                    ..
+                } => Some((i, alert.clone(), *hold, labels.clone())),
+                RuleSpec::Recording { .. } => None,
+            })
+            .collect();
+        let from = now - ms(ctx.outage_tolerance);
+        for (i, alert, hold, labels) in todo {
+            let mut matchers = vec![
+                Matcher::new(MatchOp::Equal, "__name__", "ALERTS_FOR_STATE"),
+                Matcher::new(MatchOp::Equal, "alertname", alert.as_str()),
+            ];
+            for (n, v) in labels
                 .iter()
-                .filter(|l| l.name != "__name__")
-                .map(|l| (l.name.clone(), l.value.clone()))
-                .collect();
-            // Whole seconds, as Prometheus reads them back.
-            out.insert(
-                key,
-                ((last_v as i64) * 1000, last_t.div_euclid(1000) * 1000),
+                .filter(|(n, v)| !v.is_empty() && *n != "alertname")
+            {
+                matchers.push(Matcher::new(MatchOp::Equal, n.as_str(), v.as_str()));
+            }
+            let matchers: Result<Vec<Matcher>, _> = matchers.into_iter().collect();
+            let found = match matchers {
+                Ok(m) => ctx.engine.source().select(&m, from, now).await,
+                Err(e) => Err(strata_promql::SourceError::Internal(e.to_string())),
+            };
+            let mut last = std::collections::BTreeMap::new();
+            match found {
+                Ok(series) => {
+                    for s in series {
+                        let (Some(&t), Some(&v)) = (s.timestamps.last(), s.values.last()) else {
+                            continue;
+                        };
+                        // Stale: the alert was not active.
+                        if v.to_bits() == strata_promql::STALE_NAN_BITS {
+                            continue;
+                        }
+                        let key: LabelSet = s
+                            .labels
+                            .into_iter()
+                            .filter(|l| l.name != "__name__")
+                            .map(|l| (l.name, l.value))
+                            .collect();
+                        // Whole seconds, as Prometheus reads them back.
+                        last.insert(key, ((v as i64) * 1000, t.div_euclid(1000) * 1000));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(group = %self.spec.name, rule = %alert, error = %e,
+                        "'for' state not restored");
+                }
+            }
+            let mut rules = self.rules.lock();
+            let Some(r) = rules.get_mut(i) else { continue };
+            r.alerts.restore(
+                &last,
+                Restart {
+                    now,
+                    hold,
+                    for_grace: ctx.for_grace,
+                },
             );
+            r.restored = true;
         }
-        out
+        for r in self.rules.lock().iter_mut() {
+            r.restored = true;
+        }
     }
 }
 
@@ -631,24 +695,6 @@ impl template::QueryFn for BlockingQuery {
     }
 }
 
-/// A PromQL string literal of `s`.
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
-/// A label name as a matcher takes it: bare when it can be, else quoted.
-fn quote_name(n: &str) -> String {
-    let bare = n
-        .chars()
-        .enumerate()
-        .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
-    if bare && !n.is_empty() {
-        n.to_owned()
-    } else {
-        quote(n)
-    }
-}
-
 /// The link Prometheus puts in an alert: the expression (as Prometheus
 /// prints it: [`crate::api::query_string`]) in its table view.
 pub fn generator_url(external_url: &str, expr: &str) -> String {
@@ -713,5 +759,145 @@ impl GroupSpec {
             limit: g.limit,
             rules,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use strata_promql::{MemSource, QueryLimits};
+
+    struct MemSink(Arc<MemSource>);
+
+    #[async_trait::async_trait]
+    impl Sink for MemSink {
+        async fn write(&self, samples: Vec<(Vec<Label>, i64, f64)>) -> Result<(), String> {
+            for (l, t, v) in samples {
+                self.0.append(&l, t, v);
+            }
+            Ok(())
+        }
+    }
+
+    fn alert(name: &str, expr: &str, secs: u64, labels: &[(&str, &str)]) -> RuleSpec {
+        RuleSpec::Alerting {
+            alert: name.into(),
+            expr: expr.into(),
+            hold: Duration::from_secs(secs),
+            keep_firing_for: Duration::ZERO,
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            annotations: LabelSet::new(),
+        }
+    }
+
+    fn l(name: &str) -> Vec<Label> {
+        vec![Label::new("__name__", name)]
+    }
+
+    const T0: i64 = 1_700_000_000_000;
+
+    /// `ALERTS_FOR_STATE` of `alertname`: its samples' times and values.
+    fn for_state(src: &MemSource, alertname: &str) -> Vec<(i64, f64)> {
+        let m = [
+            Matcher::new(MatchOp::Equal, "__name__", "ALERTS_FOR_STATE").unwrap(),
+            Matcher::new(MatchOp::Equal, "alertname", alertname).unwrap(),
+        ];
+        let rt = tokio::runtime::Handle::current();
+        let series = tokio::task::block_in_place(|| {
+            rt.block_on(strata_promql::Queryable::select(src, &m, 0, i64::MAX))
+        })
+        .unwrap();
+        series
+            .iter()
+            .flat_map(|s| s.timestamps.iter().copied().zip(s.values.iter().copied()))
+            .collect()
+    }
+
+    fn active_at(g: &Group, alertname: &str) -> (i64, AlertState) {
+        let rules = g.rules.lock();
+        let r = rules.iter().find(|r| r.spec.name() == alertname).unwrap();
+        let a = r.alerts.active()[0];
+        (a.active_at, a.state)
+    }
+
+    /// Prometheus 3's restart: no `ALERTS` before the second evaluation,
+    /// after which `activeAt` is read back from `ALERTS_FOR_STATE`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_for_state_is_restored_after_the_second_evaluation() {
+        let src = Arc::new(MemSource::new());
+        let ctx = Context {
+            engine: Engine::new(src.clone(), QueryLimits::default()),
+            sink: Arc::new(MemSink(src.clone())),
+            notify: None,
+            external_labels: LabelSet::new(),
+            external_url: String::new(),
+            resend_delay: Duration::from_secs(60),
+            for_grace: Duration::from_secs(10),
+            outage_tolerance: Duration::from_secs(3600),
+            claim: None,
+        };
+        let spec = GroupSpec {
+            name: "g".into(),
+            file: "rules.yml".into(),
+            interval: Duration::from_secs(1),
+            query_offset: Duration::ZERO,
+            limit: 0,
+            rules: vec![
+                // `for` past the grace period, pending when it stops.
+                alert("Long", "vector(1)", 30, &[("severity", "page")]),
+                // Firing when it stops, though its `for` is short.
+                alert("Short", "vector(1)", 5, &[]),
+                // Pending with a `for` shorter than the grace period.
+                alert("Brief", "vector(1)", 8, &[]),
+                // Templated labels match no series: never restored.
+                alert("Templated", "vector(1)", 30, &[("x", "{{ \"y\" }}")]),
+                // Resolved before the stop: a stale marker last.
+                alert("Gone", "gone_source == 1", 30, &[]),
+            ],
+        };
+        src.append(&l("gone_source"), T0 - 1000, 1.0);
+        src.append(&l("gone_source"), T0 + 3500, 0.0);
+        let g = Group::new(spec.clone());
+        for k in 0..=6 {
+            g.eval(&ctx, T0 + k * 1000).await;
+        }
+        // Written from the third evaluation on.
+        let long = for_state(&src, "Long");
+        assert_eq!(long.first(), Some(&(T0 + 2000, (T0 / 1000) as f64)));
+        assert_eq!(long.last(), Some(&(T0 + 6000, (T0 / 1000) as f64)));
+        assert_eq!(active_at(&g, "Short"), (T0, AlertState::Firing));
+        let gone = for_state(&src, "Gone");
+        assert!(gone.last().unwrap().1.is_nan(), "{gone:?}");
+
+        // A restart 14 s later.
+        let r = T0 + 20_000;
+        src.append(&l("gone_source"), r - 500, 1.0);
+        let g = Group::new(spec);
+        g.eval(&ctx, r).await;
+        g.eval(&ctx, r + 1000).await;
+        assert_eq!(for_state(&src, "Long").last().unwrap().0, T0 + 6000);
+        // Restored at the end of the second evaluation: the 6 s pending
+        // before the stop count, the time down does not.
+        let (long_at, state) = active_at(&g, "Long");
+        assert_eq!(state, AlertState::Pending);
+        let restored = r + 1000 - 6000;
+        assert!(
+            (restored..restored + 1000).contains(&long_at),
+            "{long_at} vs {restored}"
+        );
+        assert_eq!(active_at(&g, "Short").0, T0);
+        assert_eq!(active_at(&g, "Brief").0, r);
+        assert_eq!(active_at(&g, "Templated").0, r);
+        assert_eq!(active_at(&g, "Gone").0, r);
+        g.eval(&ctx, r + 2000).await;
+        assert_eq!(active_at(&g, "Short"), (T0, AlertState::Firing));
+        assert_eq!(
+            for_state(&src, "Long").last(),
+            Some(&(r + 2000, (long_at / 1000) as f64))
+        );
     }
 }

@@ -62,6 +62,10 @@ pub struct RuleManager {
     ctx: Arc<Context>,
     clock: Arc<dyn Clock>,
     running: Mutex<Vec<Running>>,
+    /// Whether groups were loaded once: those of the first load restore
+    /// their alerts' `for` state, those a later load adds or changes do not,
+    /// as in Prometheus.
+    loaded: std::sync::atomic::AtomicBool,
     /// Where groups run: the caller's runtime, or one of its choosing (a
     /// server runs rules beside its queries, below ingest).
     runtime: Option<tokio::runtime::Handle>,
@@ -73,6 +77,7 @@ impl RuleManager {
             ctx,
             clock,
             running: Mutex::new(Vec::new()),
+            loaded: std::sync::atomic::AtomicBool::new(false),
             runtime: None,
         }
     }
@@ -89,8 +94,11 @@ impl RuleManager {
 
     /// Runs `specs` in place of the groups running now. A group of the
     /// same file and name keeps the state of its rules that stay (alerts,
-    /// health, what they wrote last).
+    /// health, what they wrote last). The groups of the first load restore
+    /// their alerts' `for` state after their second evaluation; a group a
+    /// later load adds or changes starts restored.
     pub fn update(&self, specs: Vec<GroupSpec>) {
+        let first = !self.loaded.swap(true, std::sync::atomic::Ordering::SeqCst);
         let mut running = self.running.lock();
         let old: Vec<Running> = std::mem::take(&mut *running);
         for r in &old {
@@ -98,8 +106,12 @@ impl RuleManager {
         }
         for spec in specs {
             let group = Arc::new(Group::new(spec));
-            if let Some(o) = old.iter().find(|o| o.group.key() == group.key()) {
+            let before = old.iter().find(|o| o.group.key() == group.key());
+            if let Some(o) = before {
                 group.take_state(&o.group);
+            }
+            if !first && before.is_none_or(|o| o.group.spec != group.spec) {
+                group.skip_restore();
             }
             let work = run(
                 Arc::clone(&group),
