@@ -239,6 +239,13 @@ pub(crate) async fn compact(
     // six hours, so reads of the last day take few buckets too.
     let step = (n / 4).max(1);
     loop {
+        // Late samples wait meanwhile: none is written to a bucket the
+        // block is being built from, and after the switch they go to the
+        // block. Taken before the oldest bucket with data is looked for:
+        // a late segment written between the look and the switch would
+        // land in a stretch the switch steps over, read from a block that
+        // never holds it.
+        let writing = inner.late.lock.lock().await;
         let state = inner.compacted();
         // The oldest bucket with data not yet in a block: empty stretches
         // (a gap in the history) are stepped over.
@@ -253,10 +260,6 @@ pub(crate) async fn compact(
         if upto <= next || (upto < start + n && upto - from < step) {
             break;
         }
-        // Late samples wait meanwhile: none is written to a bucket the
-        // block is being built from, and after the switch they go to the
-        // block.
-        let _writing = inner.late.lock.lock().await;
         let started = std::time::Instant::now();
         let block = compact_block(storage, db, start, from, upto).await?;
         let switched = Compacted {
@@ -265,7 +268,7 @@ pub(crate) async fn compact(
             switched_ms: inner.clock.now_ms(),
         };
         switched.store(inner, db).await?;
-        drop(_writing);
+        drop(writing);
         pass.add(&block);
         add(&inner.stats.blocks_compacted, 1);
         add(&inner.stats.compacted_bytes, block.bytes);
