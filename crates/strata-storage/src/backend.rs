@@ -1,4 +1,4 @@
-//! The SlateDB handle a [`crate::Storage`] reads through: the writer's `Db`,
+//! The SlateDB handle a [`crate::storage::Storage`] reads through: the writer's `Db`,
 //! or a read-only `DbReader` on the same path (reader nodes).
 //!
 //! Every read is bounded by `read_timeout`: SlateDB retries a failing object

@@ -41,8 +41,8 @@ use crate::postings::union;
 use crate::read::FoundKeys;
 use crate::shared::Shared;
 use crate::stats::add;
+use crate::storage::Storage;
 use crate::values;
-use crate::Storage;
 
 /// How often the writer looks for blocks to compact.
 pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_secs(60);
@@ -521,7 +521,7 @@ async fn compact_block(
         }
         // A pass takes minutes at a million series, on one thread: its
         // free room is given back as it goes, not once at the end.
-        crate::background::idle();
+        crate::worker::idle();
     }
 
     Ok(pass)

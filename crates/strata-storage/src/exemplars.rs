@@ -7,7 +7,7 @@ use strata_codec::{decode_exemplars, Exemplar, Matcher, SeriesExemplars};
 use crate::error::StorageError;
 use crate::head::NONE_SEALED;
 use crate::keys;
-use crate::Storage;
+use crate::storage::Storage;
 
 impl Storage {
     /// The exemplars in [start, end] (ms, inclusive) of every series that

@@ -34,8 +34,8 @@ use crate::packed_batch::Batch;
 use crate::series_index::Held;
 use crate::shared::Shared;
 use crate::stats::add;
+use crate::storage::Storage;
 use crate::values;
-use crate::Storage;
 
 /// Series handled per write batch of the late pass and the fold.
 const SERIES_PER_BATCH: usize = 1024;

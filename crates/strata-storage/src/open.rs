@@ -10,7 +10,7 @@ use slatedb_common::metrics::{DefaultMetricsRecorder, MetricsRecorder};
 use tokio::sync::mpsc;
 
 use crate::backend::{Backend, Handle};
-use crate::background::{compaction_runtime, start_freezer, start_late_pass};
+use crate::background::{start_freezer, start_late_pass};
 use crate::cache::MemoryCache;
 use crate::error::StorageError;
 use crate::follower_store::{FollowerStore, Quiet};
@@ -22,7 +22,11 @@ use crate::shared::Shared;
 use crate::slatedb_options::{is_local_folder, slatedb_settings, GarbageTarget, TABLE_BLOCK_SIZE};
 use crate::stats::{self, StorageStats};
 use crate::storage::Follower;
-use crate::{coordinator, keys, late, metadata, tailer, Clock, Storage, Writer};
+use crate::storage::Storage;
+use crate::worker::compaction_runtime;
+use crate::writer::Writer;
+use crate::{coordinator, keys, late, metadata, tailer};
+use strata_codec::clock::Clock;
 
 type Store = Arc<dyn object_store::ObjectStore>;
 

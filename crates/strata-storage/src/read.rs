@@ -20,8 +20,9 @@ use crate::error::StorageError;
 use crate::head::NONE_SEALED;
 use crate::keys::{self, Span};
 use crate::postings::{combine, union, MatcherSet};
+use crate::series_index;
+use crate::storage::Storage;
 use crate::values;
-use crate::{series_index, Storage};
 use strata_codec::merge::{merge_into, merge_newer};
 
 /// Sealed buckets read at once by one select.

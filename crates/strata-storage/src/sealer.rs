@@ -93,7 +93,7 @@ pub(crate) async fn seal(
     let (tx, mut rx) = mpsc::channel::<Encoded>(BATCHES_AHEAD);
     let encoder = {
         let inner = Arc::clone(&inner);
-        crate::background::run_on_worker(move || encode_bucket(&inner, bucket, &series, &tx))
+        crate::worker::run_on_worker(move || encode_bucket(&inner, bucket, &series, &tx))
             .map_err(|e| StorageError::Unavailable(format!("cannot start the sealer: {e}")))?
     };
 

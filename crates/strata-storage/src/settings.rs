@@ -1,5 +1,5 @@
 //! Serializable storage settings. Components (object store, clock) are
-//! given to [`crate::Writer::open`] and [`crate::Storage::open_reader`] apart from these.
+//! given to [`crate::writer::Writer::open`] and [`crate::storage::Storage::open_reader`] apart from these.
 
 use std::time::Duration;
 

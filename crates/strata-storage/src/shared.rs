@@ -2,8 +2,8 @@
 //! [`Writer`]) and its background work (coordinator, sealer, spill, late
 //! pass, log follower).
 //!
-//! [`Storage`]: crate::Storage
-//! [`Writer`]: crate::Writer
+//! [`Storage`]: crate::storage::Storage
+//! [`Writer`]: crate::writer::Writer
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,7 +15,8 @@ use crate::error::StorageError;
 use crate::instrumented::ObjectStoreCounters;
 use crate::settings::StorageSettings;
 use crate::stats::StorageStats;
-use crate::{backend, cache, head, late, metadata, Clock};
+use crate::{backend, cache, head, late, metadata};
+use strata_codec::clock::Clock;
 
 pub(crate) struct Shared {
     pub(crate) backend: backend::Backend,

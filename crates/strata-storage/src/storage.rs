@@ -2,7 +2,7 @@
 //! metrics need, on the writer (through [`Writer`]) and on a reader node,
 //! which also follows the writer's log.
 //!
-//! [`Writer`]: crate::Writer
+//! [`Writer`]: crate::writer::Writer
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use crate::stats::StorageStats;
 use crate::{head, metadata, slatedb_metrics};
 
 /// An open Strata database on one object-store path, read-only: the
-/// writer's own (see [`crate::Writer::storage`]) or a reader node's.
+/// writer's own (see [`crate::writer::Writer::storage`]) or a reader node's.
 pub struct Storage {
     pub(crate) shared: Arc<Shared>,
     /// A reader node's log follower, until close.
@@ -50,7 +50,7 @@ impl Storage {
     }
 
     /// On a reader node: stops following the log and closes SlateDB's
-    /// reader. A writer's database is closed by [`crate::Writer::close`];
+    /// reader. A writer's database is closed by [`crate::writer::Writer::close`];
     /// on its read handle this does nothing.
     pub async fn close(&self) -> Result<(), StorageError> {
         if !self.is_reader() {

@@ -10,7 +10,8 @@ use crate::coordinator::{ResolvedSeries, WriteOutcome};
 use crate::error::StorageError;
 use crate::head::Rejection;
 use crate::keys::{self, Span};
-use crate::{values, Storage};
+use crate::storage::Storage;
+use crate::values;
 
 /// Timestamps and values of one series, ascending.
 type Samples = (Vec<i64>, Vec<f64>);

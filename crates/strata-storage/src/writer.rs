@@ -18,9 +18,9 @@ use crate::late::{self, FoldPass, LatePass};
 use crate::shared::Shared;
 use crate::slatedb_options::GarbageTarget;
 use crate::spill::{self, SpillPass};
-use crate::{
-    metadata, series_index, stats, stored, Durability, IngestSeries, Storage, WriteLimits,
-};
+use crate::storage::Storage;
+use crate::write::{Durability, IngestSeries, WriteLimits};
+use crate::{metadata, series_index, stats, stored};
 use strata_codec::render::render_labels;
 
 /// The one process that writes a database: series samples go through its
@@ -329,7 +329,7 @@ impl Writer {
     /// or overwritten since the last such merge is counted (compaction asks
     /// by itself once that is a third of the tables' bytes); or says the
     /// merge asked for before is still running.
-    pub async fn reclaim_now(&self) -> Result<crate::ReclaimStep, StorageError> {
+    pub async fn reclaim_now(&self) -> Result<crate::reclaim::ReclaimStep, StorageError> {
         crate::reclaim::check(&self.shared, true).await
     }
 
