@@ -40,6 +40,7 @@ use crate::packed_batch::Batch;
 use crate::postings::union;
 use crate::read::FoundKeys;
 use crate::shared::Shared;
+use crate::state::compacted::Compacted;
 use crate::stats::add;
 use crate::storage::Storage;
 use crate::values;
@@ -53,72 +54,14 @@ const SERIES_PER_BATCH: usize = 512;
 /// Keys per write batch of postings and deletions.
 const KEYS_PER_BATCH: usize = 1024;
 
-/// No bucket compacted yet.
-pub(crate) const NONE_COMPACTED: i64 = i64::MIN;
-
-/// Which buckets blocks hold, as the `Mcompacted` key says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Compacted {
-    /// Every bucket before this one is read from its block.
-    pub(crate) through: i64,
-    /// The buckets before this one have had their own keys deleted.
-    pub(crate) deleted_through: i64,
-    /// When `through` last moved (writer's wall clock, ms).
-    pub(crate) switched_ms: i64,
-}
-
-impl Default for Compacted {
-    fn default() -> Self {
-        Self {
-            through: NONE_COMPACTED,
-            deleted_through: NONE_COMPACTED,
-            switched_ms: 0,
-        }
-    }
-}
-
-const VERSION: u8 = 1;
-
-impl Compacted {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(25);
-        out.push(VERSION);
-        out.extend_from_slice(&self.through.to_be_bytes());
-        out.extend_from_slice(&self.deleted_through.to_be_bytes());
-        out.extend_from_slice(&self.switched_ms.to_be_bytes());
-        out
-    }
-
-    /// Writes this state (durably) and takes it as the current one.
-    async fn store(self, inner: &Shared, db: &slatedb::Db) -> Result<(), StorageError> {
-        db.put(keys::COMPACTED, self.encode())
-            .await?
-            .await_durable()
-            .await?;
-        inner.note_compacted(self);
-        Ok(())
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, StorageError> {
-        let field = |at: usize| {
-            bytes
-                .get(at..at + 8)
-                .and_then(|b| b.try_into().ok())
-                .map(i64::from_be_bytes)
-        };
-        match (bytes.first(), bytes.len(), field(1), field(9), field(17)) {
-            (Some(&VERSION), 25, Some(through), Some(deleted_through), Some(switched_ms)) => {
-                Ok(Self {
-                    through,
-                    deleted_through,
-                    switched_ms,
-                })
-            }
-            _ => Err(StorageError::Corrupt(
-                "the compaction state (Mcompacted) is malformed or of an unknown version".into(),
-            )),
-        }
-    }
+/// Writes `state` (durably) and takes it as the current one.
+async fn store(state: Compacted, inner: &Shared, db: &slatedb::Db) -> Result<(), StorageError> {
+    db.put(keys::COMPACTED, state.encode())
+        .await?
+        .await_durable()
+        .await?;
+    inner.note_compacted(state);
+    Ok(())
 }
 
 /// Reads the compaction state (the default when nothing was compacted).
@@ -128,66 +71,6 @@ pub(crate) async fn read_compacted(
     match backend.get(keys::COMPACTED).await? {
         Some(v) => Compacted::decode(&v),
         None => Ok(Compacted::default()),
-    }
-}
-
-impl Shared {
-    pub(crate) fn compacted(&self) -> Compacted {
-        *self.compacted.read()
-    }
-
-    /// Takes a newer compaction state (a reader node following the
-    /// writer's); an older one is ignored.
-    pub(crate) fn note_compacted(&self, state: Compacted) {
-        let mut c = self.compacted.write();
-        if state.through >= c.through {
-            *c = state;
-        }
-    }
-
-    /// Where the sealed samples of `bucket` are read from, given the
-    /// compaction state's `through`.
-    pub(crate) fn span_of(&self, bucket: i64, through: i64) -> Span {
-        if bucket < through {
-            let n = self.settings.block_buckets();
-            Span::Block(bucket.div_euclid(n).saturating_mul(n))
-        } else {
-            Span::Bucket(bucket)
-        }
-    }
-
-    /// The buckets a span holds, `[first, end)`.
-    pub(crate) fn span_buckets(&self, span: Span) -> (i64, i64) {
-        match span {
-            Span::Bucket(b) => (b, b.saturating_add(1)),
-            Span::Block(b) => (b, b.saturating_add(self.settings.block_buckets())),
-        }
-    }
-
-    /// The spans of sealed buckets `first..=last`, in time order, each with
-    /// the first bucket after what is read of it (a block not yet whole
-    /// holds the buckets before `through` only), but for those past the
-    /// retention (their end plus the retention has passed): a block is
-    /// kept or dropped whole, as its keys expire together.
-    pub(crate) fn spans(&self, first: i64, last: i64) -> Vec<(Span, i64)> {
-        let through = self.compacted().through;
-        let bucket_ms = self.settings.bucket_ms();
-        let expired_before = self
-            .clock
-            .now_ms()
-            .saturating_sub(self.settings.retention_ms());
-        let mut out = Vec::new();
-        let mut b = first;
-        while b <= last {
-            let span = self.span_of(b, through);
-            let end = self.span_buckets(span).1;
-            let read_end = end.min(through.max(b + 1));
-            if end.saturating_mul(bucket_ms) > expired_before {
-                out.push((span, read_end));
-            }
-            b = read_end;
-        }
-        out
     }
 }
 
@@ -267,7 +150,7 @@ pub(crate) async fn compact(
             deleted_through: state.deleted_through,
             switched_ms: inner.clock.now_ms(),
         };
-        switched.store(inner, db).await?;
+        store(switched, inner, db).await?;
         drop(writing);
         pass.add(&block);
         add(&inner.stats.blocks_compacted, 1);
@@ -291,12 +174,11 @@ pub(crate) async fn compact(
         let _writing = inner.late.lock.lock().await;
         pass.keys_deleted = delete_buckets(inner, db, state.deleted_through, state.through).await?;
         add(&inner.stats.compaction_deleted_keys, pass.keys_deleted);
-        Compacted {
+        let deleted = Compacted {
             deleted_through: state.through,
             ..state
-        }
-        .store(inner, db)
-        .await?;
+        };
+        store(deleted, inner, db).await?;
         tracing::info!(
             keys = pass.keys_deleted,
             "deleted the keys of buckets compacted into blocks"

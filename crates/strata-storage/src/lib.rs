@@ -39,6 +39,7 @@ mod shared;
 pub mod slatedb_metrics;
 mod slatedb_options;
 mod spill;
+mod state;
 pub mod stats;
 mod storage;
 mod stored;

@@ -4,31 +4,16 @@
 //! each minute; the writer remembers what it stored and writes a key only
 //! when a metric's entries change.
 
-use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::error::StorageError;
 use crate::keys;
 use crate::shared::Shared;
+pub use crate::state::metadata::MetadataEntry;
 
 /// Most distinct entries kept per metric (targets that disagree about a
 /// metric's help, say); the oldest goes first.
 pub const MAX_ENTRIES: usize = 10;
-
-/// One description of a metric.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct MetadataEntry {
-    /// `counter`, `gauge`, `histogram`, … or `unknown`.
-    pub kind: String,
-    pub help: String,
-    pub unit: String,
-}
-
-/// What a writer last stored per (tenant, metric).
-#[derive(Debug, Default)]
-pub(crate) struct MetadataCache {
-    stored: Mutex<FxHashMap<(String, String), Vec<MetadataEntry>>>,
-}
 
 /// Keeps `entries` for `tenant` (`""` without tenants): each metric's new
 /// entries are added to what is stored, and written if anything changed.

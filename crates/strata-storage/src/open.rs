@@ -25,7 +25,7 @@ use crate::storage::Follower;
 use crate::storage::Storage;
 use crate::worker::compaction_runtime;
 use crate::writer::Writer;
-use crate::{coordinator, keys, late, metadata, tailer};
+use crate::{coordinator, keys, tailer};
 use strata_codec::clock::Clock;
 
 type Store = Arc<dyn object_store::ObjectStore>;
@@ -105,11 +105,11 @@ impl Opening {
             fenced: AtomicBool::new(false),
             object_store: self.counters,
             spill_lock: tokio::sync::Mutex::new(()),
-            late: Arc::new(late::LateState::new(now)),
-            metadata: metadata::MetadataCache::default(),
+            late: Arc::new(crate::state::late::LateState::new(now)),
+            metadata: crate::state::metadata::MetadataCache::default(),
             followed_ms: std::sync::atomic::AtomicI64::new(0),
             compacted: parking_lot::RwLock::new(compacted),
-            reclaim: crate::reclaim::Reclaim::new(&self.path, Arc::clone(&self.store)),
+            reclaim: crate::state::reclaim::Reclaim::new(&self.path, Arc::clone(&self.store)),
             _freezer_stop: freezer_stop,
         });
         stats::add(&shared.stats.samples_replayed, samples_replayed);

@@ -16,11 +16,9 @@
 //! into the oldest run, as RocksDB's universal compaction does on size
 //! amplification. At most one such merge is asked for at a time.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use slatedb::admin::Admin;
-use slatedb::compactor::{Compaction, CompactionSpec, CompactionStatus, SourceId};
+use slatedb::compactor::{CompactionSpec, CompactionStatus, SourceId};
 use slatedb::config::{FlushOptions, FlushType};
 
 use crate::error::StorageError;
@@ -35,15 +33,6 @@ const SHARE: u64 = 3;
 /// little to give back.
 const MIN_BYTES: u64 = 4 << 20;
 
-pub(crate) struct Reclaim {
-    admin: Admin,
-    /// Bytes deleted or overwritten since the last merge was asked for.
-    dead: AtomicU64,
-    /// The merge asked for and the bytes it was asked for, until it is
-    /// done.
-    asked: tokio::sync::Mutex<Option<(Compaction, u64)>>,
-}
-
 /// What one check did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ReclaimStep {
@@ -54,26 +43,6 @@ pub enum ReclaimStep {
     Waiting,
     /// A merge of this many tables and runs was asked for.
     Asked(usize),
-}
-
-impl Reclaim {
-    pub(crate) fn new(path: &str, store: Arc<dyn object_store::ObjectStore>) -> Self {
-        Self {
-            admin: Admin::builder(path.to_owned(), store).build(),
-            dead: AtomicU64::new(0),
-            asked: tokio::sync::Mutex::new(None),
-        }
-    }
-
-    /// Counts `bytes` of values deleted or overwritten.
-    pub(crate) fn note(&self, bytes: usize) {
-        self.dead.fetch_add(bytes as u64, Ordering::Relaxed);
-    }
-
-    /// Bytes counted since the last merge was asked for.
-    pub(crate) fn counted(&self) -> u64 {
-        self.dead.load(Ordering::Relaxed)
-    }
 }
 
 /// Asks for a merge of every table and run if the counted bytes call for

@@ -13,9 +13,11 @@ use slatedb_common::metrics::{DefaultMetricsRecorder, MetricValue};
 
 use crate::error::StorageError;
 use crate::instrumented::ObjectStoreCounters;
+use crate::keys::Span;
 use crate::settings::StorageSettings;
+use crate::state::compacted::Compacted;
 use crate::stats::StorageStats;
-use crate::{backend, cache, head, late, metadata};
+use crate::{backend, cache, head};
 use strata_codec::clock::Clock;
 
 pub(crate) struct Shared {
@@ -33,14 +35,14 @@ pub(crate) struct Shared {
     /// mark a bucket as being sealed.
     pub(crate) spill_lock: tokio::sync::Mutex<()>,
     /// Late samples: the late pass's lock, wake-up and sequence.
-    pub(crate) late: Arc<late::LateState>,
+    pub(crate) late: Arc<crate::state::late::LateState>,
     /// Which sealed buckets compacted blocks hold (`compact.rs`).
-    pub(crate) compacted: parking_lot::RwLock<crate::compact::Compacted>,
+    pub(crate) compacted: parking_lot::RwLock<Compacted>,
     /// Bytes deleted or overwritten, and the merge asked for to give
     /// their space back (a writer's).
-    pub(crate) reclaim: crate::reclaim::Reclaim,
+    pub(crate) reclaim: crate::state::reclaim::Reclaim,
     /// Metric metadata a writer has stored.
-    pub(crate) metadata: metadata::MetadataCache,
+    pub(crate) metadata: crate::state::metadata::MetadataCache,
     /// On a reader node: when (ms since the epoch, by `clock`) the last
     /// poll that read the writer's log to its end began; 0 before the
     /// first.
@@ -78,6 +80,67 @@ impl Shared {
                 u64::try_from(self.settings.retention_ms()).unwrap_or(u64::MAX),
             ),
         }
+    }
+}
+
+/// The compaction state, and where sealed samples are read from under it.
+impl Shared {
+    pub(crate) fn compacted(&self) -> Compacted {
+        *self.compacted.read()
+    }
+
+    /// Takes a newer compaction state (a reader node following the
+    /// writer's); an older one is ignored.
+    pub(crate) fn note_compacted(&self, state: Compacted) {
+        let mut c = self.compacted.write();
+        if state.through >= c.through {
+            *c = state;
+        }
+    }
+
+    /// Where the sealed samples of `bucket` are read from, given the
+    /// compaction state's `through`.
+    pub(crate) fn span_of(&self, bucket: i64, through: i64) -> Span {
+        if bucket < through {
+            let n = self.settings.block_buckets();
+            Span::Block(bucket.div_euclid(n).saturating_mul(n))
+        } else {
+            Span::Bucket(bucket)
+        }
+    }
+
+    /// The buckets a span holds, `[first, end)`.
+    pub(crate) fn span_buckets(&self, span: Span) -> (i64, i64) {
+        match span {
+            Span::Bucket(b) => (b, b.saturating_add(1)),
+            Span::Block(b) => (b, b.saturating_add(self.settings.block_buckets())),
+        }
+    }
+
+    /// The spans of sealed buckets `first..=last`, in time order, each with
+    /// the first bucket after what is read of it (a block not yet whole
+    /// holds the buckets before `through` only), but for those past the
+    /// retention (their end plus the retention has passed): a block is
+    /// kept or dropped whole, as its keys expire together.
+    pub(crate) fn spans(&self, first: i64, last: i64) -> Vec<(Span, i64)> {
+        let through = self.compacted().through;
+        let bucket_ms = self.settings.bucket_ms();
+        let expired_before = self
+            .clock
+            .now_ms()
+            .saturating_sub(self.settings.retention_ms());
+        let mut out = Vec::new();
+        let mut b = first;
+        while b <= last {
+            let span = self.span_of(b, through);
+            let end = self.span_buckets(span).1;
+            let read_end = end.min(through.max(b + 1));
+            if end.saturating_mul(bucket_ms) > expired_before {
+                out.push((span, read_end));
+            }
+            b = read_end;
+        }
+        out
     }
 }
 

@@ -350,7 +350,7 @@ impl Writer {
     /// returned (`None` before the first block).
     pub fn compacted_through(&self) -> Option<i64> {
         let through = self.storage.shared.compacted().through;
-        (through != compact::NONE_COMPACTED).then_some(through)
+        (through != crate::state::compacted::NONE_COMPACTED).then_some(through)
     }
 
     /// Stores metric metadata for `tenant` (`""` without tenants); only
