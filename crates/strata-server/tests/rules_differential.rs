@@ -43,8 +43,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use common::{
-    free_port, http_get, now_ms, prometheus3_bin, query_matrix, Matrix, NodeExporterProcess,
-    PrometheusProcess, StrataProcess,
+    free_port, http_get, now_ms, prometheus3_bin, query_matrix, query_string, Matrix,
+    NodeExporterProcess, PrometheusProcess, StrataProcess,
 };
 
 /// Both sides' external URL, with the trailing slash Prometheus drops.
@@ -377,14 +377,16 @@ fn get_json(port: u16, path: &str) -> Value {
 }
 
 /// Alerts as compared: sorted by labels (Prometheus lists them in map
-/// order), `activeAt` cut to ms.
+/// order), `activeAt` and `keepFiringSince` cut to ms.
 fn normalize_alerts(alerts: &mut Value) {
     let Some(list) = alerts.as_array_mut() else {
         return;
     };
     for a in list.iter_mut() {
-        if let Some(t) = a["activeAt"].as_str() {
-            a["activeAt"] = Value::String(go_time_ms(t));
+        for key in ["activeAt", "keepFiringSince"] {
+            if let Some(t) = a[key].as_str() {
+                a[key] = Value::String(go_time_ms(t));
+            }
         }
     }
     list.sort_by_key(|a| a["labels"].to_string());
@@ -675,6 +677,55 @@ fn strata_evaluates_rules_as_prometheus_3_does() {
             ))
         },
     );
+    for params in [
+        &[
+            ("rule_group[]", "templates"),
+            ("rule_group[]", "prometheus"),
+        ][..],
+        &[("file[]", "/nowhere.yml")],
+        &[
+            ("rule_name[]", "NodeFlapping"),
+            ("rule_name[]", "job:up:sum"),
+        ],
+        &[
+            ("match[]", r#"{severity="info"}"#),
+            ("match[]", r#"{source="differential"}"#),
+        ],
+        &[("type", "ALERT"), ("exclude_alerts", "T")],
+        &[("group_limit", "3")],
+        &[("group_limit", "1"), ("type", "record")],
+    ] {
+        let path = format!("/api/v1/rules?{}", query_string(params));
+        let got = compare_stable(&path, prom.port, strata.port, |port| {
+            normalize_rules(get_json(port, &path))
+        });
+        // The next page, from the token of this one.
+        if let Some(token) = got["groupNextToken"].as_str() {
+            let path = format!("{path}&group_next_token={token}");
+            compare_stable(&path, prom.port, strata.port, |port| {
+                normalize_rules(get_json(port, &path))
+            });
+        }
+    }
+    // Refusals: the same status and message.
+    for query in [
+        "type=bogus",
+        "exclude_alerts=maybe",
+        "group_limit=0",
+        "group_limit=x",
+        "group_limit=99999999999",
+        "group_next_token=abc",
+        "group_limit=1&group_next_token=abc",
+    ] {
+        let path = format!("/api/v1/rules?{query}");
+        let answer = |port| {
+            let r = http_get(port, &path).unwrap();
+            (r.status, r.json())
+        };
+        let (want, got) = (answer(prom.port), answer(strata.port));
+        assert_eq!(want.0, 400, "{path}: {want:?}");
+        assert_eq!(got, want, "{path}: Strata, then Prometheus");
+    }
     let alerts_api = compare_stable("/api/v1/alerts", prom.port, strata.port, |port| {
         normalize_alert_list(get_json(port, "/api/v1/alerts"))
     });

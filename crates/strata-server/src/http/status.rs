@@ -165,8 +165,10 @@ async fn targets() -> Response {
     answer(json!({ "activeTargets": [], "droppedTargets": [] }))
 }
 
-/// Prometheus' `/api/v1/rules`, with its filters: `type`, `rule_name[]`,
-/// `rule_group[]`, `file[]`, `match[]` and `exclude_alerts`.
+/// Prometheus' `/api/v1/rules`, with its filters (`type`, `rule_name[]`,
+/// `rule_group[]`, `file[]`, `match[]`, `exclude_alerts`) and its pages of
+/// groups (`group_limit`, `group_next_token`), parameters read and refused
+/// as Prometheus 3 reads and refuses them.
 async fn rules(
     State(state): State<Arc<AppState>>,
     uri: axum::http::Uri,
@@ -178,24 +180,25 @@ async fn rules(
         Err(r) => return *r,
     };
     let mut filter = strata_rules::api::RuleFilter::default();
+    let (mut kind, mut exclude_alerts, mut group_limit, mut next_token) = (None, None, None, None);
     for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        // Like Go's `Query().Get`, the first value of a single parameter.
         match k.as_ref() {
             "type" => {
-                filter.kind = match v.as_ref() {
-                    "alert" => Some(strata_rules::api::RuleKind::Alerting),
-                    "record" => Some(strata_rules::api::RuleKind::Recording),
-                    "" => None,
-                    other => {
-                        return bad_data(&format!(
-                            "invalid parameter \"type\": {other:?}: use \"alert\" or \"record\""
-                        ))
-                    }
-                }
+                kind.get_or_insert_with(|| v.to_lowercase());
+            }
+            "exclude_alerts" => {
+                exclude_alerts.get_or_insert_with(|| v.to_lowercase());
+            }
+            "group_limit" => {
+                group_limit.get_or_insert_with(|| v.into_owned());
+            }
+            "group_next_token" => {
+                next_token.get_or_insert_with(|| v.into_owned());
             }
             "rule_name[]" => filter.rule_names.push(v.into_owned()),
             "rule_group[]" => filter.group_names.push(v.into_owned()),
             "file[]" => filter.files.push(v.into_owned()),
-            "exclude_alerts" => filter.exclude_alerts = v == "true" || v == "1",
             "match[]" => {
                 match strata_promql::http::parse_match_params(
                     &[v.as_ref()],
@@ -208,8 +211,136 @@ async fn rules(
             _ => {}
         }
     }
+    filter.kind = match kind.as_deref().unwrap_or("") {
+        "" => None,
+        "alert" => Some(strata_rules::api::RuleKind::Alerting),
+        "record" => Some(strata_rules::api::RuleKind::Recording),
+        other => {
+            return bad_data(&format!(
+                "invalid parameter \"type\": not supported value {}",
+                go_quote(other)
+            ))
+        }
+    };
+    filter.exclude_alerts = match exclude_alerts.as_deref().unwrap_or("") {
+        "" => false,
+        v => match go_parse_bool(v) {
+            Some(b) => b,
+            None => {
+                return bad_data(&format!(
+                    "invalid parameter \"exclude_alerts\": error converting exclude_alerts: \
+                     strconv.ParseBool: parsing {}: invalid syntax",
+                    go_quote(v)
+                ))
+            }
+        },
+    };
+    let page = match group_page(group_limit.as_deref(), next_token.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return bad_data(&e),
+    };
     let local = strata_rules::api::rules(&groups, &filter);
-    answer(over_rulers(&state, &uri, &headers, local, "groups").await)
+    let is_local = crate::ruler::fan_out::is_local(&headers);
+    let mut all = over_rulers(&state, &uri, &headers, local, "groups").await;
+    // Pages of the groups of every ruler, cut where they are merged.
+    if let (Some(page), false) = (page, is_local) {
+        if let Err(e) = paginate(&mut all, page) {
+            return bad_data(&e);
+        }
+    }
+    answer(all)
+}
+
+/// `group_limit` and `group_next_token`: at most how many groups, from
+/// which; `None` for all of them.
+fn group_page(limit: Option<&str>, token: Option<&str>) -> Result<Option<(usize, String)>, String> {
+    let token = token.unwrap_or("");
+    let limit = limit.unwrap_or("");
+    if !token.is_empty() && limit.is_empty() {
+        return Err(
+            "invalid parameter \"group_next_token\": group_limit needs to be present \
+                    in order to paginate over the groups"
+                .into(),
+        );
+    }
+    if limit.is_empty() {
+        return Ok(None);
+    }
+    let n: i32 = limit.parse().map_err(|e: std::num::ParseIntError| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        format!(
+            "invalid parameter \"group_limit\": group_limit needs to be a valid number: \
+             strconv.ParseInt: parsing {}: {why}",
+            go_quote(limit)
+        )
+    })?;
+    if n <= 0 {
+        return Err(
+            "invalid parameter \"group_limit\": group_limit needs to be greater than 0".into(),
+        );
+    }
+    Ok(Some((n.unsigned_abs() as usize, token.to_owned())))
+}
+
+/// The page `(limit, token)` of `data.groups` (sorted by file and name):
+/// from the group `token` names (the first when empty), at most `limit`
+/// groups, and `groupNextToken` naming the group after them if any.
+fn paginate(data: &mut serde_json::Value, (limit, token): (usize, String)) -> Result<(), String> {
+    let Some(serde_json::Value::Array(groups)) = data.get_mut("groups") else {
+        return Ok(());
+    };
+    let token_of = |g: &serde_json::Value| {
+        use sha2::Digest as _;
+        let key = format!(
+            "{};{}",
+            g["file"].as_str().unwrap_or(""),
+            g["name"].as_str().unwrap_or("")
+        );
+        sha2::Sha256::digest(key.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let from = if token.is_empty() {
+        0
+    } else {
+        groups
+            .iter()
+            .position(|g| token_of(g) == token)
+            .ok_or_else(|| {
+                format!(
+                    "invalid parameter \"group_next_token\": invalid group_next_token '{token}'. \
+                     were rule groups changed?"
+                )
+            })?
+    };
+    let mut page: Vec<serde_json::Value> = groups.drain(from..).collect();
+    let next = page.get(limit).map(token_of);
+    page.truncate(limit);
+    *groups = page;
+    if let (Some(next), Some(obj)) = (next, data.as_object_mut()) {
+        obj.insert("groupNextToken".into(), next.into());
+    }
+    Ok(())
+}
+
+/// `s` as Go's `%q` writes a plain string.
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// Go's `strconv.ParseBool`.
+fn go_parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
 }
 
 /// `local` with the other rulers' answers to the same request merged in,
