@@ -2,8 +2,9 @@
 
 use std::fmt;
 
+use super::chunk::HeadChunk;
 use super::extra::{ExtraRun, Taken};
-use super::{HeadChunk, MemSeries};
+use super::series::MemSeries;
 
 /// Why a sample was not stored.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,11 +72,11 @@ pub struct AppendOutcome {
     /// of order, or in a sealed bucket).
     pub extra: usize,
     /// Nothing was appended: the head had dropped the series (see
-    /// [`super::Head::revive`]).
+    /// [`super::delta::Head::revive`]).
     pub series_dropped: bool,
     /// The bucket of a chunk that takes no more samples in order since
     /// this append opened a later bucket's after it: the writer closes it
-    /// at once (see [`super::Head::close_ended_chunk`]).
+    /// at once (see [`super::delta::Head::close_ended_chunk`]).
     pub ended: Option<i64>,
 }
 
@@ -122,7 +123,7 @@ impl AppendPolicy {
 
 /// A stored sample at a timestamp, as its value's bits.
 fn stored_at(
-    st: &super::SeriesState,
+    st: &super::series::SeriesState,
     bucket: i64,
     t: i64,
     decoded: &mut Option<(i64, Vec<(i64, u64)>)>,
@@ -208,11 +209,11 @@ impl MemSeries {
                         // its spilled segments), so in bucket order.
                         let at = st.chunks.partition_point(|(b, _)| *b < bucket);
                         if st.chunks.get(at).is_none_or(|(b, _)| *b != bucket) {
-                            if !super::hist::has_data(st) {
+                            if !st.has_data() {
                                 self.active
                                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             }
-                            super::room_for_one(&mut st.chunks);
+                            super::alloc::room_for_one(&mut st.chunks);
                             st.chunks.insert(at, (bucket, HeadChunk::default()));
                             if at + 1 == st.chunks.len() {
                                 if let Some(&(before, _)) =
@@ -300,13 +301,13 @@ impl MemSeries {
                         }
                     }
                     _ => {
-                        if !super::hist::has_data(st) {
+                        if !st.has_data() {
                             self.active
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
                         let mut c = HeadChunk::default();
                         c.append(t, v);
-                        super::room_for_one(&mut st.chunks);
+                        super::alloc::room_for_one(&mut st.chunks);
                         st.chunks.insert(at, (bucket, c));
                         out.appended += 1;
                         accepted(t, v, bucket);

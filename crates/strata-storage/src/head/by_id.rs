@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::MemSeries;
+use super::series::MemSeries;
 
 /// Ids a page holds: 16 pointers fill the allocator's 128-byte class.
 const PAGE: u64 = 16;

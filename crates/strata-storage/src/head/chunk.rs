@@ -108,7 +108,7 @@ fn write_runs(file: &Arc<RunFile>, ts: &[i64], vs: &[f64]) -> Option<Runs> {
     for (t, v) in ts.chunks(per).zip(vs.chunks(per)) {
         let (&first_t, &last_t) = (t.first()?, t.last()?);
         let samples = u32::try_from(t.len()).ok()?;
-        let at = super::with_scratch(|buf| {
+        let at = super::alloc::with_scratch(|buf| {
             encode_sealed(t, v, buf);
             file.write(buf, samples)
         })?;
@@ -396,7 +396,7 @@ impl HeadChunk {
     pub(crate) fn with_spilled(spilled: Vec<(i64, i64)>, spilled_len: u32) -> Self {
         let older = (!spilled.is_empty() || spilled_len > 0).then(|| {
             Box::new(Older {
-                spilled: super::fit_box(spilled),
+                spilled: super::alloc::fit_box(spilled),
                 spilled_len,
                 ..Older::default()
             })

@@ -146,7 +146,7 @@ impl Extras {
     pub(crate) fn retain(&mut self, keep: impl FnMut(&ExtraRun) -> bool) {
         if let Some(b) = &mut self.0 {
             b.runs.retain(keep);
-            super::fit(&mut b.runs);
+            super::alloc::fit(&mut b.runs);
         }
         self.tidy();
     }

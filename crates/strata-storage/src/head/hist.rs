@@ -16,7 +16,7 @@ use strata_codec::histogram::{
 };
 
 use super::append::{AppendOutcome, AppendPolicy, Rejection};
-use super::{MemSeries, SeriesState};
+use super::series::MemSeries;
 
 /// One bucket of a series' histograms.
 pub(crate) struct HistBucket {
@@ -188,12 +188,6 @@ fn filled(spans: &[strata_codec::histogram::Span], buckets: &[f64]) -> Vec<(i64,
     out
 }
 
-/// Whether the series holds anything in the head for an unsealed bucket:
-/// a float chunk or histograms.
-pub(crate) fn has_data(st: &SeriesState) -> bool {
-    !st.chunks.is_empty() || !st.extras.hists().is_empty()
-}
-
 impl MemSeries {
     /// Appends native histogram samples (each validated by the caller) by
     /// the same rules as floats: in order to the bucket's chunks, out of
@@ -214,7 +208,7 @@ impl MemSeries {
             out.series_dropped = true;
             return out;
         }
-        let was_active = has_data(st);
+        let was_active = st.has_data();
         let bucket_ms = policy.bucket_ms;
         for (t, h) in samples {
             let t = *t;
@@ -291,7 +285,7 @@ impl MemSeries {
                 Err(None) => {}
             }
         }
-        if !was_active && has_data(st) {
+        if !was_active && st.has_data() {
             self.active
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
@@ -345,14 +339,6 @@ impl MemSeries {
             .iter()
             .find(|b| b.bucket == bucket)
             .map(HistBucket::encoded)
-    }
-}
-
-/// Drops the histograms of every bucket up to `bucket`.
-pub(crate) fn drop_through(st: &mut SeriesState, bucket: i64) {
-    if st.extras.hists().iter().any(|b| b.bucket <= bucket) {
-        st.extras
-            .with_hists(|hists| hists.retain(|b| b.bucket > bucket));
     }
 }
 

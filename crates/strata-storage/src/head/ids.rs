@@ -70,7 +70,7 @@ impl IdList {
             put_uvarint(&mut packed, id - last);
             last = id;
         }
-        super::fit(&mut packed);
+        super::alloc::fit(&mut packed);
         self.packed = packed;
         self.last = last;
     }

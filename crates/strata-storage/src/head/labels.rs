@@ -209,7 +209,7 @@ impl Packed {
             inline[15] = INLINE_TAG | bytes.len() as u8;
             return Self { inline };
         }
-        // Boxed in exactly its size (see `super::fit`).
+        // Boxed in exactly its size (see `super::alloc::fit`).
         let raw = Box::into_raw(Box::<[u8]>::from(bytes));
         Self {
             boxed: Boxed {
@@ -268,7 +268,7 @@ impl Clone for SeriesLabels {
 
 impl SeriesLabels {
     pub fn new(labels: &(impl LabelPairs + ?Sized)) -> Self {
-        Self(super::with_scratch(|buf| {
+        Self(super::alloc::with_scratch(|buf| {
             pack(labels, buf);
             Packed::new(buf)
         }))

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use strata_codec::histogram::FloatHistogram;
 use strata_codec::Matcher;
 
-use super::{Head, HeadChunk, MemSeries, Released};
+use super::chunk::HeadChunk;
+use super::delta::Head;
+use super::released::Released;
+use super::series::MemSeries;
 use crate::postings::{combine, union, MatcherSet};
 use strata_codec::threads::available as available_threads;
 

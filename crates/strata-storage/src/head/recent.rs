@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::SeriesLabels;
+use super::labels::SeriesLabels;
 
 /// Bytes of labels the cache holds by default: about 200,000 series of a
 /// node exporter's.

@@ -200,7 +200,7 @@ impl RunFile {
     /// Reads the run at `at` and hands its bytes to `f`, through a buffer
     /// kept per thread.
     pub(crate) fn with_run<R>(&self, at: RunAt, f: impl FnOnce(&[u8]) -> R) -> std::io::Result<R> {
-        super::with_scratch(|buf| {
+        super::alloc::with_scratch(|buf| {
             self.read_into(at, buf)?;
             Ok(f(buf))
         })
