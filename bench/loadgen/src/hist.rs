@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde::Serialize;
 use strata_codec::histogram::{CounterResetHint, Histogram, HistogramSample, Span};
+use strata_codec::rand::SplitMix64;
 use strata_codec::Label;
 use strata_remote_write::proto::v1;
 use strata_remote_write::{Encoder, V2RequestBuilder};
@@ -86,30 +87,11 @@ pub struct HistConfig {
     pub headers: Vec<(String, String)>,
 }
 
-/// splitmix64: small, fast and good enough for load shapes.
-#[derive(Clone, Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let u1 = self.uniform().max(1e-300);
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
+/// A standard normal draw (Box-Muller) from two uniform ones.
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let u1 = rng.unit().max(1e-300);
+    let u2 = rng.unit();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
 /// The standard normal CDF (Abramowitz and Stegun 7.1.26, error < 1.5e-7).
@@ -143,7 +125,7 @@ const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39;
 struct SeriesState {
     labels: Vec<Label>,
     nhcb: bool,
-    rng: Rng,
+    rng: SplitMix64,
     mu: f64,
     sigma: f64,
     /// Mean observations per interval of this series.
@@ -157,11 +139,13 @@ struct SeriesState {
 
 impl SeriesState {
     fn new(index: usize, config: &HistConfig) -> Self {
-        let mut rng = Rng(config
-            .seed
-            .wrapping_mul(0x2545_f491_4f6c_dd1d)
-            .wrapping_add(index as u64));
-        let nhcb = rng.uniform() < config.nhcb_share;
+        let mut rng = SplitMix64::new(
+            config
+                .seed
+                .wrapping_mul(0x2545_f491_4f6c_dd1d)
+                .wrapping_add(index as u64),
+        );
+        let nhcb = rng.unit() < config.nhcb_share;
         let name = if nhcb {
             format!("{}_nhcb", config.metric)
         } else {
@@ -173,9 +157,9 @@ impl SeriesState {
             Label::new("job", "histbench"),
             Label::new("route", format!("/api/r{:02}", index % 20)),
         ];
-        let mu = -7.0 + 4.0 * rng.uniform(); // 8 ms to 125 ms median
-        let sigma = 0.45 + 0.3 * rng.uniform(); // ±3σ ≈ 22 to 36 schema-3 buckets
-        let load = config.observations * (0.5 + rng.uniform());
+        let mu = -7.0 + 4.0 * rng.unit(); // 8 ms to 125 ms median
+        let sigma = 0.45 + 0.3 * rng.unit(); // ±3σ ≈ 22 to 36 schema-3 buckets
+        let load = config.observations * (0.5 + rng.unit());
         Self {
             labels,
             nhcb,
@@ -192,14 +176,14 @@ impl SeriesState {
 
     /// Observations of one interval; returns the new sample.
     fn step(&mut self, reset_probability: f64) -> HistogramSample {
-        if self.rng.uniform() < reset_probability {
+        if self.rng.unit() < reset_probability {
             self.buckets.clear();
             self.count = 0;
             self.sum = 0.0;
             self.resets += 1;
         }
-        self.mu = (self.mu + 0.04 * self.rng.normal()).clamp(-9.0, -1.0);
-        let n = self.load * (0.7 + 0.6 * self.rng.uniform());
+        self.mu = (self.mu + 0.04 * normal(&mut self.rng)).clamp(-9.0, -1.0);
+        let n = self.load * (0.7 + 0.6 * self.rng.unit());
         let (mu, sigma) = (self.mu, self.sigma);
         let cdf = |log2_x: f64| phi((log2_x - mu) / sigma);
         if self.nhcb {
@@ -207,7 +191,7 @@ impl SeriesState {
             for i in 0..=NHCB_BOUNDS.len() {
                 let upper = NHCB_BOUNDS.get(i).map_or(f64::INFINITY, |b| b.log2());
                 let p = cdf(upper) - if lower.is_finite() { cdf(lower) } else { 0.0 };
-                let add = (n * p + self.rng.uniform()).floor() as u64;
+                let add = (n * p + self.rng.unit()).floor() as u64;
                 if add > 0 {
                     *self.buckets.entry(i as i32).or_default() += add;
                     self.count += add;
@@ -229,7 +213,7 @@ impl SeriesState {
                 let upper = f64::from(i) / scale;
                 let lower = f64::from(i - 1) / scale;
                 let p = cdf(upper) - cdf(lower);
-                let add = (n * p + self.rng.uniform()).floor() as u64;
+                let add = (n * p + self.rng.unit()).floor() as u64;
                 if add > 0 {
                     *self.buckets.entry(i).or_default() += add;
                     self.count += add;

@@ -721,29 +721,9 @@ impl TargetTemplate {
     }
 }
 
-/// A small, fast, seedable generator (SplitMix64): the benchmark needs
+/// The shared seeded generator (SplitMix64): the benchmark needs
 /// repeatable noise, not cryptographic quality.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+pub use strata_codec::rand::SplitMix64 as Rng;
 
 fn round_to(v: f64, resolution: f64) -> f64 {
     if resolution >= 1.0 {

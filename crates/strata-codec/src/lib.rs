@@ -17,6 +17,7 @@ pub mod histogram;
 pub mod labels;
 pub mod log_record;
 pub mod merge;
+pub mod rand;
 pub mod render;
 pub mod sealed;
 pub mod series;

@@ -27,6 +27,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use strata_codec::rand::SplitMix64;
+
 use common::{free_port, http_request, inproc, now_ms, query_matrix, StrataProcess};
 
 const METRIC: &str = "crash_rounds";
@@ -54,23 +56,6 @@ const FINAL_REQUESTS: usize = 3;
 /// fraction, so it prints and parses back exactly, and names its series.
 fn value(seq: u64, i: u32) -> f64 {
     seq as f64 + f64::from(i) / 64.0
-}
-
-/// A seeded generator for the kill moments (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn in_range(&mut self, r: std::ops::Range<u64>) -> u64 {
-        r.start + self.next() % (r.end - r.start)
-    }
 }
 
 /// What a check last found of a batch.
@@ -457,7 +442,7 @@ fn kill9_rounds_keep_the_durability_promises() {
     let rounds = env_u64("STRATA_CRASH_ROUNDS").unwrap_or(3) as u32;
     let seed = env_u64("STRATA_CRASH_SEED").unwrap_or_else(|| now_ms() as u64);
     eprintln!("crash_rounds: {rounds} rounds, seed {seed} (STRATA_CRASH_SEED={seed} repeats the kill moments)");
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
     let env = [("STRATA_STORAGE_FLUSH_INTERVAL", FLUSH_INTERVAL)];

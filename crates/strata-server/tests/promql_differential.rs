@@ -22,6 +22,8 @@ mod common;
 
 use std::time::Instant;
 
+use strata_codec::rand::SplitMix64;
+
 use common::promql_compare::{answer_diff, query_answer, remote_write, WriteSeries};
 use common::{api_time, now_ms, query_string, PrometheusProcess, StrataProcess};
 
@@ -108,28 +110,6 @@ const KNOWN_DIFFERENT: &[(&str, &str)] = &[
     ),
 ];
 
-/// A small deterministic generator (SplitMix64), so runs are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
 fn labels(name: &str, pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut out = vec![("__name__".to_owned(), name.to_owned())];
     out.extend(
@@ -143,7 +123,7 @@ fn labels(name: &str, pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 /// Scrape timestamps in `[start, end]` for the `idx`-th series: a fixed
 /// phase and a few milliseconds of jitter, never on a whole second, so
 /// query times (whole or half seconds) never fall on a window edge.
-fn scrape_times(rng: &mut Rng, idx: i64, start: i64, end: i64) -> Vec<i64> {
+fn scrape_times(rng: &mut SplitMix64, idx: i64, start: i64, end: i64) -> Vec<i64> {
     let phase = 1 + (idx * 1733) % 14_000;
     let mut out = Vec::new();
     let mut t = start + phase;
@@ -160,7 +140,7 @@ fn scrape_times(rng: &mut Rng, idx: i64, start: i64, end: i64) -> Vec<i64> {
 
 /// The generated data set: 41 series over [start, end].
 fn generate(start: i64, end: i64) -> Vec<WriteSeries> {
-    let mut rng = Rng(0x05EE_D0F5_7A7A);
+    let mut rng = SplitMix64::new(0x05EE_D0F5_7A7A);
     let mut out = Vec::new();
     let mut idx = 0i64;
     let mut next_idx = || {

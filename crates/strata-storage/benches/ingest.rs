@@ -42,9 +42,7 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-#[path = "../tests/support/splitmix.rs"]
-mod splitmix;
-use splitmix::SplitMix;
+use strata_codec::rand::SplitMix64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -90,7 +88,7 @@ struct SimSeries {
     /// Integer state: centiseconds, bytes, pages, hundredths, or a count.
     int: i64,
     float: f64,
-    rng: SplitMix,
+    rng: SplitMix64,
     /// Offset of its host's scrapes within the interval.
     offset_ms: i64,
 }
@@ -98,7 +96,7 @@ struct SimSeries {
 impl SimSeries {
     fn new(host: usize, slot: usize) -> Self {
         let (kind, k) = kind_of(slot);
-        let mut rng = SplitMix((host as u64) << 20 | slot as u64);
+        let mut rng = SplitMix64::new((host as u64) << 20 | slot as u64);
         let (name, a, b): (&str, (&str, String), (&str, String)) = match kind {
             Kind::Constant => (
                 "node_filesystem_size_bytes",

@@ -17,14 +17,12 @@ use strata_storage::table_compression::{compress, decompress};
 
 const BLOCK: usize = 64 << 10;
 
-#[path = "../tests/support/splitmix.rs"]
-mod splitmix;
-use splitmix::SplitMix;
+use strata_codec::rand::SplitMix64;
 
 /// Sealed chunks of a day of random-walk gauges a minute apart, one after
 /// the other up to a block.
 fn chunks_block() -> Vec<u8> {
-    let mut rng = SplitMix(7);
+    let mut rng = SplitMix64::new(7);
     let mut out = Vec::with_capacity(BLOCK + (16 << 10));
     let mut chunk = Vec::new();
     while out.len() < BLOCK {
@@ -47,10 +45,10 @@ fn chunks_block() -> Vec<u8> {
 
 /// Label sets as a log record's new series spell them, up to a block.
 fn labels_block() -> Vec<u8> {
-    let mut rng = SplitMix(11);
+    let mut rng = SplitMix64::new(11);
     let mut out = Vec::with_capacity(BLOCK + 256);
     while out.len() < BLOCK {
-        let n = rng.next();
+        let n = rng.next_u64();
         out.extend_from_slice(
             format!(
                 "__name__\0node_cpu_seconds_total\0cpu\0{}\0instance\0host-{:04}:9100\0job\0node\0mode\0{}\0",

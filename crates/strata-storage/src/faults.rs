@@ -32,6 +32,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result, UploadPart,
 };
 use parking_lot::Mutex;
+use strata_codec::rand::SplitMix64;
 use tokio::sync::watch;
 
 /// A kind of object-store operation; faults are set per kind.
@@ -159,7 +160,7 @@ impl Faults {
         Self(Arc::new(Shared {
             rules: Mutex::new(RuleSet {
                 rules: [None; Op::ALL.len()],
-                rng: SplitMix64(seed),
+                rng: SplitMix64::new(seed),
             }),
             counters: Default::default(),
             changed: watch::channel(0).0,
@@ -251,7 +252,7 @@ impl Faults {
                 });
                 true
             }
-            When::Probability(p) => rng.next_f64() < p,
+            When::Probability(p) => rng.unit() < p,
         };
         if !applies {
             return None;
@@ -368,25 +369,6 @@ fn reset_error(op: Op) -> object_store::Error {
             std::io::ErrorKind::ConnectionReset,
             format!("injected fault: connection reset by peer ({op:?})"),
         )),
-    }
-}
-
-/// SplitMix64: a tiny deterministic PRNG, enough to draw fault coins.
-#[derive(Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
