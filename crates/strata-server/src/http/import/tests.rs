@@ -1,5 +1,6 @@
-use std::io::Write as _;
+use std::io::{BufReader, Write as _};
 
+use super::parse::*;
 use super::*;
 
 /// A series as `name{k="v", ...}`, short for the expectations below.
