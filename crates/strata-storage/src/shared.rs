@@ -36,7 +36,7 @@ pub(crate) struct Shared {
     pub(crate) spill_lock: tokio::sync::Mutex<()>,
     /// Late samples: the late pass's lock, wake-up and sequence.
     pub(crate) late: Arc<crate::state::late::LateState>,
-    /// Which sealed buckets compacted blocks hold (`compact.rs`).
+    /// Which sealed buckets compacted blocks hold (`compact/`).
     pub(crate) compacted: parking_lot::RwLock<Compacted>,
     /// Bytes deleted or overwritten, and the merge asked for to give
     /// their space back (a writer's).
