@@ -246,6 +246,40 @@ pub fn decode_postings(bytes: &[u8], out: &mut Vec<u64>) -> Result<(), StorageEr
     finish(d, "postings", ())
 }
 
+/// How many ids encoded postings hold, without decoding them.
+pub fn postings_len(bytes: &[u8]) -> u64 {
+    Decbuf::new(bytes).uvarint()
+}
+
+/// Keeps the ids of `ids` (ascending) that encoded postings hold: the
+/// postings are decoded as they are compared, into no list of their own,
+/// and no further than the last of `ids`.
+pub fn retain_in_postings(bytes: &[u8], ids: &mut Vec<u64>) -> Result<(), StorageError> {
+    let mut d = Decbuf::new(bytes);
+    let n = d.uvarint();
+    let (mut kept, mut next) = (0, 0);
+    let mut id = 0u64;
+    for _ in 0..n {
+        if next == ids.len() || d.err().is_some() {
+            break;
+        }
+        id = id.wrapping_add(d.uvarint());
+        while ids.get(next).is_some_and(|&w| w < id) {
+            next += 1;
+        }
+        if ids.get(next) == Some(&id) {
+            ids.swap(kept, next);
+            kept += 1;
+            next += 1;
+        }
+    }
+    ids.truncate(kept);
+    if d.err().is_some() {
+        return Err(StorageError::Corrupt("malformed postings value".into()));
+    }
+    Ok(())
+}
+
 /// The seal checkpoint kept under `Mcheckpoint`: everything recovery needs
 /// to rebuild the head from the log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -299,6 +333,26 @@ pub fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postings_filter_ids_as_they_are_read() {
+        let mut enc = PostingsBuilder::default();
+        for id in [2u64, 5, 9, 10, 400, 70_000] {
+            enc.push(id);
+        }
+        let bytes = enc.finish();
+        assert_eq!(postings_len(&bytes), 6);
+        let mut ids = vec![1, 5, 9, 11, 400, 69_999, 70_000, 80_000];
+        retain_in_postings(&bytes, &mut ids).unwrap();
+        assert_eq!(ids, vec![5, 9, 400, 70_000]);
+        let mut none = vec![3, 4];
+        retain_in_postings(&bytes, &mut none).unwrap();
+        assert!(none.is_empty());
+        let mut cut = vec![5];
+        assert!(retain_in_postings(&bytes[..bytes.len() - 2], &mut vec![70_000]).is_err());
+        retain_in_postings(&bytes[..bytes.len() - 2], &mut cut).unwrap();
+        assert_eq!(cut, vec![5]);
+    }
 
     #[test]
     fn series_round_trip() {

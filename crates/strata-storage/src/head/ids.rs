@@ -104,6 +104,12 @@ impl IdList {
         }
     }
 
+    /// Bytes of its ids as held: at least one an id, so at most about
+    /// ten times their count; known without decoding them.
+    pub(crate) fn packed_bytes(&self) -> usize {
+        self.packed.len() + self.tail.as_ref().map_or(0, |t| t.len())
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.packed.is_empty() && self.tail.is_none()
     }

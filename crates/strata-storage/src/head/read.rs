@@ -3,49 +3,82 @@
 use std::sync::Arc;
 
 use strata_codec::histogram::FloatHistogram;
-use strata_codec::Matcher;
+use strata_codec::{LabelPairs, Matcher};
 
 use super::chunk::HeadChunk;
 use super::delta::Head;
+use super::ids::IdList;
+use super::index::SeriesIndex;
+use super::labels::SeriesLabels;
 use super::released::Released;
 use super::series::MemSeries;
 use crate::postings::{combine, union, MatcherSet};
 use strata_codec::threads::available as available_threads;
 
+/// A matcher whose postings would be more than this many times the
+/// candidates already found (counted in packed bytes, at least one an id)
+/// is checked against the candidates' own labels instead: a label lookup
+/// costs about what decoding a few dozen postings entries does, and a
+/// `job` list can hold every series of the head.
+const LABEL_CHECK_RATIO: usize = 32;
+
 impl Head {
     /// Ids of the series matching every matcher, ascending.
+    ///
+    /// The smallest list of an equality matcher is read first; lists much
+    /// larger than what it found are not decoded, the candidates' labels
+    /// are matched instead (a host's dashboard selects a few series out of
+    /// a `job` that holds a million).
     pub fn select_ids(&self, matchers: &[Matcher]) -> Vec<u64> {
         let idx = self.index.read();
-        let sets = matchers
-            .iter()
-            .map(|m| {
-                let values = idx.postings.get(m.name.as_str());
-                let pick = |want: bool| -> Vec<u64> {
-                    let Some(values) = values else {
-                        return Vec::new();
-                    };
-                    if want && m.op == strata_codec::MatchOp::Equal {
-                        return values
-                            .get(m.value.as_str())
-                            .map(|ids| ids.to_sorted())
-                            .unwrap_or_default();
-                    }
-                    union(
-                        values
-                            .iter()
-                            .filter(|(v, _)| m.matches(v) == want)
-                            .map(|(_, ids)| ids.to_sorted())
-                            .collect(),
-                    )
-                };
-                if m.matches_empty() {
-                    MatcherSet::Exclude(pick(false))
-                } else {
-                    MatcherSet::Include(pick(true))
-                }
-            })
-            .collect();
-        combine(sets, || idx.by_id.values().map(|s| s.id).collect())
+        let list = |m: &Matcher| -> Option<&IdList> {
+            idx.postings.get(m.name.as_str())?.get(m.value.as_str())
+        };
+        let is_equal = |m: &Matcher| m.op == strata_codec::MatchOp::Equal && !m.matches_empty();
+        // The equality matcher with the smallest list seeds the candidates.
+        let mut seed: Option<(usize, &IdList)> = None;
+        for (i, m) in matchers.iter().enumerate().filter(|(_, m)| is_equal(m)) {
+            let Some(ids) = list(m) else {
+                return Vec::new();
+            };
+            if seed.is_none_or(|(_, s)| ids.packed_bytes() < s.packed_bytes()) {
+                seed = Some((i, ids));
+            }
+        }
+        let Some((seed_at, seed_list)) = seed else {
+            return combine(
+                matchers
+                    .iter()
+                    .map(|m| matcher_set(&idx, m, usize::MAX).0)
+                    .collect(),
+                || idx.by_id.values().map(|s| s.id).collect(),
+            );
+        };
+        let mut ids = seed_list.to_sorted();
+        let mut sets = Vec::new();
+        let mut by_labels = Vec::new();
+        for (i, m) in matchers.iter().enumerate() {
+            if i == seed_at {
+                continue;
+            }
+            let budget = ids.len().saturating_mul(LABEL_CHECK_RATIO);
+            match matcher_set(&idx, m, budget) {
+                (set, false) => sets.push(set),
+                (_, true) => by_labels.push(m),
+            }
+        }
+        sets.push(MatcherSet::Include(std::mem::take(&mut ids)));
+        let mut ids = combine(sets, Vec::new);
+        if !by_labels.is_empty() {
+            ids.retain(|&id| {
+                idx.by_id.get(id).is_some_and(|s| {
+                    by_labels
+                        .iter()
+                        .all(|m| m.matches(label_value(&s.labels, &m.name)))
+                })
+            });
+        }
+        ids
     }
 
     /// The series for ids, skipping unknown ones.
@@ -55,6 +88,58 @@ impl Head {
             .filter_map(|&id| idx.by_id.get(id).cloned())
             .collect()
     }
+}
+
+/// What `m` selects from the head's postings, or `(_, true)` when its
+/// lists would be more than `budget` packed bytes: then nothing is
+/// decoded and the caller checks labels instead.
+fn matcher_set(idx: &SeriesIndex, m: &Matcher, budget: usize) -> (MatcherSet, bool) {
+    let matches_empty = m.matches_empty();
+    let wrap = |ids| {
+        if matches_empty {
+            MatcherSet::Exclude(ids)
+        } else {
+            MatcherSet::Include(ids)
+        }
+    };
+    let Some(values) = idx.postings.get(m.name.as_str()) else {
+        return (wrap(Vec::new()), false);
+    };
+    // Include the values that match, or (for a matcher that accepts an
+    // absent label) exclude the values that do not.
+    if !matches_empty && m.op == strata_codec::MatchOp::Equal {
+        let Some(ids) = values.get(m.value.as_str()) else {
+            return (wrap(Vec::new()), false);
+        };
+        if ids.packed_bytes() > budget {
+            return (wrap(Vec::new()), true);
+        }
+        return (wrap(ids.to_sorted()), false);
+    }
+    let lists: Vec<&IdList> = values
+        .iter()
+        .filter(|(v, _)| m.matches(v) != matches_empty)
+        .map(|(_, ids)| ids)
+        .collect();
+    let bytes = lists
+        .iter()
+        .map(|l| l.packed_bytes())
+        .fold(0usize, usize::saturating_add);
+    if bytes > budget {
+        return (wrap(Vec::new()), true);
+    }
+    (
+        wrap(union(lists.iter().map(|l| l.to_sorted()).collect())),
+        false,
+    )
+}
+
+/// The value of label `name` in `labels`, empty when absent.
+fn label_value<'a>(labels: &'a SeriesLabels, name: &str) -> &'a str {
+    labels
+        .pairs()
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, v)| v)
 }
 
 /// The bucket window and range one head read covers.

@@ -441,3 +441,81 @@ fn get_many_looks_past_a_colliding_first_series() {
     let got = head.get_many([labels("b")].iter().map(|l| &l[..]));
     assert_eq!(got[0].as_ref().map(|s| s.id), Some(2));
 }
+
+/// Selections that read a few series out of a large list match them by
+/// their labels; the answer must be what reading every list gives.
+#[test]
+fn selections_by_labels_match_selections_by_postings() {
+    use strata_codec::{MatchOp, Matcher};
+    let head = Head::new(1, None);
+    let mut all = Vec::new();
+    for i in 0..3_000u32 {
+        let mut l = vec![
+            Label::new("__name__", if i % 3 == 0 { "cpu" } else { "mem" }),
+            Label::new("instance", format!("host-{}", i % 150)),
+            Label::new("job", if i % 10 == 0 { "other" } else { "node" }),
+            Label::new("n", i.to_string()),
+        ];
+        // Some series lack `mode`, so matchers that accept an empty value
+        // are tried on absent labels too.
+        if i % 4 != 0 {
+            l.push(Label::new(
+                "mode",
+                ["idle", "user", "system"][i as usize % 3],
+            ));
+        }
+        l.sort();
+        let (s, _) = head.get_or_create(&l);
+        all.push((s.id, l));
+    }
+    let m = |op, name: &str, value: &str| Matcher::new(op, name, value).unwrap();
+    let cases: Vec<Vec<Matcher>> = vec![
+        vec![
+            m(MatchOp::Equal, "instance", "host-7"),
+            m(MatchOp::Equal, "job", "node"),
+        ],
+        vec![
+            m(MatchOp::Equal, "instance", "host-7"),
+            m(MatchOp::Equal, "job", "node"),
+            m(MatchOp::NotEqual, "mode", "idle"),
+        ],
+        vec![
+            m(MatchOp::Equal, "job", "node"),
+            m(MatchOp::Equal, "mode", "idle"),
+        ],
+        vec![
+            m(MatchOp::Equal, "instance", "host-12"),
+            m(MatchOp::RegexMatch, "mode", "idle|user"),
+            m(MatchOp::RegexNoMatch, "__name__", "mem"),
+        ],
+        vec![
+            m(MatchOp::Equal, "instance", "host-3"),
+            m(MatchOp::Equal, "mode", ""),
+        ],
+        vec![
+            m(MatchOp::Equal, "instance", "host-3"),
+            m(MatchOp::RegexMatch, "mode", ".*"),
+        ],
+        vec![
+            m(MatchOp::Equal, "instance", "host-3"),
+            m(MatchOp::Equal, "job", "none"),
+        ],
+        vec![
+            m(MatchOp::Equal, "instance", "host-3"),
+            m(MatchOp::Equal, "absent", "x"),
+        ],
+        vec![m(MatchOp::NotEqual, "job", "node")],
+        vec![
+            m(MatchOp::Equal, "job", "other"),
+            m(MatchOp::NotEqual, "mode", "user"),
+        ],
+    ];
+    for matchers in cases {
+        let want: Vec<u64> = all
+            .iter()
+            .filter(|(_, l)| matchers.iter().all(|m| m.matches_labels(l)))
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(head.select_ids(&matchers), want, "{matchers:?}");
+    }
+}

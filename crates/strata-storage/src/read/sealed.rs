@@ -154,17 +154,47 @@ impl Storage {
         matchers: &[Matcher],
     ) -> Result<Vec<u64>, StorageError> {
         let db = &self.shared.backend;
+        // Equality matchers' lists first: the shortest is decoded, the
+        // others only filter it as they are read (a `job` list can hold
+        // every series of the span).
+        let is_equal = |m: &Matcher| m.op == strata_codec::MatchOp::Equal && !m.matches_empty();
+        let mut equal = Vec::new();
+        for m in matchers.iter().filter(|m| is_equal(m)) {
+            equal.push(db.get(&keys::postings_key(span, &m.name, &m.value)).await?);
+        }
         let mut sets = Vec::with_capacity(matchers.len());
-        for m in matchers {
-            let matches_empty = m.matches_empty();
-            if !matches_empty && m.op == strata_codec::MatchOp::Equal {
+        if !equal.is_empty() {
+            let mut lists = Vec::with_capacity(equal.len());
+            for v in equal {
+                match v {
+                    Some(v) => lists.push(v),
+                    // A value the span does not hold: nothing matches.
+                    None => {
+                        lists.clear();
+                        sets.push(MatcherSet::Include(Vec::new()));
+                        break;
+                    }
+                }
+            }
+            lists.sort_by_key(|v| values::postings_len(v));
+            let mut lists = lists.into_iter();
+            if let Some(first) = lists.next() {
                 let mut ids = Vec::new();
-                if let Some(v) = db.get(&keys::postings_key(span, &m.name, &m.value)).await? {
-                    values::decode_postings(&v, &mut ids)?;
+                values::decode_postings(&first, &mut ids)?;
+                for v in lists {
+                    values::retain_in_postings(&v, &mut ids)?;
                 }
                 sets.push(MatcherSet::Include(ids));
-                continue;
             }
+        }
+        for m in matchers.iter().filter(|m| !is_equal(m)) {
+            if sets
+                .iter()
+                .any(|s| matches!(s, MatcherSet::Include(ids) if ids.is_empty()))
+            {
+                break;
+            }
+            let matches_empty = m.matches_empty();
             let prefix = keys::postings_name_prefix(span, &m.name);
             let end = keys::prefix_end(&prefix);
             let mut it = db.scan(prefix..end).await?;
