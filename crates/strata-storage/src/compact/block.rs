@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use strata_codec::LabelPairs;
 
 use super::held::{block_chunks, Held};
-use super::{Batches, CompactPass, SERIES_PER_BATCH};
+use super::write::{Batches, CompactPass, SERIES_PER_BATCH};
 use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys::{self, Span};

@@ -1,6 +1,6 @@
 //! The keys of buckets blocks replaced, deleted once nothing reads them.
 
-use super::Batches;
+use super::write::Batches;
 use crate::backend::ScanKind;
 use crate::error::StorageError;
 use crate::keys;

@@ -29,11 +29,10 @@
 //!
 //! By seam: the pass (this file), `block` (a block's postings and parts
 //! written), `held` (what a block holds of a series before an extension),
-//! `delete` (the buckets' keys deleted after the switch).
+//! `delete` (the buckets' keys deleted after the switch), `write` (what a
+//! pass counts, and its write batches).
 
 use std::time::Duration;
-
-use slatedb::WriteBatch;
 
 use crate::error::StorageError;
 use crate::keys;
@@ -45,18 +44,14 @@ use crate::storage::Storage;
 mod block;
 mod delete;
 mod held;
+mod write;
 
 use block::compact_block;
 use delete::delete_buckets;
+pub use write::CompactPass;
 
 /// How often the writer looks for blocks to compact.
 pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Series per write batch of a block's chunks.
-const SERIES_PER_BATCH: usize = 512;
-
-/// Keys per write batch of postings and deletions.
-const KEYS_PER_BATCH: usize = 1024;
 
 /// Writes `state` (durably) and takes it as the current one.
 async fn store(state: Compacted, inner: &Shared, db: &slatedb::Db) -> Result<(), StorageError> {
@@ -75,33 +70,6 @@ pub(crate) async fn read_compacted(
     match backend.get(keys::COMPACTED).await? {
         Some(v) => Compacted::decode(&v),
         None => Ok(Compacted::default()),
-    }
-}
-
-/// What one compaction pass did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CompactPass {
-    pub blocks: usize,
-    /// Series chunks written to blocks.
-    pub series: usize,
-    /// Samples in them.
-    pub samples: usize,
-    /// Bytes of those chunks.
-    pub bytes: usize,
-    /// Keys of compacted buckets deleted.
-    pub keys_deleted: usize,
-    /// Whether a merge of SlateDB's tables was asked for to give their
-    /// space back.
-    pub reclaim: crate::reclaim::ReclaimStep,
-}
-
-impl CompactPass {
-    fn add(&mut self, other: &CompactPass) {
-        self.blocks += other.blocks;
-        self.series += other.series;
-        self.samples += other.samples;
-        self.bytes += other.bytes;
-        self.keys_deleted += other.keys_deleted;
     }
 }
 
@@ -199,42 +167,6 @@ async fn first_bucket_from(inner: &Shared, from: i64) -> Result<Option<i64>, Sto
     let start = keys::chunk_prefix(from);
     let mut it = inner.backend.scan(start..vec![keys::CHUNK + 1]).await?;
     Ok(it.next().await?.and_then(|kv| keys::span_start(&kv.key)))
-}
-
-/// Write batches of at most [`KEYS_PER_BATCH`] keys, each durable before
-/// the next is written.
-struct Batches<'a> {
-    db: &'a slatedb::Db,
-    batch: WriteBatch,
-    keys: usize,
-}
-
-impl<'a> Batches<'a> {
-    fn new(db: &'a slatedb::Db) -> Self {
-        Self {
-            db,
-            batch: WriteBatch::new(),
-            keys: 0,
-        }
-    }
-
-    /// Counts a key just added to `batch`; writes the batch once full.
-    async fn added(&mut self) -> Result<(), StorageError> {
-        self.keys += 1;
-        if self.keys % KEYS_PER_BATCH == 0 {
-            let batch = std::mem::take(&mut self.batch);
-            self.db.write(batch).await?.await_durable().await?;
-        }
-        Ok(())
-    }
-
-    /// Writes what is left; the number of keys written in all.
-    async fn finish(self) -> Result<usize, StorageError> {
-        if self.keys % KEYS_PER_BATCH != 0 {
-            self.db.write(self.batch).await?.await_durable().await?;
-        }
-        Ok(self.keys)
-    }
 }
 
 #[cfg(test)]

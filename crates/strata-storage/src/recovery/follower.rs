@@ -7,8 +7,8 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use strata_codec::LogRecord;
 
-use super::fetch_series;
 use super::partition::{apply_partition, PartitionResult};
+use super::series::fetch_series;
 use crate::backend::Backend;
 use crate::error::StorageError;
 use crate::head::{AppendPolicy, Head, MemSeries, NOT_WRITTEN};

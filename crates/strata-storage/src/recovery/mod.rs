@@ -20,7 +20,7 @@ mod series;
 mod spilled;
 
 pub(crate) use follower::LogFollower;
-pub(crate) use series::{fetch_series, load_series_hashes};
+pub(crate) use series::load_series_hashes;
 use spilled::restore_spilled;
 
 pub(crate) struct Recovered {

@@ -1,7 +1,7 @@
 //! Segments the head spilled in unsealed buckets, given back to their
 //! series before the replay so it skips the samples they hold.
 
-use super::fetch_series;
+use super::series::fetch_series;
 use crate::backend::{Backend, ScanKind};
 use crate::error::StorageError;
 use crate::head::Head;
