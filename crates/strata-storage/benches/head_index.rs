@@ -2,8 +2,9 @@
 //! (`Head::get_many`, what every request's series resolution runs), every
 //! series in id order (`Head::all_series`, the background passes and the
 //! seal), the head's memory by part (`Head::memory`, every `/metrics`
-//! scrape), and the selection of series by a label (`Head::select_ids`
-//! then `Head::series_for`, every head read).
+//! scrape), and the selection of series (`Head::select_ids` then
+//! `Head::series_for`, every head read): by a label, a host's dashboard
+//! panel, a metric over a whole job.
 //!
 //! `cargo bench -p strata-storage --bench head_index`. Series are
 //! node_exporter-like label sets (a name, an instance, a job and a
@@ -84,6 +85,25 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.bench_function("select_instance", |b| {
         b.iter(|| black_box(head.series_for(&head.select_ids(&one_instance))))
+    });
+    // A dashboard panel for one host: a metric, the host and its job (a
+    // list of every series), and a mode left out.
+    let panel = [
+        Matcher::new(MatchOp::Equal, "__name__", "node_metric_3_total").unwrap(),
+        Matcher::new(MatchOp::Equal, "instance", "10.0.1.17:9100").unwrap(),
+        Matcher::new(MatchOp::Equal, "job", "node").unwrap(),
+        Matcher::new(MatchOp::NotEqual, "mode", "m0").unwrap(),
+    ];
+    g.bench_function("select_host_panel", |b| {
+        b.iter(|| black_box(head.series_for(&head.select_ids(&panel))))
+    });
+    // A rule over a metric on every host of the job.
+    let rule = [
+        Matcher::new(MatchOp::Equal, "__name__", "node_metric_3_total").unwrap(),
+        Matcher::new(MatchOp::Equal, "job", "node").unwrap(),
+    ];
+    g.bench_function("select_metric_of_job", |b| {
+        b.iter(|| black_box(head.series_for(&head.select_ids(&rule))))
     });
     g.finish();
 }
