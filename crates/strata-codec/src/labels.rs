@@ -37,6 +37,12 @@ pub trait LabelPairs {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The value of label `name`, `""` when absent.
+    fn value_of(&self, name: &str) -> &str {
+        self.pairs()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v)
+    }
     /// Owned labels, built only when a series is new.
     fn to_labels(&self) -> Vec<Label> {
         self.pairs().map(|(n, v)| Label::new(n, v)).collect()

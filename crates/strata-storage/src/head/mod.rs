@@ -52,10 +52,7 @@ pub use strata_codec::labels::TENANT_LABEL;
 /// The tenant a label set belongs to: its [`TENANT_LABEL`] value, or `""`
 /// (the default tenant) without one.
 pub fn tenant_of(labels: &(impl LabelPairs + ?Sized)) -> &str {
-    labels
-        .pairs()
-        .find(|(n, _)| *n == TENANT_LABEL)
-        .map_or("", |(_, v)| v)
+    labels.value_of(TENANT_LABEL)
 }
 
 pub(crate) use alloc::fit;

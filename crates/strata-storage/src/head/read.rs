@@ -9,7 +9,6 @@ use super::chunk::HeadChunk;
 use super::delta::Head;
 use super::ids::IdList;
 use super::index::SeriesIndex;
-use super::labels::SeriesLabels;
 use super::released::Released;
 use super::series::MemSeries;
 use crate::postings::{combine, union, MatcherSet};
@@ -31,14 +30,15 @@ impl Head {
     /// a `job` that holds a million).
     pub fn select_ids(&self, matchers: &[Matcher]) -> Vec<u64> {
         let idx = self.index.read();
-        let list = |m: &Matcher| -> Option<&IdList> {
-            idx.postings.get(m.name.as_str())?.get(m.value.as_str())
-        };
         let is_equal = |m: &Matcher| m.op == strata_codec::MatchOp::Equal && !m.matches_empty();
         // The equality matcher with the smallest list seeds the candidates.
         let mut seed: Option<(usize, &IdList)> = None;
         for (i, m) in matchers.iter().enumerate().filter(|(_, m)| is_equal(m)) {
-            let Some(ids) = list(m) else {
+            let Some(ids) = idx
+                .postings
+                .get(m.name.as_str())
+                .and_then(|values| values.get(m.value.as_str()))
+            else {
                 return Vec::new();
             };
             if seed.is_none_or(|(_, s)| ids.packed_bytes() < s.packed_bytes()) {
@@ -49,32 +49,28 @@ impl Head {
             return combine(
                 matchers
                     .iter()
-                    .map(|m| matcher_set(&idx, m, usize::MAX).0)
+                    .filter_map(|m| matcher_set(&idx, m, usize::MAX))
                     .collect(),
                 || idx.by_id.values().map(|s| s.id).collect(),
             );
         };
-        let mut ids = seed_list.to_sorted();
-        let mut sets = Vec::new();
+        let seed_ids = seed_list.to_sorted();
+        let budget = seed_ids.len().saturating_mul(LABEL_CHECK_RATIO);
+        let mut sets = vec![MatcherSet::Include(seed_ids)];
         let mut by_labels = Vec::new();
-        for (i, m) in matchers.iter().enumerate() {
-            if i == seed_at {
-                continue;
-            }
-            let budget = ids.len().saturating_mul(LABEL_CHECK_RATIO);
+        for (_, m) in matchers.iter().enumerate().filter(|&(i, _)| i != seed_at) {
             match matcher_set(&idx, m, budget) {
-                (set, false) => sets.push(set),
-                (_, true) => by_labels.push(m),
+                Some(set) => sets.push(set),
+                None => by_labels.push(m),
             }
         }
-        sets.push(MatcherSet::Include(std::mem::take(&mut ids)));
         let mut ids = combine(sets, Vec::new);
         if !by_labels.is_empty() {
             ids.retain(|&id| {
                 idx.by_id.get(id).is_some_and(|s| {
                     by_labels
                         .iter()
-                        .all(|m| m.matches(label_value(&s.labels, &m.name)))
+                        .all(|m| m.matches(s.labels.value_of(&m.name)))
                 })
             });
         }
@@ -90,56 +86,37 @@ impl Head {
     }
 }
 
-/// What `m` selects from the head's postings, or `(_, true)` when its
-/// lists would be more than `budget` packed bytes: then nothing is
-/// decoded and the caller checks labels instead.
-fn matcher_set(idx: &SeriesIndex, m: &Matcher, budget: usize) -> (MatcherSet, bool) {
-    let matches_empty = m.matches_empty();
-    let wrap = |ids| {
-        if matches_empty {
-            MatcherSet::Exclude(ids)
-        } else {
-            MatcherSet::Include(ids)
-        }
-    };
-    let Some(values) = idx.postings.get(m.name.as_str()) else {
-        return (wrap(Vec::new()), false);
-    };
+/// What `m` selects from the head's postings, or `None` when its lists
+/// would be more than `budget` packed bytes: then nothing is decoded and
+/// the caller checks labels instead.
+fn matcher_set(idx: &SeriesIndex, m: &Matcher, budget: usize) -> Option<MatcherSet> {
     // Include the values that match, or (for a matcher that accepts an
     // absent label) exclude the values that do not.
-    if !matches_empty && m.op == strata_codec::MatchOp::Equal {
-        let Some(ids) = values.get(m.value.as_str()) else {
-            return (wrap(Vec::new()), false);
-        };
-        if ids.packed_bytes() > budget {
-            return (wrap(Vec::new()), true);
+    let matches_empty = m.matches_empty();
+    let lists: Vec<&IdList> = match idx.postings.get(m.name.as_str()) {
+        None => Vec::new(),
+        Some(values) if !matches_empty && m.op == strata_codec::MatchOp::Equal => {
+            values.get(m.value.as_str()).into_iter().collect()
         }
-        return (wrap(ids.to_sorted()), false);
-    }
-    let lists: Vec<&IdList> = values
-        .iter()
-        .filter(|(v, _)| m.matches(v) != matches_empty)
-        .map(|(_, ids)| ids)
-        .collect();
+        Some(values) => values
+            .iter()
+            .filter(|(v, _)| m.matches(v) != matches_empty)
+            .map(|(_, ids)| ids)
+            .collect(),
+    };
     let bytes = lists
         .iter()
         .map(|l| l.packed_bytes())
         .fold(0usize, usize::saturating_add);
     if bytes > budget {
-        return (wrap(Vec::new()), true);
+        return None;
     }
-    (
-        wrap(union(lists.iter().map(|l| l.to_sorted()).collect())),
-        false,
-    )
-}
-
-/// The value of label `name` in `labels`, empty when absent.
-fn label_value<'a>(labels: &'a SeriesLabels, name: &str) -> &'a str {
-    labels
-        .pairs()
-        .find(|(n, _)| *n == name)
-        .map_or("", |(_, v)| v)
+    let ids = union(lists.iter().map(|l| l.to_sorted()).collect());
+    Some(if matches_empty {
+        MatcherSet::Exclude(ids)
+    } else {
+        MatcherSet::Include(ids)
+    })
 }
 
 /// The bucket window and range one head read covers.

@@ -164,28 +164,19 @@ impl Storage {
         }
         let mut sets = Vec::with_capacity(matchers.len());
         if !equal.is_empty() {
-            let mut lists = Vec::with_capacity(equal.len());
-            for v in equal {
-                match v {
-                    Some(v) => lists.push(v),
-                    // A value the span does not hold: nothing matches.
-                    None => {
-                        lists.clear();
-                        sets.push(MatcherSet::Include(Vec::new()));
-                        break;
-                    }
+            // A value the span does not hold: nothing matches.
+            let mut ids = Vec::new();
+            if let Some(mut lists) = equal.into_iter().collect::<Option<Vec<_>>>() {
+                lists.sort_by_key(|v| values::postings_len(v));
+                let mut lists = lists.iter();
+                if let Some(first) = lists.next() {
+                    values::decode_postings(first, &mut ids)?;
                 }
-            }
-            lists.sort_by_key(|v| values::postings_len(v));
-            let mut lists = lists.into_iter();
-            if let Some(first) = lists.next() {
-                let mut ids = Vec::new();
-                values::decode_postings(&first, &mut ids)?;
                 for v in lists {
-                    values::retain_in_postings(&v, &mut ids)?;
+                    values::retain_in_postings(v, &mut ids)?;
                 }
-                sets.push(MatcherSet::Include(ids));
             }
+            sets.push(MatcherSet::Include(ids));
         }
         for m in matchers.iter().filter(|m| !is_equal(m)) {
             if sets
