@@ -6,6 +6,10 @@
 //! commit), applies it, writes one `L` record plus the `S` keys of series
 //! logged for the first time, and answers each request with the outcome and
 //! the SlateDB write handle (awaited by the caller for Durable).
+//!
+//! A group is flushed in steps: a batch a failed write left written first,
+//! the group applied to the head (`apply.rs`), its counts, its log write,
+//! the answers.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,20 +18,20 @@ use std::sync::Arc;
 use slatedb::config::{PutOptions, Ttl};
 use slatedb::{WriteBatch, WriteHandle};
 use strata_codec::histogram::{chunks_of, encode_chunk_list, HistogramSample};
-use strata_codec::{
-    Exemplar, LabelPairs, LogExemplar, LogHistogram, LogRecord, LogRecordEncoder, LogSample,
-    NewSeries,
-};
+use strata_codec::{Exemplar, LogRecord, LogRecordEncoder};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::StorageError;
-use crate::head::{AppendPolicy, ExemplarAdded, MemSeries, Rejection};
+use crate::head::{MemSeries, Rejection};
 use crate::keys;
 use crate::sealer::{self, SealJob};
 use crate::shared::Shared;
 use crate::stats::add;
-use strata_codec::render::render_labels;
+
+mod apply;
+
+use apply::{apply_group, Buckets};
 
 /// One resolved series of a write request.
 pub struct ResolvedSeries {
@@ -207,171 +211,63 @@ impl Coordinator {
         }
     }
 
+    /// Applies a group of write requests to the head, logs them as one
+    /// record and answers each. A batch a failed log write left is written
+    /// first; if it fails again, the group is answered with its error and
+    /// not applied.
     async fn flush_group(&mut self, group: &mut Vec<Queued>) {
         if group.is_empty() {
             return;
         }
-        if let Some(pending) = self.unlogged.take() {
-            match self.timed_write(pending.clone()).await {
-                Ok(h) => self.last_handle = Some(h),
-                Err(e) => {
-                    add(&self.inner.stats.write_errors, 1);
-                    self.unlogged = Some(pending);
-                    let e = self.inner.note_fenced(StorageError::from(e));
-                    for q in group.drain(..) {
-                        let _ = q.reply.send(Err(e.clone()));
-                    }
-                    return;
-                }
+        if let Err(e) = self.write_unlogged().await {
+            for q in group.drain(..) {
+                let _ = q.reply.send(Err(e.clone()));
             }
+            return;
         }
         let applying = std::time::Instant::now();
-        let seq = self.next_seq;
-        let first_open = self.frozen_through.saturating_add(1);
-        let bucket_ms = self.inner.settings.bucket_ms();
-        let now = self.inner.clock.now_ms();
-        let policy = AppendPolicy {
-            first_open,
-            bucket_ms,
-            late_from: self.inner.settings.late_from(now),
-            keep_late: true,
-            replay: false,
+        let (outcomes, buckets) =
+            apply_group(&self.inner, &mut self.record, self.frozen_through, group);
+        self.count_applied(&outcomes, applying);
+        let result = if self.record.samples.is_empty()
+            && self.record.exemplars.is_empty()
+            && self.record.histograms.is_empty()
+        {
+            Ok(self.last_handle.clone())
+        } else {
+            self.log(buckets).await
         };
-        let mut extra = 0;
-        self.record.new_series.clear();
-        self.record.samples.clear();
-        self.record.exemplars.clear();
-        self.record.histograms.clear();
-        // Histograms of buckets sealed or being sealed, by bucket and
-        // series: written with the log record.
-        let mut late_histograms: BTreeMap<(i64, u64), Vec<(i64, HistogramSample)>> =
-            BTreeMap::new();
-        let exemplar_window = self.inner.settings.late_window_ms().unwrap_or(0);
-        let mut late_exemplars: BTreeMap<(i64, u64), Vec<Exemplar>> = BTreeMap::new();
-        let open_from = first_open.saturating_mul(bucket_ms);
-        let mut batch = WriteBatch::new();
-        let mut outcomes = Vec::with_capacity(group.len());
-        let mut touched: Vec<i64> = Vec::new();
-        for q in group.iter() {
-            let mut out = WriteOutcome {
-                new_series: q.new_series,
-                ..WriteOutcome::default()
+        for (q, out) in group.drain(..).zip(outcomes) {
+            let r = match &result {
+                Ok(h) => Ok((out, h.clone())),
+                Err(e) => Err(e.clone()),
             };
-            for rs in &q.series {
-                let mut s = Arc::clone(&rs.series);
-                let given = q.samples.get(rs.samples.clone()).unwrap_or_default();
-                let mut append = |s: &MemSeries, samples: &mut Vec<LogSample>| {
-                    s.append(given, &policy, |t, v, b| {
-                        samples.push(LogSample { series: s.id, t, v });
-                        // Sealed buckets stay sealed: their samples are kept
-                        // apart and written by the late pass.
-                        if b >= first_open && touched.last() != Some(&b) {
-                            touched.push(b);
-                        }
-                    })
-                };
-                let samples = &mut self.record.samples;
-                let before = samples.len();
-                let mut r = append(&s, samples);
-                if r.series_dropped {
-                    // A seal dropped it after the request resolved it.
-                    s = self.inner.head.revive(&s);
-                    r = append(&s, samples);
-                }
-                if let Some(ended) = r.ended {
-                    self.inner.head.close_ended_chunk(&s, ended);
-                }
-                extra += r.extra;
-                let histograms_before = self.record.histograms.len();
-                if !rs.histograms.is_empty() {
-                    let mut append = |s: &MemSeries, logged: &mut Vec<LogHistogram>| {
-                        s.append_histograms(&rs.histograms, &policy, |t, h, b| {
-                            logged.push(LogHistogram {
-                                series: s.id,
-                                t,
-                                h: h.clone(),
-                            });
-                            if b < first_open {
-                                late_histograms
-                                    .entry((b, s.id))
-                                    .or_default()
-                                    .push((t, h.clone()));
-                            } else if !touched.contains(&b) {
-                                touched.push(b);
-                            }
-                        })
-                    };
-                    let mut h = append(&s, &mut self.record.histograms);
-                    if h.series_dropped {
-                        s = self.inner.head.revive(&s);
-                        h = append(&s, &mut self.record.histograms);
-                    }
-                    if h.appended > 0 {
-                        self.inner.head.note_histograms();
-                    }
-                    out.histograms += h.appended + h.duplicates;
-                    out.rejected += h.rejected;
-                    if out.first_rejection.is_none() {
-                        if let Some(rej) = h.first_rejection {
-                            out.first_rejection = Some((render_labels(&s.labels), rej));
-                        }
-                    }
-                }
-                let exemplars_before = self.record.exemplars.len();
-                for e in &rs.exemplars {
-                    // Older than samples may be: it would expire at once.
-                    let added = if policy.late_from.is_some_and(|from| e.t < from) {
-                        ExemplarAdded::OutOfOrder
-                    } else {
-                        self.inner.head.exemplars().add(s.id, e, exemplar_window)
-                    };
-                    match added {
-                        ExemplarAdded::Stored => {
-                            out.exemplars += 1;
-                            self.record.exemplars.push(LogExemplar {
-                                series: s.id,
-                                exemplar: e.clone(),
-                            });
-                            let b = e.t.div_euclid(bucket_ms);
-                            if e.t < open_from {
-                                // The seal of its bucket is done or under
-                                // way: written with the log record.
-                                late_exemplars.entry((b, s.id)).or_default().push(e.clone());
-                            } else if !touched.contains(&b) {
-                                touched.push(b);
-                            }
-                        }
-                        ExemplarAdded::Duplicate => out.exemplars += 1,
-                        ExemplarAdded::OutOfOrder | ExemplarAdded::Disabled => {
-                            out.exemplars_refused += 1;
-                        }
-                    }
-                }
-                let samples = &self.record.samples;
-                let logs_series = samples.len() > before
-                    || self.record.exemplars.len() > exemplars_before
-                    || self.record.histograms.len() > histograms_before;
-                if logs_series && !s.logged.swap(true, Ordering::AcqRel) {
-                    self.record.new_series.push(NewSeries {
-                        id: s.id,
-                        labels: s.labels.to_labels(),
-                    });
-                }
-                out.appended += r.appended;
-                out.duplicates += r.duplicates;
-                out.rejected += r.rejected;
-                if out.first_rejection.is_none() {
-                    if let Some(rej) = r.first_rejection {
-                        out.first_rejection = Some((render_labels(&s.labels), rej));
-                    }
-                }
+            let _ = q.reply.send(r);
+        }
+    }
+
+    /// Writes the batch a failed log write left, if any (see `unlogged`);
+    /// on failure it is kept for the next group.
+    async fn write_unlogged(&mut self) -> Result<(), StorageError> {
+        let Some(pending) = self.unlogged.take() else {
+            return Ok(());
+        };
+        match self.timed_write(pending.clone()).await {
+            Ok(h) => {
+                self.last_handle = Some(h);
+                Ok(())
             }
-            outcomes.push(out);
+            Err(e) => {
+                add(&self.inner.stats.write_errors, 1);
+                self.unlogged = Some(pending);
+                Err(self.inner.note_fenced(StorageError::from(e)))
+            }
         }
-        if extra > 0 {
-            self.inner.head.extra_added(extra);
-            self.inner.late.note_added(self.inner.head.extra_samples());
-        }
+    }
+
+    /// Counts a group's apply time (from `applying`) and what became of
+    /// its samples and histograms.
+    fn count_applied(&self, outcomes: &[WriteOutcome], applying: std::time::Instant) {
         let stats = &self.inner.stats;
         stats.group_apply.observe(applying.elapsed());
         let appended: usize = outcomes.iter().map(|o| o.appended).sum();
@@ -385,73 +281,66 @@ impl Coordinator {
             &stats.samples_rejected,
             outcomes.iter().map(|o| o.rejected).sum(),
         );
+    }
 
-        let result = if self.record.samples.is_empty()
-            && self.record.exemplars.is_empty()
-            && self.record.histograms.is_empty()
-        {
-            Ok(self.last_handle.clone())
-        } else {
-            self.encoded.clear();
-            match &mut self.encoder {
-                Some(encoder) => encoder.encode(&self.record, &mut self.encoded),
-                None => self.record.encode(&mut self.encoded),
-            }
-            add(&stats.log_bytes, self.encoded.len());
-            add(&stats.log_records, 1);
-            let ttl = PutOptions {
-                ttl: Ttl::ExpireAfterMillis(
-                    u64::try_from(self.inner.settings.log_retention.as_millis())
-                        .unwrap_or(u64::MAX),
-                ),
-            };
-            batch.put_with_options(keys::log_key(seq), &self.encoded, &ttl);
-            for ((bucket, series), list) in &late_exemplars {
-                let mut value = Vec::new();
-                strata_codec::encode_exemplars(list, &mut value);
-                batch.put_with_options(
-                    keys::late_exemplar_key(*bucket, *series, seq),
-                    value,
-                    &self.inner.span_ttl(*bucket),
-                );
-            }
-            for ((bucket, series), mut list) in late_histograms {
-                list.sort_by_key(|(t, _)| *t);
-                list.dedup_by_key(|(t, _)| *t);
-                let mut value = Vec::new();
-                // Validated on the way in: every sample fits some chunk.
-                encode_chunk_list(&chunks_of(&list).unwrap_or_default(), &mut value);
-                batch.put_with_options(
-                    keys::late_histogram_key(bucket, series, seq),
-                    value,
-                    &self.inner.span_ttl(bucket),
-                );
-            }
-            self.next_seq += 1;
-            for b in touched {
-                self.open_buckets.entry(b).or_insert(seq);
-            }
-            match self.timed_write(batch.clone()).await {
-                Ok(h) => {
-                    self.last_handle = Some(h.clone());
-                    Ok(Some(h))
-                }
-                Err(e) => {
-                    add(&stats.write_errors, 1);
-                    // The samples are in the head already; keep the batch
-                    // (labels of new series included) to write it first
-                    // next time.
-                    self.unlogged = Some(batch);
-                    Err(self.inner.note_fenced(StorageError::from(e)))
-                }
-            }
+    /// Writes the group's log record under the next seq, in one batch with
+    /// the late exemplars and histograms of `buckets`, and notes the seq as
+    /// the first of each bucket it opened. The handle of the write, or its
+    /// error: the samples are in the head already, so a failed batch
+    /// (labels of new series included) is kept to be written first next
+    /// time.
+    async fn log(&mut self, buckets: Buckets) -> Result<Option<WriteHandle>, StorageError> {
+        let seq = self.next_seq;
+        let stats = &self.inner.stats;
+        let mut batch = WriteBatch::new();
+        self.encoded.clear();
+        match &mut self.encoder {
+            Some(encoder) => encoder.encode(&self.record, &mut self.encoded),
+            None => self.record.encode(&mut self.encoded),
+        }
+        add(&stats.log_bytes, self.encoded.len());
+        add(&stats.log_records, 1);
+        let ttl = PutOptions {
+            ttl: Ttl::ExpireAfterMillis(
+                u64::try_from(self.inner.settings.log_retention.as_millis()).unwrap_or(u64::MAX),
+            ),
         };
-        for (q, out) in group.drain(..).zip(outcomes) {
-            let r = match &result {
-                Ok(h) => Ok((out, h.clone())),
-                Err(e) => Err(e.clone()),
-            };
-            let _ = q.reply.send(r);
+        batch.put_with_options(keys::log_key(seq), &self.encoded, &ttl);
+        for ((bucket, series), list) in &buckets.late_exemplars {
+            let mut value = Vec::new();
+            strata_codec::encode_exemplars(list, &mut value);
+            batch.put_with_options(
+                keys::late_exemplar_key(*bucket, *series, seq),
+                value,
+                &self.inner.span_ttl(*bucket),
+            );
+        }
+        for ((bucket, series), mut list) in buckets.late_histograms {
+            list.sort_by_key(|(t, _)| *t);
+            list.dedup_by_key(|(t, _)| *t);
+            let mut value = Vec::new();
+            // Validated on the way in: every sample fits some chunk.
+            encode_chunk_list(&chunks_of(&list).unwrap_or_default(), &mut value);
+            batch.put_with_options(
+                keys::late_histogram_key(bucket, series, seq),
+                value,
+                &self.inner.span_ttl(bucket),
+            );
+        }
+        self.next_seq += 1;
+        for b in buckets.touched {
+            self.open_buckets.entry(b).or_insert(seq);
+        }
+        match self.timed_write(batch.clone()).await {
+            Ok(h) => {
+                self.last_handle = Some(h.clone());
+                Ok(Some(h))
+            }
+            Err(e) => {
+                add(&stats.write_errors, 1);
+                self.unlogged = Some(batch);
+                Err(self.inner.note_fenced(StorageError::from(e)))
+            }
         }
     }
 
