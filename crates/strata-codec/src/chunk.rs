@@ -14,10 +14,12 @@
 //! bytes, returning errors rather than panicking on any input.
 
 mod append;
+mod range;
 pub(crate) mod read;
 pub mod tail;
 
 pub use append::XorChunk;
+pub(crate) use range::{keep_appended, range_into, range_to_slices, RangeDecoder};
 pub use read::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter};
 pub use tail::TailChunk;
 
@@ -28,61 +30,6 @@ pub const HEADER_LEN: usize = 4;
 /// (prefix, prefix length, payload width). A delta-of-delta that fits none
 /// of them is written whole after the prefix `1111`.
 const DOD_BUCKETS: [(u64, u32, u32); 3] = [(0b10, 2, 14), (0b110, 3, 17), (0b1110, 4, 20)];
-
-/// Decodes with `decode` into room for `n` more samples at the ends of `ts`
-/// and `vs`, keeping the samples it reports written: none on error.
-#[inline(always)]
-pub(crate) fn decode_appending(
-    n: usize,
-    ts: &mut Vec<i64>,
-    vs: &mut Vec<f64>,
-    decode: impl FnOnce(&mut [i64], &mut [f64]) -> Result<usize, crate::CodecError>,
-) -> Result<(), crate::CodecError> {
-    let (ts_len, vs_len) = (ts.len(), vs.len());
-    // Decode into pre-sized slices rather than pushing: a push re-reads and
-    // re-writes the vector's length through memory for every sample.
-    ts.resize(ts_len + n, 0);
-    vs.resize(vs_len + n, 0.0);
-    let written = match (ts.get_mut(ts_len..), vs.get_mut(vs_len..)) {
-        (Some(t_out), Some(v_out)) => decode(t_out, v_out),
-        _ => Err(crate::CodecError::Corrupt("buffer")),
-    };
-    let keep = written.as_ref().map_or(0, |&k| k);
-    ts.truncate(ts_len + keep);
-    vs.truncate(vs_len + keep);
-    written.map(|_| ())
-}
-
-/// Where a bulk decoder writes the samples in `[mint, maxt]`.
-pub(crate) struct RangeOut<'a> {
-    pub mint: i64,
-    pub maxt: i64,
-    pub t_out: &'a mut [i64],
-    pub v_out: &'a mut [f64],
-    /// Samples written.
-    pub k: usize,
-}
-
-impl RangeOut<'_> {
-    /// Writes the sample if it is in the range; false once it is past it.
-    #[inline(always)]
-    pub fn push(&mut self, t: i64, v: u64) -> Result<bool, crate::CodecError> {
-        if t > self.maxt {
-            return Ok(false);
-        }
-        if t >= self.mint {
-            match (self.t_out.get_mut(self.k), self.v_out.get_mut(self.k)) {
-                (Some(ts), Some(vs)) => {
-                    *ts = t;
-                    *vs = f64::from_bits(v);
-                }
-                _ => return Err(crate::CodecError::Corrupt("more samples than bits")),
-            }
-            self.k += 1;
-        }
-        Ok(true)
-    }
-}
 
 /// The code of a delta-of-delta, as two (bits, width) pieces to write in
 /// turn: `0` for none, a bucket's prefix and payload, or the prefix `1111`

@@ -20,6 +20,7 @@ mod packed;
 
 use std::cell::RefCell;
 
+use crate::chunk::keep_appended;
 use crate::varint::{put_uvarint, Decbuf};
 use crate::CodecError;
 use decimal::{mantissa, sampled_exponent, shared_exponent, MAX_EXP, POW10};
@@ -245,24 +246,19 @@ pub fn decode_sealed_range_into(
     ts: &mut Vec<i64>,
     vs: &mut Vec<f64>,
 ) -> Result<(), CodecError> {
-    let (ts_len, vs_len) = (ts.len(), vs.len());
-    let kept = decode_sealed(bytes, mint, maxt, ts, vs, ts_len, vs_len);
-    let keep = *kept.as_ref().unwrap_or(&0);
-    ts.truncate(ts_len + keep);
-    vs.truncate(vs_len + keep);
-    kept.map(|_| ())
+    keep_appended(ts, vs, |ts, vs| decode_sealed(bytes, mint, maxt, ts, vs))
 }
 
-/// Decodes after `ts_len`/`vs_len`; returns how many samples are kept there.
+/// Decodes after the ends of `ts`/`vs`; returns how many samples are kept
+/// there.
 fn decode_sealed(
     bytes: &[u8],
     mint: i64,
     maxt: i64,
     ts: &mut Vec<i64>,
     vs: &mut Vec<f64>,
-    ts_len: usize,
-    vs_len: usize,
 ) -> Result<usize, CodecError> {
+    let (ts_len, vs_len) = (ts.len(), vs.len());
     let mut d = Decbuf::new(bytes);
     let &[magic, version] = d.bytes(2) else {
         return Err(CodecError::Truncated);
