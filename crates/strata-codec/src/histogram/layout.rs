@@ -9,7 +9,7 @@ use crate::CodecError;
 
 /// What every sample of a chunk shares.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Layout {
+pub struct Layout {
     pub schema: i32,
     pub zero_threshold: f64,
     pub positive: Vec<Span>,

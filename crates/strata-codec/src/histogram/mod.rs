@@ -48,22 +48,22 @@
 //! ```
 
 mod appendable;
+mod chunk;
 mod float_chunk;
-mod float_read;
 mod int_chunk;
-mod int_read;
+mod kind;
 mod layout;
 mod list;
 mod log_sample;
+mod read;
 mod spans;
 mod types;
 mod validate;
 mod varbit;
 
-pub use float_chunk::FloatHistogramChunk;
-pub use float_read::FloatHistogramIter;
-pub use int_chunk::HistogramChunk;
-pub use int_read::HistogramIter;
+pub use chunk::Chunk;
+pub use float_chunk::{FloatHistogramChunk, FloatHistogramIter};
+pub use int_chunk::{HistogramChunk, HistogramIter};
 pub use list::{
     append_to_chunks, chunks_of, decode_chunk_list, decode_chunk_list_into, encode_chunk_list,
     AnyHistogramChunk,
@@ -72,6 +72,7 @@ pub use log_sample::{
     decode_float_histogram_sample, decode_histogram_sample, decode_sample,
     encode_float_histogram_sample, encode_histogram_sample, encode_sample,
 };
+pub use read::Iter;
 pub use types::{
     CounterResetHint, FloatHistogram, Histogram, HistogramSample, Span, CUSTOM_BUCKETS_SCHEMA,
     MAX_EXP_SCHEMA, MIN_EXP_SCHEMA, STALE_NAN_BITS,
