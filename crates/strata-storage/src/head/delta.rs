@@ -1,6 +1,7 @@
 //! The head itself: the series index, the sealed watermark, the extra
 //! samples' count, the recently dropped series and the run files, shared
-//! by the coordinator, the sealer and readers.
+//! by the coordinator, the sealer and readers. What a seal does to it is
+//! in `seal.rs`, its memory by part in `memory.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,10 +10,8 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use strata_codec::{Label, LabelPairs};
 
-use super::chunk::HeadChunk;
 use super::exemplars::ExemplarStore;
 use super::hash_filter::HashFilter;
-use super::ids::IdList;
 use super::index::{find, labels_hash, prefetch, SeriesIndex};
 use super::labels::SeriesLabels;
 use super::recent::{self, RecentSeries};
@@ -39,21 +38,21 @@ pub struct Head {
     pub(super) index: RwLock<SeriesIndex>,
     next_id: AtomicU64,
     /// Every bucket up to this one is sealed and read from the store.
-    sealed_through: AtomicI64,
+    pub(super) sealed_through: AtomicI64,
     /// The newest bucket whose seal has begun: its chunks are no longer
     /// spilled.
-    sealing_through: AtomicI64,
+    pub(super) sealing_through: AtomicI64,
     /// Out-of-order and late samples held beside the chunks.
     extra_samples: AtomicUsize,
     /// Series dropped from the head, for a while: labels by id, id by
     /// label hash.
-    recent: RecentSeries,
+    pub(super) recent: RecentSeries,
     /// Label hashes more than one series' labels share, with every id
     /// known to share it, so the `H` key written for one lists them all.
     /// A 64-bit hash makes this empty in practice.
     shared_hashes: Mutex<FxHashMap<u64, Vec<u64>>>,
     /// Series dropped from the head so far.
-    dropped: AtomicU64,
+    pub(super) dropped: AtomicU64,
     /// The label hashes the store's `H` keys may hold.
     stored_hashes: HashFilter,
     /// Series whose chunk of a bucket being sealed is written and dropped,
@@ -65,7 +64,7 @@ pub struct Head {
     /// without look for none.
     holds_histograms: AtomicBool,
     /// The files the chunks' frozen runs are kept in, one a bucket.
-    runs: RunFiles,
+    pub(super) runs: RunFiles,
 }
 
 impl Head {
@@ -320,133 +319,6 @@ impl Head {
         self.next_id.load(Ordering::Relaxed)
     }
 
-    pub fn sealed_through(&self) -> Option<i64> {
-        match self.sealed_through.load(Ordering::Acquire) {
-            NONE_SEALED => None,
-            b => Some(b),
-        }
-    }
-
-    /// The newest bucket whose seal has begun.
-    pub(crate) fn sealing_through(&self) -> i64 {
-        self.sealing_through.load(Ordering::Acquire)
-    }
-
-    /// Notes that the seal of `bucket` has begun: the spill pass leaves its
-    /// chunks alone from now on.
-    pub(crate) fn begin_seal(&self, bucket: i64) {
-        self.sealing_through.fetch_max(bucket, Ordering::AcqRel);
-    }
-
-    /// Marks `bucket` (and every older one) sealed, then frees their
-    /// chunks, and drops the series left with nothing else in the head.
-    /// Readers that saw the old value re-read those buckets from the store.
-    /// Returns how many series were dropped.
-    pub fn mark_sealed(&self, bucket: i64) -> usize {
-        self.sealed_through.fetch_max(bucket, Ordering::AcqRel);
-        self.begin_seal(bucket);
-        // After `sealed_through`: a read that no longer finds a released
-        // series reads the bucket from the store as a sealed one.
-        self.released.write().retain(|r| r.bucket > bucket);
-        let mut freed = 0;
-        let mut idle = Vec::new();
-        for s in self.all_series() {
-            freed += s.drop_through(bucket);
-            if s.is_idle() {
-                idle.push(s);
-            }
-        }
-        self.extra_freed(freed);
-        self.drop_idle(idle)
-    }
-
-    /// The seal of `bucket` has written the chunks of `series` (durably):
-    /// drops them from the head, noting each series as released (see
-    /// `released.rs`).
-    pub(crate) fn release_sealed(&self, bucket: i64, series: &[Arc<MemSeries>]) {
-        if series.is_empty() {
-            return;
-        }
-        let set = {
-            let mut sets = self.released.write();
-            match sets.iter().find(|r| r.bucket == bucket) {
-                Some(r) => Arc::clone(r),
-                None => {
-                    let r = Arc::new(Released::new(bucket, self.next_series_id()));
-                    sets.push(Arc::clone(&r));
-                    r
-                }
-            }
-        };
-        let mut freed = 0;
-        for s in series {
-            // A series beyond the set's size (none: the seal walks the
-            // series there were when it began) keeps its chunk until the
-            // checkpoint.
-            if set.insert(s.id) {
-                freed += s.release(bucket);
-            }
-        }
-        self.extra_freed(freed);
-    }
-
-    /// The series of `bucket` whose chunks a seal has written and released,
-    /// if any were.
-    pub(crate) fn released_set(&self, bucket: i64) -> Option<Arc<Released>> {
-        self.released
-            .read()
-            .iter()
-            .find(|r| r.bucket == bucket)
-            .cloned()
-    }
-
-    /// Drops every series with nothing but its labels in the head (after
-    /// recovery, a series whose replayed samples were all spilled or
-    /// sealed); returns how many.
-    pub(crate) fn drop_all_idle(&self) -> usize {
-        let idle = self
-            .all_series()
-            .into_iter()
-            .filter(|s| s.is_idle())
-            .collect();
-        self.drop_idle(idle)
-    }
-
-    /// Takes the series of `idle` that are still idle out of the index,
-    /// marks them dropped and keeps their labels in the recent cache.
-    fn drop_idle(&self, idle: Vec<Arc<MemSeries>>) -> usize {
-        if idle.is_empty() {
-            return 0;
-        }
-        let mut gone = Vec::with_capacity(idle.len());
-        {
-            let mut idx = self.index.write();
-            for s in idle {
-                let st = s.state.lock();
-                let held = idx.by_id.get(s.id).is_some_and(|h| Arc::ptr_eq(h, &s));
-                // A sample may have come in since the caller looked.
-                if !held
-                    || s.dropped.load(Ordering::Relaxed)
-                    || !st.chunks.is_empty()
-                    || !st.extras.is_empty()
-                    || !st.extras.hists().is_empty()
-                {
-                    continue;
-                }
-                s.dropped.store(true, Ordering::Relaxed);
-                drop(st);
-                gone.push(s);
-            }
-            idx.remove(&gone);
-        }
-        for s in &gone {
-            self.recent
-                .insert(s.id, labels_hash(&s.labels), s.labels.clone());
-        }
-        self.dropped.fetch_add(gone.len() as u64, Ordering::Relaxed);
-        gone.len()
-    }
-
     /// Out-of-order and late samples held beside the chunks.
     pub fn extra_samples(&self) -> usize {
         self.extra_samples.load(Ordering::Relaxed)
@@ -465,8 +337,8 @@ impl Head {
     }
 
     /// Freezes every chunk tail of at least `min_samples` samples into the
-    /// compact sealed format (see [`HeadChunk`]); returns how many. Takes
-    /// each series' lock in turn, briefly.
+    /// compact sealed format (see [`HeadChunk`](super::chunk::HeadChunk));
+    /// returns how many. Takes each series' lock in turn, briefly.
     pub fn freeze_tails(&self, min_samples: u32) -> usize {
         let mut scratch = Scratch::default();
         let mut files = BucketFiles::new(&self.runs);
@@ -527,77 +399,5 @@ impl Head {
             .iter()
             .map(|s| s.merge_closed(&mut files, &mut scratch))
             .sum()
-    }
-
-    /// Bytes of the frozen runs' files (see `runs.rs`): in the page cache
-    /// or on disk, not in the heap.
-    pub fn run_file_bytes(&self) -> u64 {
-        self.runs.bytes()
-    }
-
-    /// Bytes held by the head, an estimate for `/metrics`: the sum of
-    /// [`Self::memory`].
-    pub fn memory_bytes(&self) -> usize {
-        self.memory().total()
-    }
-
-    /// Bytes held by the head, by part (estimates: allocator rounding and
-    /// hash-table control bytes are approximated).
-    pub fn memory(&self) -> HeadMemory {
-        let idx = self.index.read();
-        let mut m = HeadMemory::default();
-        for s in idx.by_id.values() {
-            // The series and its `Arc` counts.
-            m.series += std::mem::size_of::<MemSeries>() + 16;
-            m.labels += s.labels.heap_bytes();
-            let st = s.state.lock();
-            m.chunks += st.chunks.capacity() * std::mem::size_of::<(i64, HeadChunk)>();
-            m.chunks += st.chunks.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
-            m.extras += st.extras.heap_bytes();
-        }
-        // Hash tables: a key, a value and a control byte per slot; the
-        // B-tree about a key and a value per entry, nodes two-thirds full.
-        let slot = |k: usize, v: usize| k + v + 1;
-        let ptr = std::mem::size_of::<Arc<MemSeries>>();
-        m.index += idx.by_hash.capacity() * slot(8, ptr);
-        m.index += idx.collisions.capacity() * slot(8, 24);
-        m.index += idx.by_id.heap_bytes();
-        m.index += idx.postings.capacity() * slot(16, 32);
-        for (name, values) in &idx.postings {
-            m.index += name.len() + values.capacity() * slot(16, std::mem::size_of::<IdList>());
-            for (value, ids) in values {
-                m.index += value.len() + ids.heap_bytes();
-            }
-        }
-        // The process's table of label values (see `labels.rs`).
-        m.labels += super::labels::value_table_bytes();
-        m.index += self
-            .released
-            .read()
-            .iter()
-            .map(|r| r.heap_bytes())
-            .sum::<usize>();
-        m
-    }
-}
-
-/// The head's bytes by part (see [`Head::memory`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HeadMemory {
-    /// The series' own structs.
-    pub series: usize,
-    /// Their packed labels.
-    pub labels: usize,
-    /// Open chunks: frozen runs, tails, spilled ranges.
-    pub chunks: usize,
-    /// Out-of-order and late samples.
-    pub extras: usize,
-    /// Maps by hash and id, and the postings.
-    pub index: usize,
-}
-
-impl HeadMemory {
-    pub fn total(&self) -> usize {
-        self.series + self.labels + self.chunks + self.extras + self.index
     }
 }

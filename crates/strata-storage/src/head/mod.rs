@@ -26,10 +26,12 @@ mod hist;
 mod ids;
 mod index;
 mod labels;
+mod memory;
 mod read;
 mod recent;
 mod released;
 mod runs;
+mod seal;
 mod series;
 #[cfg(test)]
 mod tests;
@@ -42,6 +44,7 @@ pub(crate) use chunk::Spill;
 pub use chunk::FREEZE_MIN_SAMPLES;
 pub use exemplars::{ExemplarAdded, ExemplarStore, DEFAULT_MAX_EXEMPLARS};
 pub use labels::SeriesLabels;
+pub use memory::HeadMemory;
 pub use read::HeadRead;
 
 /// No bucket sealed yet.
@@ -56,7 +59,7 @@ pub fn tenant_of(labels: &(impl LabelPairs + ?Sized)) -> &str {
 }
 
 pub(crate) use alloc::fit;
-pub use delta::{Head, HeadMemory, Origin};
+pub use delta::{Head, Origin};
 pub use index::labels_hash;
 pub use series::MemSeries;
 pub(crate) use series::NOT_WRITTEN;
