@@ -305,7 +305,8 @@ fn clean_tombstones_is_the_writers() {
 }
 
 /// `/api/v1/status/strata`: the role, the databases read, and on a reader
-/// how long ago it last read the writer's log to its end.
+/// how long ago it last read the writer's log to its end; and
+/// `/api/v1/status/keys` on both.
 #[test]
 fn strata_status_names_the_role_and_a_readers_lag() {
     let dir = tempfile::tempdir().unwrap();
@@ -349,6 +350,18 @@ fn strata_status_names_the_role_and_a_readers_lag() {
     assert_eq!(db["readOnly"], true);
     let ago = db["logFollowedSecondsAgo"].as_f64().unwrap();
     assert!((0.0..5.0).contains(&ago), "{r}");
+
+    // `/api/v1/status/keys`: the live keys by kind. One write, nothing
+    // sealed: its log record, on the writer and on the reader alike.
+    for port in [writer.port, reader.port] {
+        let resp = request(port, "GET", "/api/v1/status/keys", &[], b"");
+        let keys = data(&resp, "status/keys");
+        let kinds = keys["databases"][0]["kinds"].as_array().unwrap();
+        let log = kinds.iter().find(|k| k["kind"] == "log record");
+        assert_eq!(log.map(|k| k["keys"].as_u64().unwrap()), Some(1), "{keys}");
+        assert!(log.unwrap()["valueBytes"].as_u64().unwrap() > 0, "{keys}");
+        assert!(kinds.iter().all(|k| k["kind"] != "bucket chunk"), "{keys}");
+    }
     reader.stop();
     writer.stop();
 }

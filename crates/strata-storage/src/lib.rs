@@ -21,6 +21,7 @@ pub mod faults;
 mod follower_store;
 pub mod head;
 pub mod instrumented;
+pub mod key_usage;
 pub mod keys;
 mod late;
 pub mod metadata;

@@ -25,6 +25,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/flags", get(flags))
         .route("/api/v1/status/runtimeinfo", get(runtimeinfo))
         .route("/api/v1/status/strata", get(strata))
+        .route("/api/v1/status/keys", get(keys))
         .route("/api/v1/targets", get(targets))
         .route("/api/v1/rules", get(rules))
         .route("/api/v1/alerts", get(alerts))
@@ -80,6 +81,43 @@ async fn runtimeinfo(State(state): State<Arc<AppState>>) -> Response {
 /// the shards, each database this process reads (a reader's lag behind its
 /// writer's log among them) and the object store's health. Every value is
 /// what the process knows now; nothing is estimated.
+/// The live keys of each database this node reads, by kind: how many and
+/// their bytes (`docs/operations.md`, "What the bucket holds"). Reads the
+/// whole keyspace: an operator's question, not a dashboard's.
+async fn keys(State(state): State<Arc<AppState>>) -> Response {
+    let open = state.shards.read().clone();
+    let mut databases = Vec::with_capacity(open.len());
+    for s in &open {
+        match s.key_usage().await {
+            Ok(kinds) => databases.push(json!({
+                "kinds": kinds
+                    .iter()
+                    .map(|k| json!({
+                        "kind": k.kind,
+                        "keys": k.keys,
+                        "keyBytes": k.key_bytes,
+                        "valueBytes": k.value_bytes,
+                    }))
+                    .collect::<Vec<_>>(),
+            })),
+            Err(e) => {
+                let body = json!({
+                    "status": "error",
+                    "errorType": "unavailable",
+                    "error": format!("cannot read the store's keys: {e}"),
+                });
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
+            }
+        }
+    }
+    answer(json!({ "databases": databases }))
+}
+
 async fn strata(State(state): State<Arc<AppState>>) -> Response {
     let now = state.clock.now_ms();
     let open = state.shards.read().clone();
