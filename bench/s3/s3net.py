@@ -246,6 +246,8 @@ class HttpLayer:
         self.timeout_hold_s = 30.0
         self.records = []
         self.conditional = collections.Counter()
+        # Answers the client hung up on before they were sent.
+        self.client_gone = 0
         self.lock = threading.Lock()
         self.rng = random.Random(seed)
         layer = self
@@ -299,17 +301,25 @@ class HttpLayer:
                         if attempt:
                             self.send_error(502)
                             return
-                self.send_response(r.status)
-                for k, v in r.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(k, v)
-                # A HEAD answer's length is the object's, not the (empty) body's.
-                length = r.getheader("Content-Length") if self.command == "HEAD" else None
-                self.send_header("Content-Length", length or str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
+                # Counted as the store answered it, even if the client
+                # has gone meanwhile (a query cancelled, a timeout).
                 layer.record(kind, key, r.status, start, n, len(data))
+                try:
+                    self.send_response(r.status)
+                    for k, v in r.getheaders():
+                        if k.lower() not in ("transfer-encoding", "connection",
+                                             "content-length"):
+                            self.send_header(k, v)
+                    # A HEAD answer's length is the object's, not the (empty) body's.
+                    length = r.getheader("Content-Length") if self.command == "HEAD" else None
+                    self.send_header("Content-Length", length or str(len(data)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    layer.client_gone += 1
+                    self.close_connection = True
+                    return
                 if cond and self.command == "PUT":
                     layer.count_conditional(cond, r.status)
 
