@@ -295,6 +295,7 @@ impl Storage {
             })?;
             options.object_store_cache_options.root_folder = Some(dir.clone());
             options.object_store_cache_options.max_cache_size_bytes = Some(reader.disk_cache_bytes);
+            options.object_store_cache_options.part_size_bytes = reader.disk_cache_part_bytes;
         }
         let (db_cache, memory_cache) = MemoryCache::new(reader.memory_cache_bytes);
         let db = slatedb::DbReader::builder(opening.path.clone(), store)

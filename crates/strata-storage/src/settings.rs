@@ -286,6 +286,10 @@ pub struct ReaderSettings {
     pub cache_dir: Option<std::path::PathBuf>,
     /// Largest size of the on-disk cache.
     pub disk_cache_bytes: usize,
+    /// The piece of a table the on-disk cache fetches and keeps as one
+    /// (SlateDB's `part_size_bytes`): a read of a few blocks fetches the
+    /// pieces that hold them whole. A multiple of 1 KiB.
+    pub disk_cache_part_bytes: usize,
     /// Size of the in-memory block cache.
     pub memory_cache_bytes: u64,
 }
@@ -297,6 +301,7 @@ impl Default for ReaderSettings {
             idle_poll_interval: Duration::from_millis(500),
             cache_dir: None,
             disk_cache_bytes: 16 << 30,
+            disk_cache_part_bytes: 4 << 20,
             memory_cache_bytes: 512 << 20,
         }
     }
@@ -309,6 +314,12 @@ impl ReaderSettings {
             return Err("reader.poll_interval: must be greater than 0".into());
         }
 
+        if self.disk_cache_part_bytes == 0 || self.disk_cache_part_bytes % 1024 != 0 {
+            return Err(format!(
+                "reader.disk_cache_part_bytes: must be a multiple of 1024 greater than 0, not {}",
+                self.disk_cache_part_bytes
+            ));
+        }
         if self.memory_cache_bytes == 0 {
             return Err("reader.memory_cache_bytes: must be greater than 0".into());
         }
