@@ -19,7 +19,7 @@ pub(crate) mod read;
 pub mod tail;
 
 pub use append::XorChunk;
-pub(crate) use range::{keep_appended, range_into, range_to_slices, RangeDecoder};
+pub(crate) use range::{decode_appending, keep_appended, RangeOut};
 pub use read::{decode_into, decode_range_into, decode_range_to_slices, ChunkIter};
 pub use tail::TailChunk;
 

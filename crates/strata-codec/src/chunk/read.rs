@@ -1,6 +1,6 @@
 //! Reading chunks: a sample iterator and the bulk decoders queries use.
 
-use super::{bucket_value, range_into, range_to_slices, RangeDecoder, HEADER_LEN};
+use super::{bucket_value, decode_appending, RangeOut, HEADER_LEN};
 
 /// Payload widths of the delta-of-delta encodings by number of leading one
 /// bits (0..=4), a byte each: 0, 14, 17, 20, 64.
@@ -326,7 +326,10 @@ pub fn decode_range_into(
     ts: &mut Vec<i64>,
     vs: &mut Vec<f64>,
 ) -> Result<(), CodecError> {
-    range_into::<Decoder<'_>>(bytes, mint, maxt, ts, vs)
+    let d = Decoder::new(bytes)?;
+    decode_appending(d.capacity_hint(), ts, vs, |t_out, v_out| {
+        decode_slices(d, mint, maxt, t_out, v_out)
+    })
 }
 
 /// Writes the samples of the chunk in `bytes` whose timestamps lie in
@@ -342,45 +345,41 @@ pub fn decode_range_to_slices(
     t_out: &mut [i64],
     v_out: &mut [f64],
 ) -> Result<usize, CodecError> {
-    range_to_slices::<Decoder<'_>>(bytes, mint, maxt, t_out, v_out)
+    decode_slices(Decoder::new(bytes)?, mint, maxt, t_out, v_out)
 }
 
-impl<'a> RangeDecoder<'a> for Decoder<'a> {
-    #[inline(always)]
-    fn open(bytes: &'a [u8]) -> Result<Self, CodecError> {
-        Self::new(bytes)
-    }
-
-    #[inline(always)]
-    fn capacity_hint(&self) -> usize {
-        Decoder::capacity_hint(self)
-    }
-
-    #[inline(always)]
-    fn at_head(&self) -> bool {
-        self.read < self.total.min(2)
-    }
-
-    #[inline(always)]
-    fn has_more(&self) -> bool {
-        self.read < self.total
-    }
-
-    #[inline(always)]
-    fn next_head(&mut self) -> Result<(i64, u64), CodecError> {
-        if self.read == 0 {
-            self.read_first()?;
-        } else {
-            self.read_second()?;
+/// Decodes into `t_out`/`v_out`, which hold room for every sample the input
+/// can encode; returns how many were written.
+#[inline(always)]
+fn decode_slices(
+    mut d: Decoder<'_>,
+    mint: i64,
+    maxt: i64,
+    t_out: &mut [i64],
+    v_out: &mut [f64],
+) -> Result<usize, CodecError> {
+    let mut out = RangeOut {
+        mint,
+        maxt,
+        t_out,
+        v_out,
+        k: 0,
+    };
+    // The first two samples have their own encodings; the loop below only
+    // sees delta-of-delta samples.
+    while d.read < d.total.min(2) {
+        if let Some((t, v)) = d.next()? {
+            if !out.push(t, v)? {
+                return Ok(out.k);
+            }
         }
-        self.read += 1;
-        Ok((self.t, self.v_bits))
     }
-
-    #[inline(always)]
-    fn next_dod(&mut self) -> Result<(i64, u64), CodecError> {
-        self.read_dod_sample()?;
-        self.read += 1;
-        Ok((self.t, self.v_bits))
+    while d.read < d.total {
+        d.read_dod_sample()?;
+        d.read += 1;
+        if !out.push(d.t, d.v_bits)? {
+            break;
+        }
     }
+    Ok(out.k)
 }

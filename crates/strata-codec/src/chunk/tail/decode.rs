@@ -4,7 +4,7 @@
 use super::{settle, NO_MANTISSA};
 use crate::bits::BitReader;
 use crate::chunk::read::{read_dod, read_uvarint};
-use crate::chunk::{bucket_value, range_into, range_to_slices, RangeDecoder, HEADER_LEN};
+use crate::chunk::{bucket_value, decode_appending, RangeOut, HEADER_LEN};
 use crate::sealed::decimal::{value, POW10};
 use crate::varint::unzigzag;
 use crate::CodecError;
@@ -170,7 +170,10 @@ pub fn decode_tail_range_into(
     ts: &mut Vec<i64>,
     vs: &mut Vec<f64>,
 ) -> Result<(), CodecError> {
-    range_into::<Decoder<'_>>(bytes, mint, maxt, ts, vs)
+    let d = Decoder::new(bytes)?;
+    decode_appending(d.capacity_hint(), ts, vs, |t_out, v_out| {
+        decode_slices(d, mint, maxt, t_out, v_out)
+    })
 }
 
 /// Writes the samples of the tail chunk in `bytes` whose timestamps lie in
@@ -184,41 +187,40 @@ pub fn decode_tail_range_to_slices(
     t_out: &mut [i64],
     v_out: &mut [f64],
 ) -> Result<usize, CodecError> {
-    range_to_slices::<Decoder<'_>>(bytes, mint, maxt, t_out, v_out)
+    decode_slices(Decoder::new(bytes)?, mint, maxt, t_out, v_out)
 }
 
-impl<'a> RangeDecoder<'a> for Decoder<'a> {
-    fn open(bytes: &'a [u8]) -> Result<Self, CodecError> {
-        Self::new(bytes)
+fn decode_slices(
+    mut d: Decoder<'_>,
+    mint: i64,
+    maxt: i64,
+    t_out: &mut [i64],
+    v_out: &mut [f64],
+) -> Result<usize, CodecError> {
+    let mut out = RangeOut {
+        mint,
+        maxt,
+        t_out,
+        v_out,
+        k: 0,
+    };
+    // The first two samples have their own encodings; the loop below only
+    // sees delta-of-delta samples.
+    while d.read < d.total.min(2) {
+        d.next()?;
+        if !out.push(d.t, d.v_bits)? {
+            return Ok(out.k);
+        }
     }
-
-    fn capacity_hint(&self) -> usize {
-        Decoder::capacity_hint(self)
-    }
-
-    #[inline(always)]
-    fn at_head(&self) -> bool {
-        self.read < self.total.min(2)
-    }
-
-    #[inline(always)]
-    fn has_more(&self) -> bool {
-        self.read < self.total
-    }
-
-    #[inline(always)]
-    fn next_head(&mut self) -> Result<(i64, u64), CodecError> {
-        self.next()?;
-        Ok((self.t, self.v_bits))
-    }
-
-    #[inline(always)]
-    fn next_dod(&mut self) -> Result<(i64, u64), CodecError> {
-        self.read_dod_sample()?;
-        self.read += 1;
-        if self.r.overrun() {
+    while d.read < d.total {
+        d.read_dod_sample()?;
+        d.read += 1;
+        if d.r.overrun() {
             return Err(CodecError::Truncated);
         }
-        Ok((self.t, self.v_bits))
+        if !out.push(d.t, d.v_bits)? {
+            break;
+        }
     }
+    Ok(out.k)
 }
