@@ -48,12 +48,11 @@ impl Storage {
             let Some(&prefix) = kv.key.first() else {
                 continue;
             };
-            let kind = KINDS
-                .iter()
-                .find(|(p, _)| *p == prefix)
-                .map_or("other", |&(_, kind)| kind);
             let u = by_prefix.entry(prefix).or_insert_with(|| KindUsage {
-                kind,
+                kind: KINDS
+                    .iter()
+                    .find(|(p, _)| *p == prefix)
+                    .map_or("other", |&(_, kind)| kind),
                 ..KindUsage::default()
             });
             u.keys += 1;

@@ -101,17 +101,12 @@ async fn keys(State(state): State<Arc<AppState>>) -> Response {
                     .collect::<Vec<_>>(),
             })),
             Err(e) => {
-                let body = json!({
-                    "status": "error",
-                    "errorType": "unavailable",
-                    "error": format!("cannot read the store's keys: {e}"),
-                });
-                return (
+                return super::refuse(
+                    "/api/v1/status/keys",
                     axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                    [(axum::http::header::CONTENT_TYPE, "application/json")],
-                    body.to_string(),
+                    "unavailable",
+                    &format!("cannot read the store's keys: {e}"),
                 )
-                    .into_response();
             }
         }
     }
