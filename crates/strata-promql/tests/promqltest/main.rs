@@ -1,6 +1,8 @@
 //! Runs PromQL scripts in Prometheus' promqltest format against a
-//! `MemSource`: Strata's own (`tests/testdata/*.test`), and any given by
-//! `STRATA_PROMQLTEST_EXTRA`.
+//! `MemSource`: Strata's own (`tests/testdata/*.test`), and Prometheus
+//! 3.16's (`promql/promqltest/testdata/*.test`, read from the Go module
+//! cache), whose evaluations Strata does not pass yet are listed with a
+//! reason in `tests/prometheus-3.16-skips.txt`.
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -9,6 +11,7 @@ mod nhcb;
 mod script;
 mod series;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -144,4 +147,134 @@ async fn promql_scripts() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The Prometheus module whose testdata the suite runs.
+const PROMETHEUS_MODULE: &str = "github.com/prometheus/prometheus@v0.316.0";
+
+/// Where Prometheus 3.16's testdata is: `STRATA_PROMETHEUS_TESTDATA`, else
+/// the Go module cache (`GOMODCACHE`, `go env GOMODCACHE`, or
+/// `$HOME/go/pkg/mod`).
+fn prometheus_testdata() -> PathBuf {
+    if let Some(dir) = std::env::var_os("STRATA_PROMETHEUS_TESTDATA") {
+        return dir.into();
+    }
+    let cache = std::env::var_os("GOMODCACHE")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            let out = std::process::Command::new("go")
+                .args(["env", "GOMODCACHE"])
+                .output()
+                .ok()?;
+            let dir = String::from_utf8(out.stdout).ok()?;
+            let dir = dir.trim();
+            (out.status.success() && !dir.is_empty()).then(|| PathBuf::from(dir))
+        })
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/pkg/mod")))
+        .unwrap_or_default();
+    cache
+        .join(PROMETHEUS_MODULE)
+        .join("promql/promqltest/testdata")
+}
+
+/// The skip file: `reason: …` lines, each followed by the evaluations
+/// (`file.test:line`, then the query for the reader) it explains.
+fn read_skips(path: &Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(path).expect("read the skip file");
+    let mut skips = BTreeMap::new();
+    let mut reason = None;
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if let Some(r) = t.strip_prefix("reason:") {
+            reason = Some(r.trim().to_string());
+            continue;
+        }
+        let key = t.split_whitespace().next().unwrap_or_default().to_string();
+        let reason = reason
+            .clone()
+            .unwrap_or_else(|| panic!("skip file line {}: an entry before any reason", n + 1));
+        assert!(
+            skips.insert(key.clone(), reason).is_none(),
+            "skip file line {}: {key} listed twice",
+            n + 1
+        );
+    }
+    skips
+}
+
+#[tokio::test]
+async fn prometheus_3_16_testdata() {
+    let dir = prometheus_testdata();
+    assert!(
+        dir.is_dir(),
+        "Prometheus 3.16's promqltest files are not at {}. Fetch the module into the Go \
+         module cache with `go mod download {PROMETHEUS_MODULE}` (`.ci/run` does), or set \
+         STRATA_PROMETHEUS_TESTDATA to a folder holding them.",
+        dir.display()
+    );
+    let paths = scripts_in(&dir);
+    assert!(!paths.is_empty(), "no .test files in {}", dir.display());
+    let skip_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prometheus-3.16-skips.txt");
+    let skips = read_skips(&skip_path);
+    let mut total = 0;
+    let mut passed = 0;
+    let mut skipped: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    let mut now_pass = Vec::new();
+    for p in &paths {
+        for o in run_script(p).await {
+            total += 1;
+            seen.insert(o.key.clone());
+            match (o.result, skips.get(&o.key)) {
+                (Ok(()), None) => passed += 1,
+                (Ok(()), Some(_)) => now_pass.push(format!("{}  {}", o.key, o.query)),
+                (Err(_), Some(reason)) => *skipped.entry(reason).or_default() += 1,
+                (Err(e), None) => failures.push(format!("{}  {}\n    {e}", o.key, o.query)),
+            }
+        }
+    }
+    let stale: Vec<&String> = skips.keys().filter(|k| !seen.contains(*k)).collect();
+    println!(
+        "Prometheus 3.16 promqltest: {total} evaluations in {} files: {passed} pass, {} skipped",
+        paths.len(),
+        skipped.values().sum::<usize>()
+    );
+    for (reason, n) in &skipped {
+        println!("  {n:5}  {reason}");
+    }
+    let mut problems = Vec::new();
+    if !failures.is_empty() {
+        problems.push(format!(
+            "{} evaluations fail and are not in {}:\n{}",
+            failures.len(),
+            skip_path.display(),
+            failures.join("\n")
+        ));
+    }
+    if !now_pass.is_empty() {
+        problems.push(format!(
+            "{} listed evaluations now pass; remove them from {}:\n{}",
+            now_pass.len(),
+            skip_path.display(),
+            now_pass.join("\n")
+        ));
+    }
+    if !stale.is_empty() {
+        problems.push(format!(
+            "{} entries of {} name no evaluation; remove them:\n{}",
+            stale.len(),
+            skip_path.display(),
+            stale
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
