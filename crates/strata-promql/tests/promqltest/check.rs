@@ -11,19 +11,33 @@ use strata_promql::{Annotations, Engine, QueryError, QueryValue};
 use crate::script::{Eval, Expected, TextMatch, Time};
 use crate::series::Slot;
 
-/// Runs `eval` and checks its answer.
+/// Runs `eval` and checks its answer. An instant query is also run with
+/// every selector pinned to its time by `@`, at other times, as Prometheus'
+/// runner does.
 pub async fn run(engine: &Engine, eval: &Eval) -> Result<(), String> {
-    let got = match eval.time {
+    let at = match eval.time {
         Time::Range { start, end, step } => {
-            engine
+            let got = engine
                 .range_query_stats(&eval.query, start, end, step, None)
-                .await
+                .await;
+            return check_answer(eval, got);
         }
-        Time::Instant(at) => {
-            let at = eval.range_vector.map_or(at, |(_, end, _)| end);
-            engine.instant_query_stats(&eval.query, at, None).await
-        }
+        Time::Instant(at) => eval.range_vector.map_or(at, |(_, end, _)| end),
     };
+    run_instant(engine, eval, &eval.query, at).await?;
+    for (query, t) in crate::at_modifier::variants(&eval.query, at) {
+        run_instant(engine, eval, &query, t)
+            .await
+            .map_err(|e| format!("as {query} at {t}ms: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Checks an error, or the annotations and the value of an answer.
+fn check_answer(
+    eval: &Eval,
+    got: Result<(QueryValue, strata_promql::QueryStats), QueryError>,
+) -> Result<(), String> {
     let (value, stats) = match (got, eval.fail) {
         (Err(e), true) => return check_failure(eval, &e),
         (Ok(_), true) => return Err("expected an error, got none".into()),
@@ -31,18 +45,20 @@ pub async fn run(engine: &Engine, eval: &Eval) -> Result<(), String> {
         (Ok(v), false) => v,
     };
     check_annotations(eval, &stats.annotations)?;
-    let scalar = matches!(value, QueryValue::Scalar { .. });
-    compare(eval, value, eval.time)?;
-    if !eval.range_mode_check() {
+    compare(eval, value, eval.time)
+}
+
+async fn run_instant(engine: &Engine, eval: &Eval, query: &str, at: i64) -> Result<(), String> {
+    let got = engine.instant_query_stats(query, at, None).await;
+    let scalar = matches!(got, Ok((QueryValue::Scalar { .. }, _)));
+    check_answer(eval, got)?;
+    if eval.fail || !eval.range_mode_check() {
         return Ok(());
     }
     // Prometheus' runner also asks for an instant query's answer as the
     // middle step of a range query.
-    let Time::Instant(at) = eval.time else {
-        return Ok(());
-    };
     let range = engine
-        .range_query(&eval.query, at - 60_000, at + 60_000, 60_000, None)
+        .range_query(query, at - 60_000, at + 60_000, 60_000, None)
         .await
         .map_err(|e| format!("in range mode: unexpected error: {e}"))?;
     let QueryValue::Matrix(m) = range else {

@@ -6,6 +6,7 @@
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod at_modifier;
 mod check;
 mod nhcb;
 mod script;
