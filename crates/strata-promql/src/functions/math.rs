@@ -1,14 +1,21 @@
 //! Element-wise math on instant vectors: `abs`, `ln`, trigonometry, ...
 
-/// Degrees from radians (`deg`).
+/// Degrees from radians (`deg`): one multiplication by 180/π, as
+/// Prometheus does, so a value near the float maximum does not overflow
+/// on the way.
 pub(crate) fn deg(v: f64) -> f64 {
-    v * 180.0 / std::f64::consts::PI
+    v * DEGREES_PER_RADIAN
 }
 
-/// Radians from degrees (`rad`).
+/// Radians from degrees (`rad`): one multiplication by π/180.
 pub(crate) fn rad(v: f64) -> f64 {
-    v * std::f64::consts::PI / 180.0
+    v * RADIANS_PER_DEGREE
 }
+
+/// 180/π and π/180 rounded once, as Go's constant arithmetic gives them
+/// to Prometheus.
+const DEGREES_PER_RADIAN: f64 = 57.295_779_513_082_32;
+const RADIANS_PER_DEGREE: f64 = 0.017_453_292_519_943_295;
 
 /// The sign of `v` (`sgn`): -1, 1, or `v` itself for zero and NaN.
 pub(crate) fn sgn(v: f64) -> f64 {
