@@ -55,6 +55,11 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     // The two order statistics alone, not a whole sort: the `lower`-th
     // value in place, and the least of those after it.
     let (_, &mut low, after) = values.select_nth_unstable_by(lower as usize, order);
+    // An exact rank is that order statistic: weighting an infinite
+    // neighbour by zero would make it NaN.
+    if weight == 0.0 {
+        return low;
+    }
     let high = if upper > lower {
         after.iter().copied().min_by(order).unwrap_or(f64::NAN)
     } else {
@@ -91,6 +96,9 @@ mod tests {
         let upper = (lower + 1.0).min(n - 1.0);
         let weight = rank - rank.floor();
         let at = |i: f64| v.get(i as usize).copied().unwrap_or(f64::NAN);
+        if weight == 0.0 {
+            return at(lower);
+        }
         at(lower) * (1.0 - weight) + at(upper) * weight
     }
 
