@@ -121,6 +121,7 @@ pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryEr
     if depth > MAX_EXPR_DEPTH {
         return Err(too_deep(depth));
     }
+    crate::go_string::check_label_names(query, &expr)?;
     Ok(expr)
 }
 

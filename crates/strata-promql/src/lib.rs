@@ -32,6 +32,7 @@ pub(crate) mod eval;
 pub mod float_histogram;
 pub(crate) mod functions;
 pub mod gate;
+pub(crate) mod go_string;
 pub mod http;
 pub(crate) mod plan;
 pub mod source;
