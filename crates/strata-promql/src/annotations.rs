@@ -162,7 +162,7 @@ pub(crate) fn counter_reset_collision(operation: &str) -> String {
 }
 
 pub(crate) fn mismatched_custom_buckets(operation: &str) -> String {
-    format!("{INFO}: mismatched custom buckets were reconciled during histogram {operation}")
+    format!("{INFO}: mismatched custom buckets were reconciled during {operation}")
 }
 
 pub(crate) fn invalid_quantile(q: f64) -> String {
