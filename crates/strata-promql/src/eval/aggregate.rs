@@ -203,6 +203,9 @@ impl Evaluator<'_> {
             return self.eval_count_values(a, grouping);
         }
         let params = self.step_params(a.param.as_deref())?;
+        if op == AggOp::Quantile {
+            self.warn_invalid_quantile_params(&params);
+        }
         let original = self.current_samples;
         let out = match op {
             AggOp::Topk | AggOp::Bottomk => {
@@ -216,6 +219,23 @@ impl Evaluator<'_> {
         self.current_samples = original;
         self.add_samples(total_points(&out))?;
         Ok(out)
+    }
+
+    /// Prometheus' warnings on `quantile`'s parameter over all steps: one
+    /// for NaN, one for the greatest above 1, one for the least below 0.
+    fn warn_invalid_quantile_params(&self, params: &[f64]) {
+        use crate::annotations::invalid_quantile;
+        if params.iter().any(|q| q.is_nan()) {
+            self.annotations.add(invalid_quantile(f64::NAN));
+        }
+        let max = params.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if max > 1.0 {
+            self.annotations.add(invalid_quantile(max));
+        }
+        let min = params.iter().copied().fold(f64::INFINITY, f64::min);
+        if min < 0.0 {
+            self.annotations.add(invalid_quantile(min));
+        }
     }
 
     /// The value of an aggregation's parameter at each step, 0 where it has

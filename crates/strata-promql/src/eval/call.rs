@@ -147,7 +147,8 @@ fn of_histograms(
     let mut out: Vec<(Labels, Vec<Bucket>)> = Vec::new();
     for s in v.iter().filter(|s| s.h.is_none()) {
         let le = crate::value::get_label(&s.labels, "le");
-        let Some(upper_bound) = parse_go_float(le) else {
+        // A NaN bound is malformed too, as in Prometheus.
+        let Some(upper_bound) = parse_go_float(le).filter(|b| !b.is_nan()) else {
             annos.add(anno::bad_bucket_label(le));
             continue;
         };
@@ -215,13 +216,7 @@ impl Evaluator<'_> {
                 let i = function
                     .range_arg()
                     .ok_or_else(|| QueryError::exec("expected a range vector argument"))?;
-                return self.eval_matrix_call(
-                    f,
-                    super::hist_range::hist_fn(name),
-                    output,
-                    &args,
-                    i,
-                );
+                return self.eval_matrix_call(f, name, output, &args, i);
             }
             Eval::LabelReplace => {
                 let lr = LabelReplace::new(

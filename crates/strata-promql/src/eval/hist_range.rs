@@ -103,11 +103,7 @@ pub(crate) fn eval_series_mixed(
             range_start,
             range_end,
             range: grid.range,
-            intercept: if grid.at.is_some() {
-                grid.query_start
-            } else {
-                ts
-            },
+            intercept: ts,
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
         };
         let out = if hw.is_empty() {

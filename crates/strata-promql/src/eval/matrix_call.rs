@@ -14,19 +14,30 @@ use crate::source::Series;
 use crate::value::{empty_labels, Matrix, MatrixSeries, Point};
 
 impl Evaluator<'_> {
-    /// Evaluates `f` on the range vector `args[matrix_arg]`, the other
-    /// arguments being scalars.
+    /// Evaluates the range function `name` (`f`) on the range vector
+    /// `args[matrix_arg]`, the other arguments being scalars.
     pub fn eval_matrix_call(
         &mut self,
         f: RangeFn,
-        hf: HistFn,
+        name: &str,
         output: RangeOutput,
         args: &[&Expr],
         matrix_arg: usize,
     ) -> Result<Matrix> {
+        let param = self.scalar_params(args, matrix_arg)?;
+        let hf = super::hist_range::hist_fn(name);
+        let out = self.range_call(f, hf, output, args, matrix_arg, &param)?;
+        if name == "quantile_over_time" {
+            self.warn_invalid_quantiles(&param, &out);
+        }
+        Ok(out)
+    }
+
+    /// The scalar arguments' values, one per step (NaN where a step has
+    /// none); empty when the call has none.
+    fn scalar_params(&mut self, args: &[&Expr], matrix_arg: usize) -> Result<Vec<f64>> {
         let (first, interval, n) = (self.start, self.interval.max(1), self.num_steps());
         let step_index = |t: i64| usize::try_from((t - first) / interval).ok();
-        // The other arguments are scalars: one value per step.
         let mut param = Vec::new();
         for (i, a) in args.iter().enumerate() {
             if i == matrix_arg {
@@ -42,6 +53,41 @@ impl Evaluator<'_> {
                 }
             }
         }
+        Ok(param)
+    }
+
+    /// Prometheus warns about a quantile outside [0, 1] (or NaN) at each
+    /// step where a window held floats.
+    fn warn_invalid_quantiles(&self, param: &[f64], out: &Matrix) {
+        if param.iter().all(|q| (0.0..=1.0).contains(q)) {
+            return;
+        }
+        let (first, interval) = (self.start, self.interval.max(1));
+        let mut answered = vec![false; param.len()];
+        for p in out.iter().flat_map(|s| &s.points) {
+            let i = usize::try_from((p.t - first) / interval).ok();
+            if let Some(slot) = i.and_then(|i| answered.get_mut(i)) {
+                *slot = true;
+            }
+        }
+        for (q, _) in param.iter().zip(answered).filter(|(_, a)| *a) {
+            if !(0.0..=1.0).contains(q) {
+                self.annotations
+                    .add(crate::annotations::invalid_quantile(*q));
+            }
+        }
+    }
+
+    fn range_call(
+        &mut self,
+        f: RangeFn,
+        hf: HistFn,
+        output: RangeOutput,
+        args: &[&Expr],
+        matrix_arg: usize,
+        param: &[f64],
+    ) -> Result<Matrix> {
+        let (first, interval, n) = (self.start, self.interval.max(1), self.num_steps());
         if let Some(Expr::MatrixSelector(ms)) = args.get(matrix_arg) {
             if let Some(series) = self.reduced_series(&ms.vs)? {
                 return self.reduced_call(series, output);
@@ -61,8 +107,7 @@ impl Evaluator<'_> {
             range: input.range,
             offset: input.offset,
             at: input.at,
-            query_start: self.start,
-            param: &param,
+            param,
             deadline: self.deadline,
             max_samples: self.max_samples,
             held_samples: original,

@@ -17,7 +17,8 @@ pub(crate) struct StepContext {
     pub range_start: i64,
     pub range_end: i64,
     pub range: i64,
-    /// The timestamp predict_linear extrapolates from.
+    /// The timestamp predict_linear extrapolates from: the step's, also
+    /// under `@` (Prometheus' `enh.Ts`).
     pub intercept: i64,
     /// The scalar argument (quantile_over_time's q, predict_linear's t).
     pub param: f64,
@@ -44,8 +45,6 @@ pub(crate) struct StepGrid<'p> {
     pub range: i64,
     pub offset: i64,
     pub at: Option<i64>,
-    /// The evaluation start, predict_linear's origin under `@`.
-    pub query_start: i64,
     /// The scalar argument at each step (empty when there is none).
     pub param: &'p [f64],
     pub deadline: Option<Instant>,
@@ -193,11 +192,7 @@ pub(crate) fn eval_series_with<P: PointSink>(
             range_start,
             range_end,
             range: grid.range,
-            intercept: if grid.at.is_some() {
-                grid.query_start
-            } else {
-                ts
-            },
+            intercept: ts,
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
         };
         if let Some(v) = f(s.slice(lo, hi), &ctx) {

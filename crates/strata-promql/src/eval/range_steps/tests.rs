@@ -48,7 +48,6 @@ fn grid(first: i64, interval: i64, steps: usize, range: i64) -> StepGrid<'static
         range,
         offset: 0,
         at: None,
-        query_start: first,
         param: &[],
         deadline: None,
         max_samples: usize::MAX,
