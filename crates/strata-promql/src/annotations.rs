@@ -165,6 +165,12 @@ pub(crate) fn mismatched_custom_buckets(operation: &str) -> String {
     format!("{INFO}: mismatched custom buckets were reconciled during {operation}")
 }
 
+pub(crate) fn sort_in_range_query() -> String {
+    format!(
+        "{WARNING}: sort is ineffective for range queries since results are always ordered by labels"
+    )
+}
+
 pub(crate) fn invalid_quantile(q: f64) -> String {
     format!(
         "{WARNING}: quantile value should be between 0 and 1, got {}",

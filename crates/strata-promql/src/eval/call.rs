@@ -211,6 +211,9 @@ impl Evaluator<'_> {
         let function =
             lookup(name).ok_or_else(|| QueryError::unsupported(format!("function {name:?}")))?;
         let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
+        if matches!(function.eval, Eval::Sort { .. }) && self.start != self.end {
+            self.annotations.add(anno::sort_in_range_query());
+        }
         match function.eval {
             Eval::Range(f, output) => {
                 let i = function
