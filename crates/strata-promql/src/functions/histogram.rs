@@ -227,9 +227,16 @@ pub(crate) fn native_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<InfoFn
             break;
         }
     }
-    let Some(mut bucket) = bucket else {
-        return (f64::NAN, None);
-    };
+    // A histogram with no buckets (all its observations NaN) goes on with
+    // an empty bucket at 0, as Go's zero value, to the NaN info below.
+    let mut bucket = bucket.unwrap_or(crate::float_histogram::Bucket {
+        lower: 0.0,
+        upper: 0.0,
+        lower_inclusive: false,
+        upper_inclusive: false,
+        count: 0.0,
+        index: 0,
+    });
     if !h.uses_custom_buckets() && bucket.lower < 0.0 && bucket.upper > 0.0 {
         if h.negative_buckets.is_empty() && !h.positive_buckets.is_empty() {
             bucket.lower = 0.0;
