@@ -316,7 +316,14 @@ pub(crate) fn native_fraction(lower: f64, upper: f64, h: &FloatHistogram) -> (f6
         let mut b = orig;
         count += b.count;
         let mut zero_bucket = false;
-        if b.lower <= 0.0 && b.upper >= 0.0 {
+        if h.uses_custom_buckets() {
+            // Custom buckets have no zero bucket: only the first one's
+            // lower bound, -Inf, reads as 0 when its upper bound is
+            // positive, as for classic histograms.
+            if b.lower == f64::NEG_INFINITY && b.upper > 0.0 {
+                b.lower = 0.0;
+            }
+        } else if b.lower <= 0.0 && b.upper >= 0.0 {
             zero_bucket = true;
             if h.negative_buckets.is_empty() && !h.positive_buckets.is_empty() {
                 b.lower = 0.0;
