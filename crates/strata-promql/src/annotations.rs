@@ -4,6 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::float_histogram::{go_g, go_g_precision};
+use crate::functions::histogram::MonotonicityFix;
+
 /// The warnings and infos of one query, each text once, in the order met.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Annotations {
@@ -37,20 +40,83 @@ impl Annotations {
 
 /// Annotations shared by the evaluator and the threads it starts.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Shared(Arc<Mutex<Annotations>>);
+pub(crate) struct Shared(Arc<Mutex<Collected>>);
+
+/// What a query's evaluation has met so far.
+#[derive(Debug, Default)]
+struct Collected {
+    annotations: Annotations,
+    /// Classic buckets made monotonic, over all steps and series: one
+    /// info, written when the query ends (Prometheus merges them so).
+    monotonicity: Option<ForcedMonotonicity>,
+}
 
 impl Shared {
     pub fn add(&self, text: String) {
-        if let Ok(mut a) = self.0.lock() {
-            a.add(text);
+        if let Ok(mut c) = self.0.lock() {
+            c.annotations.add(text);
+        }
+    }
+
+    /// Records classic buckets that `histogram_quantile` made monotonic at
+    /// `t_ms`.
+    pub fn forced_monotonicity(&self, t_ms: i64, fix: MonotonicityFix) {
+        if let Ok(mut c) = self.0.lock() {
+            let m = c.monotonicity.get_or_insert(ForcedMonotonicity {
+                min_t: t_ms,
+                max_t: t_ms,
+                fix,
+                samples: 0,
+            });
+            m.min_t = m.min_t.min(t_ms);
+            m.max_t = m.max_t.max(t_ms);
+            m.fix.min_bucket = m.fix.min_bucket.min(fix.min_bucket);
+            m.fix.max_bucket = m.fix.max_bucket.max(fix.max_bucket);
+            m.fix.max_diff = m.fix.max_diff.max(fix.max_diff);
+            m.samples += 1;
         }
     }
 
     pub fn take(&self) -> Annotations {
         self.0
             .lock()
-            .map(|mut a| std::mem::take(&mut *a))
+            .map(|mut c| {
+                let mut a = std::mem::take(&mut c.annotations);
+                if let Some(m) = c.monotonicity.take() {
+                    a.add(m.text());
+                }
+                a
+            })
             .unwrap_or_default()
+    }
+}
+
+/// Prometheus' `histogramQuantileForcedMonotonicityErr`.
+#[derive(Debug)]
+struct ForcedMonotonicity {
+    min_t: i64,
+    max_t: i64,
+    fix: MonotonicityFix,
+    samples: usize,
+}
+
+impl ForcedMonotonicity {
+    fn text(&self) -> String {
+        let time = |t: i64| {
+            // Go's integer division, as Prometheus' `time.Unix(t/1000, 0)`.
+            chrono::DateTime::from_timestamp(t / 1000, 0)
+                .map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default()
+        };
+        format!(
+            "{INFO}: input to histogram_quantile needed to be fixed for monotonicity (see https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile), from buckets {} to {}, with a max diff of {}, over {} samples from {} to {}",
+            go_g(self.fix.min_bucket),
+            go_g(self.fix.max_bucket),
+            go_g_precision(self.fix.max_diff, 2),
+            self.samples,
+            time(self.min_t),
+            time(self.max_t),
+        )
     }
 }
 

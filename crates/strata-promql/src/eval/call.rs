@@ -97,7 +97,7 @@ fn sort_by_value(mut v: Vector, descending: bool) -> Vector {
 
 /// `histogram_quantile(q, buckets)` at one step: native histograms, and
 /// classic buckets grouped by their labels without `le`.
-fn histogram_quantile(q: f64, v: &[Sample], annos: &Shared) -> Vector {
+fn histogram_quantile(q: f64, v: &[Sample], ts: i64, annos: &Shared) -> Vector {
     if q.is_nan() || !(0.0..=1.0).contains(&q) {
         annos.add(anno::invalid_quantile(q));
     }
@@ -111,7 +111,13 @@ fn histogram_quantile(q: f64, v: &[Sample], annos: &Shared) -> Vector {
             }
             value
         },
-        |buckets| bucket_quantile(q, buckets),
+        |buckets| {
+            let (value, fix) = bucket_quantile(q, buckets);
+            if let Some(fix) = fix {
+                annos.forced_monotonicity(ts, fix);
+            }
+            value
+        },
     )
 }
 
@@ -395,9 +401,9 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
             let to = if v.len() > 1 { scalar_at(v, 1) } else { 1.0 };
             map_values(vector_at(v, 0), |x| math::round(x, to))
         }),
-        Eval::HistogramQuantile => Box::new(move |v, _| match v {
+        Eval::HistogramQuantile => Box::new(move |v, ts| match v {
             [q, buckets, ..] if !q.is_empty() => {
-                histogram_quantile(scalar_at(v, 0), buckets, &annos)
+                histogram_quantile(scalar_at(v, 0), buckets, ts, &annos)
             }
             _ => Vec::new(),
         }),

@@ -41,7 +41,7 @@ fn side_buckets(h: &FloatHistogram, positive: bool) -> Vec<Bucket> {
 
 /// Go's `%g` of a float, as `strconv.FormatFloat(f, 'g', -1, 64)`:
 /// shortest digits, in exponent form below 1e-4 and from 1e6 up.
-fn go_g(f: f64) -> String {
+pub(crate) fn go_g(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }
@@ -67,6 +67,35 @@ fn go_g(f: f64) -> String {
         return format!("{mantissa}e{sign}{:02}", exp.abs());
     }
     format!("{f}")
+}
+
+/// Go's `%.{digits}g` of a float: `digits` significant digits (trailing
+/// zeros dropped), in exponent form when the exponent is below -4 or not
+/// below the digits shown.
+pub(crate) fn go_g_precision(f: f64, digits: usize) -> String {
+    if !f.is_finite() || f == 0.0 {
+        return go_g(f);
+    }
+    let sci = format!("{:.*e}", digits.saturating_sub(1), f);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mantissa = if mantissa.contains('.') {
+        mantissa.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        mantissa
+    };
+    let shown = mantissa.chars().filter(char::is_ascii_digit).count() as i32;
+    let point = exp + 1;
+    let mut limit = digits as i32;
+    if limit > shown && shown >= point {
+        limit = shown;
+    }
+    if exp < -4 || exp >= limit {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    let rounded: f64 = format!("{mantissa}e{exp}").parse().unwrap_or(f);
+    format!("{rounded}")
 }
 
 /// Prometheus' `FloatHistogram.String()`: `{count:20, sum:10,
@@ -146,6 +175,25 @@ mod tests {
 
     use super::super::h;
     use super::*;
+
+    #[test]
+    fn go_g_precision_as_go_prints_it() {
+        // fmt.Sprintf("%.2g", …) in Go.
+        let cases = [
+            (1.0, "1"),
+            (5.0, "5"),
+            (0.5, "0.5"),
+            (12.0, "12"),
+            (123.0, "1.2e+02"),
+            (0.123, "0.12"),
+            (0.00001234, "1.2e-05"),
+            (99.9, "1e+02"),
+            (f64::INFINITY, "+Inf"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(go_g_precision(f, 2), want, "{f}");
+        }
+    }
 
     #[test]
     fn all_buckets_lowest_first() {

@@ -25,6 +25,7 @@ mod reset;
 pub use add::{add, div, mul};
 pub use bounds::{bound, exponential_bound, is_custom};
 pub use format::{all_buckets, to_string};
+pub(crate) use format::{go_g, go_g_precision};
 pub use kahan::{KahanMean, KahanSum};
 pub use layout::{compact, copy_to_schema, layout, reduce_resolution, sparse};
 pub use reset::{detect_reset, equals};

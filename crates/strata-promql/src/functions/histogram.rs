@@ -10,7 +10,29 @@ pub(crate) struct Bucket {
 
 const SMALL_DELTA_TOLERANCE: f64 = 1e-12;
 
-pub(crate) fn bucket_quantile(q: f64, buckets: &mut Vec<Bucket>) -> f64 {
+/// Where the counts of classic buckets had to be raised to be monotonic:
+/// the lowest and highest bound raised and the largest raise (what
+/// Prometheus' info on it reports).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MonotonicityFix {
+    pub min_bucket: f64,
+    pub max_bucket: f64,
+    pub max_diff: f64,
+}
+
+/// The `q`-quantile of classic buckets, and whether their counts had to be
+/// made monotonic first.
+pub(crate) fn bucket_quantile(q: f64, buckets: &mut Vec<Bucket>) -> (f64, Option<MonotonicityFix>) {
+    let mut fix = None;
+    let v = quantile_of_buckets(q, buckets, &mut fix);
+    (v, fix)
+}
+
+fn quantile_of_buckets(
+    q: f64,
+    buckets: &mut Vec<Bucket>,
+    fix: &mut Option<MonotonicityFix>,
+) -> f64 {
     if q.is_nan() {
         return f64::NAN;
     }
@@ -30,7 +52,7 @@ pub(crate) fn bucket_quantile(q: f64, buckets: &mut Vec<Bucket>) -> f64 {
         _ => return f64::NAN,
     }
     coalesce(buckets);
-    ensure_monotonic(buckets);
+    *fix = ensure_monotonic(buckets);
     if buckets.len() < 2 {
         return f64::NAN;
     }
@@ -144,12 +166,12 @@ fn coalesce(buckets: &mut Vec<Bucket>) {
     *buckets = out;
 }
 
-/// Forces counts to be monotonic, ignoring tiny float noise.
-fn ensure_monotonic(buckets: &mut [Bucket]) {
-    let Some(first) = buckets.first() else {
-        return;
-    };
+/// Forces counts to be monotonic, ignoring tiny float noise; says where a
+/// count had to be raised by more than noise.
+fn ensure_monotonic(buckets: &mut [Bucket]) -> Option<MonotonicityFix> {
+    let first = buckets.first()?;
     let mut prev = first.count;
+    let mut fix: Option<MonotonicityFix> = None;
     for b in buckets.iter_mut().skip(1) {
         let curr = b.count;
         if curr == prev {
@@ -161,10 +183,19 @@ fn ensure_monotonic(buckets: &mut [Bucket]) {
         }
         if curr < prev {
             b.count = prev;
+            let f = fix.get_or_insert(MonotonicityFix {
+                min_bucket: f64::INFINITY,
+                max_bucket: f64::NEG_INFINITY,
+                max_diff: 0.0,
+            });
+            f.min_bucket = f.min_bucket.min(b.upper_bound);
+            f.max_bucket = f.max_bucket.max(b.upper_bound);
+            f.max_diff = f.max_diff.max(prev - curr);
             continue;
         }
         prev = curr;
     }
+    fix
 }
 
 /// Prometheus' `almost.Equal`.
