@@ -182,13 +182,13 @@ impl MemSource {
         let mut labels = labels.to_vec();
         labels.sort();
         let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
-        let idx = match all.binary_search_by(|s| s.labels.as_slice().cmp(labels.as_slice())) {
+        let idx = match all.binary_search_by(|s| (*s.labels).cmp(labels.as_slice())) {
             Ok(i) => i,
             Err(i) => {
                 all.insert(
                     i,
                     Series {
-                        labels,
+                        labels: labels.into(),
                         ..Series::default()
                     },
                 );
@@ -258,7 +258,7 @@ impl Queryable for MemSource {
         Ok(self
             .matching(matchers, mint, maxt)
             .into_iter()
-            .map(|s| s.labels)
+            .map(|s| s.labels.to_vec())
             .collect())
     }
 
@@ -271,7 +271,7 @@ impl Queryable for MemSource {
         let names: BTreeSet<String> = self
             .matching(matchers, mint, maxt)
             .into_iter()
-            .flat_map(|s| s.labels.into_iter().map(|l| l.name))
+            .flat_map(|s| s.labels.iter().map(|l| l.name.clone()).collect::<Vec<_>>())
             .collect();
         Ok(names.into_iter().collect())
     }
@@ -298,8 +298,12 @@ impl Queryable for MemSource {
         let values: BTreeSet<String> = self
             .matching(matchers, mint, maxt)
             .into_iter()
-            .filter_map(|s| s.labels.into_iter().find(|l| l.name == name))
-            .map(|l| l.value)
+            .filter_map(|s| {
+                s.labels
+                    .iter()
+                    .find(|l| l.name == name)
+                    .map(|l| l.value.clone())
+            })
             .collect();
         Ok(values.into_iter().collect())
     }

@@ -573,9 +573,9 @@ impl Group {
                         }
                         let key: LabelSet = s
                             .labels
-                            .into_iter()
+                            .iter()
                             .filter(|l| l.name != "__name__")
-                            .map(|l| (l.name, l.value))
+                            .map(|l| (l.name.clone(), l.value.clone()))
                             .collect();
                         // Whole seconds, as Prometheus reads them back.
                         last.insert(key, ((v as i64) * 1000, t.div_euclid(1000) * 1000));

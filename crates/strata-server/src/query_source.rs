@@ -206,7 +206,7 @@ impl Queryable for StorageSource {
             .into_iter()
             .filter_map(|s| map(s))
             .collect();
-        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        out.sort_unstable_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
     }
 
@@ -251,7 +251,7 @@ mod tests {
 
     fn series(name: &str, samples: &[(i64, f64)]) -> Series {
         Series {
-            labels: vec![Label::new("__name__", name)],
+            labels: vec![Label::new("__name__", name)].into(),
             timestamps: samples.iter().map(|s| s.0).collect(),
             values: samples.iter().map(|s| s.1).collect(),
             histograms: Vec::new(),

@@ -194,6 +194,28 @@ fn strip(labels: &mut Vec<Label>) {
     labels.retain(|l| l.name != TENANT_LABEL);
 }
 
+/// [`strip`] of a series' shared labels: moved out when not shared, else
+/// copied.
+fn strip_series(series: &mut Series) {
+    if !series.labels.iter().any(|l| l.name == TENANT_LABEL) {
+        return;
+    }
+    let kept: Vec<Label> = match Arc::get_mut(&mut series.labels) {
+        Some(own) => own
+            .iter_mut()
+            .filter(|l| l.name != TENANT_LABEL)
+            .map(std::mem::take)
+            .collect(),
+        None => series
+            .labels
+            .iter()
+            .filter(|l| l.name != TENANT_LABEL)
+            .cloned()
+            .collect(),
+    };
+    series.labels = kept.into();
+}
+
 #[async_trait::async_trait]
 impl Queryable for TenantSource {
     async fn select(
@@ -207,7 +229,7 @@ impl Queryable for TenantSource {
         };
         let mut series = self.inner.select(&matchers, mint, maxt).await?;
         for s in &mut series {
-            strip(&mut s.labels);
+            strip_series(s);
         }
         Ok(series)
     }
@@ -224,9 +246,9 @@ impl Queryable for TenantSource {
         };
         let mut series = self.inner.select_mapped(&matchers, mint, maxt, map).await?;
         for s in &mut series {
-            strip(&mut s.labels);
+            strip_series(s);
         }
-        series.sort_by(|a, b| a.labels.cmp(&b.labels));
+        series.sort_unstable_by(|a, b| a.labels.cmp(&b.labels));
         Ok(series)
     }
 

@@ -36,7 +36,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -211,22 +211,6 @@ groups:
           misc: '{{ "host.example.com:9100" | stripDomain }} {{ parseDuration "1h30m" }} {{ urlQueryEscape "a b&c=d" }} {{ "<b>bold</b>" | safeHtml }}'
 "#;
 
-/// Alertmanager 0.35 as .ci/run builds it; missing, the test fails.
-fn alertmanager_bin() -> PathBuf {
-    let bin = std::env::var_os("STRATA_ALERTMANAGER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/strata-test-bin/alertmanager-0.35.0/alertmanager")
-        });
-    assert!(
-        bin.is_file(),
-        "{} not found: build Alertmanager 0.35 as .ci/run does, or set STRATA_ALERTMANAGER_BIN",
-        bin.display()
-    );
-    bin
-}
-
 /// An Alertmanager without receivers: its API shows what it was sent.
 struct Alertmanager {
     child: Child,
@@ -244,7 +228,7 @@ impl Alertmanager {
         )
         .unwrap();
         let port = free_port();
-        let child = Command::new(alertmanager_bin())
+        let child = Command::new(common::alertmanager_bin())
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.path={}",

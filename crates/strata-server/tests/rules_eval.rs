@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -39,22 +39,6 @@ groups:
           summary: "{{ $labels.job }} has {{ $value }} requests"
 "#;
 
-/// Alertmanager 0.35 as .ci/run builds it; missing, the test fails.
-fn alertmanager_bin() -> PathBuf {
-    let bin = std::env::var_os("STRATA_ALERTMANAGER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/strata-test-bin/alertmanager-0.35.0/alertmanager")
-        });
-    assert!(
-        bin.is_file(),
-        "{} not found: build Alertmanager 0.35 as .ci/run does, or set STRATA_ALERTMANAGER_BIN",
-        bin.display()
-    );
-    bin
-}
-
 /// An Alertmanager with a route to nowhere, killed on drop.
 struct Alertmanager(Child, String);
 
@@ -71,7 +55,7 @@ impl Alertmanager {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(alertmanager_bin())
+        let child = Command::new(common::alertmanager_bin())
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.path={}", dir.join("am-data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))

@@ -272,7 +272,7 @@ async fn one_round(round: u32) -> RoundResult {
             .value
             .parse()
             .unwrap();
-        assert_eq!(s.labels, labels(STREAMS[stream], i));
+        assert_eq!(*s.labels, *labels(STREAMS[stream], i));
         for (&t, &v) in s.timestamps.iter().zip(&s.values) {
             let seq = u64::try_from(t - log.t0).expect("sample before t0 was never sent");
             let want = value(stream, seq, i);
@@ -496,7 +496,7 @@ async fn kill9_with_series_dropped_and_returning_loses_no_durable_write() {
         let pod_label = &s.labels.iter().find(|l| l.name == "pod").unwrap().value;
         let (g, pod) = pod_label[1..].split_once('-').unwrap();
         let (g, pod): (i64, u32) = (g.parse().unwrap(), pod.parse().unwrap());
-        assert_eq!(s.labels, pod_labels(g, pod));
+        assert_eq!(*s.labels, *pod_labels(g, pod));
         for (&t, &v) in s.timestamps.iter().zip(&s.values) {
             assert_eq!(v, pod_value(g, pod, t), "{pod_label} at {t}");
             *held.entry((t, g)).or_default() += 1;

@@ -78,7 +78,7 @@ async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
     .into_iter()
     .map(|s| {
         (
-            s.labels,
+            s.labels.to_vec(),
             s.timestamps,
             s.values.iter().map(|v| v.to_bits()).collect(),
         )

@@ -57,7 +57,7 @@ async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>)> {
             for (t, v) in s.timestamps.iter().zip(&s.values) {
                 assert_eq!(*t as f64, *v, "value of {:?} at {t}", s.labels);
             }
-            (s.labels, s.timestamps)
+            (s.labels.to_vec(), s.timestamps)
         })
         .collect()
 }

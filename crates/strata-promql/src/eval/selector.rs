@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use promql_parser::parser::{MatrixSelector, VectorSelector};
 use strata_codec::threads::available as available_threads;
-use strata_codec::Label;
 
 use super::range_steps::{skip_to, PointSink};
 use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
@@ -74,9 +73,7 @@ impl<'a> Evaluator<'a> {
         let mut count = 0usize;
         if let Some(series) = reduced {
             self.add_samples(series.iter().map(|s| s.timestamps.len()).sum())?;
-            return Ok(reduced_matrix(series, |s| {
-                Labels::from(s.labels.as_slice())
-            }));
+            return Ok(reduced_matrix(series, |s| s.labels.clone()));
         }
         for s in self.selector_series(vs)? {
             self.check_deadline()?;
@@ -90,7 +87,7 @@ impl<'a> Evaluator<'a> {
             if !points.is_empty() || !histograms.is_empty() {
                 count += points.len() + histograms.len();
                 out.push(MatrixSeries {
-                    labels: Labels::from(s.labels.as_slice()),
+                    labels: s.labels.clone(),
                     points,
                     histograms,
                 });
@@ -294,14 +291,14 @@ pub(crate) fn reduced_matrix(
 /// a copy of the loaded set would be thrown away), or shared with an
 /// evaluated series.
 pub(crate) enum SeriesLabels<'a> {
-    Loaded(&'a [Label]),
+    Loaded(&'a Labels),
     Shared(Labels),
 }
 
 impl SeriesLabels<'_> {
     pub fn to_labels(&self) -> Labels {
         match self {
-            Self::Loaded(l) => Labels::from(*l),
+            Self::Loaded(l) => Labels::clone(l),
             Self::Shared(l) => l.clone(),
         }
     }
@@ -312,7 +309,7 @@ impl SeriesLabels<'_> {
             Self::Loaded(l) if l.iter().any(|x| is_metadata_label(&x.name)) => {
                 labels_without(l, is_metadata_label)
             }
-            Self::Loaded(l) => Labels::from(*l),
+            Self::Loaded(l) => Labels::clone(l),
             Self::Shared(l) => drop_metric_name(l),
         }
     }

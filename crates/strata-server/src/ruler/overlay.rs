@@ -75,7 +75,7 @@ impl RecentWrites {
                     .copied()
                     .unzip();
                 (!timestamps.is_empty()).then(|| Series {
-                    labels: labels.clone(),
+                    labels: labels.as_slice().into(),
                     timestamps,
                     values,
                     histograms: Vec::new(),
@@ -127,7 +127,7 @@ impl Queryable for OverlaySource {
             .into_iter()
             .filter_map(|s| map(s))
             .collect();
-        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        out.sort_unstable_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
     }
 

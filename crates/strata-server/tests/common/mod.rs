@@ -124,6 +124,21 @@ pub fn rw_compliance_bin() -> std::path::PathBuf {
     bin
 }
 
+/// Alertmanager 0.35 as .ci/run builds it, or `STRATA_ALERTMANAGER_BIN`;
+/// missing, the test fails.
+pub fn alertmanager_bin() -> std::path::PathBuf {
+    let bin = env_or_test_cache(
+        "STRATA_ALERTMANAGER_BIN",
+        "alertmanager-0.35.0/alertmanager",
+    );
+    assert!(
+        bin.is_file(),
+        "{} not found: build Alertmanager 0.35 as .ci/run does, or set STRATA_ALERTMANAGER_BIN",
+        bin.display()
+    );
+    bin
+}
+
 /// Where Prometheus 3's `prometheus` and `promtool` are.
 pub fn prometheus3_bin(name: &str) -> std::path::PathBuf {
     let dir = env_or_test_cache("STRATA_PROMETHEUS3_BIN_DIR", "prometheus-3.16.0");

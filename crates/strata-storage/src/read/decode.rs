@@ -51,7 +51,7 @@ impl DecodeJob {
                 .map(|p| chunk_len_hint(&p.bytes))
                 .sum::<usize>();
         let mut series = Series {
-            labels: self.labels,
+            labels: self.labels.into(),
             timestamps: Vec::with_capacity(n),
             values: Vec::with_capacity(n),
             histograms: self.histograms,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
+use strata_codec::labels::sort_key;
 use strata_codec::{Label, Matcher, Series, SeriesMap};
 
 use crate::error::StorageError;
@@ -185,7 +186,7 @@ impl Storage {
             }
         }
         let mut series = decode_jobs(jobs, mint, maxt, map).await?;
-        series.sort_by(|a, b| a.labels.cmp(&b.labels));
+        series.sort_by_cached_key(|s| sort_key(&s.labels));
         Ok(series)
     }
 
@@ -219,7 +220,7 @@ impl Storage {
                 out.push(labels);
             }
         }
-        out.sort();
+        out.sort_by_cached_key(|l| sort_key(l));
         Ok(out)
     }
 

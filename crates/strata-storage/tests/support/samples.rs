@@ -55,7 +55,7 @@ pub async fn read(db: &Storage, matchers: &[Matcher], mint: i64, maxt: i64) -> E
                 .into_iter()
                 .zip(s.values.iter().map(|v| v.to_bits()))
                 .collect();
-            (s.labels, samples)
+            (s.labels.to_vec(), samples)
         })
         .collect()
 }

@@ -15,7 +15,7 @@ fn series_strategy() -> impl Strategy<Value = Series> {
     prop::collection::vec((1i64..40_000, 0u8..20, 0.0f64..1000.0), 0..300).prop_map(|raw| {
         let (mut t, mut v) = (1_000_000i64, 0.0f64);
         let mut s = Series {
-            labels: vec![Label::new("__name__", "x")],
+            labels: vec![Label::new("__name__", "x")].into(),
             ..Series::default()
         };
         for (gap, kind, inc) in raw {
@@ -133,7 +133,7 @@ proptest! {
 fn parallel_split_keeps_series_order() {
     let series: Vec<Series> = (0..64)
         .map(|k| Series {
-            labels: vec![Label::new("k", k.to_string())],
+            labels: vec![Label::new("k", k.to_string())].into(),
             timestamps: (0..5_000).map(|i| i * 15_000).collect(),
             values: (0..5_000).map(|i| f64::from(i * (k + 1)) % 997.0).collect(),
             histograms: Vec::new(),
