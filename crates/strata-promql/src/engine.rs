@@ -52,6 +52,12 @@ pub struct QueryLimits {
     /// Most samples all running queries may hold loaded at once; a query
     /// that would go over it is answered 503 (`unavailable`).
     pub max_samples_total: usize,
+    /// Whether the functions and aggregations Prometheus 3.16 keeps behind
+    /// `--enable-feature=promql-experimental-functions` (`limitk`,
+    /// `sort_by_label`, `mad_over_time`, ...) are evaluated. Off, a query
+    /// using one is refused with Prometheus' parse error. On by default:
+    /// Grafana sends `limitk` and `sort_by_label`.
+    pub experimental_functions: bool,
 }
 
 impl Default for QueryLimits {
@@ -64,6 +70,7 @@ impl Default for QueryLimits {
             max_subquery_points: 100_000,
             max_concurrent: 20,
             max_samples_total: 100_000_000,
+            experimental_functions: true,
         }
     }
 }
@@ -367,7 +374,7 @@ impl Engine {
         deadline: Instant,
     ) -> Result<(crate::value::Matrix, QueryStats), QueryError> {
         let began = Instant::now();
-        check_supported(&expr)?;
+        check_supported(&expr, self.limits.experimental_functions)?;
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
         let queued = began.elapsed();

@@ -13,7 +13,7 @@ use crate::annotations::{self as anno, Shared};
 use crate::functions::histogram::{
     bucket_fraction, bucket_quantile, native_fraction, native_quantile, Bucket,
 };
-use crate::functions::labels::{absent_labels, label_join, LabelReplace};
+use crate::functions::labels::{absent_labels, label_join, sort_by_label, LabelReplace};
 use crate::functions::registry::{lookup, Eval};
 use crate::functions::{math, time};
 use crate::value::{
@@ -217,7 +217,9 @@ impl Evaluator<'_> {
         let function =
             lookup(name).ok_or_else(|| QueryError::unsupported(format!("function {name:?}")))?;
         let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
-        if matches!(function.eval, Eval::Sort { .. }) && self.start != self.end {
+        if matches!(function.eval, Eval::Sort { .. } | Eval::SortByLabel { .. })
+            && self.start != self.end
+        {
             self.annotations.add(anno::sort_in_range_query());
         }
         match function.eval {
@@ -448,6 +450,12 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
             let floats = vector_at(v, 0).iter().filter(|s| s.h.is_none()).cloned();
             sort_by_value(floats.collect(), descending)
         }),
+        Eval::SortByLabel { descending } => {
+            let names = (1..args.len())
+                .map(|i| string_arg(args, i, "sort_by_label"))
+                .collect::<Result<Vec<_>>>()?;
+            Box::new(move |v, _| sort_by_label(vector_at(v, 0).to_vec(), &names, descending))
+        }
         Eval::Range(..) | Eval::LabelJoin | Eval::LabelReplace => {
             return Err(QueryError::exec(
                 "expected a function of instant vectors and scalars",

@@ -83,6 +83,9 @@ pub(crate) enum Eval {
     Sort {
         descending: bool,
     },
+    SortByLabel {
+        descending: bool,
+    },
     Time,
     Timestamp,
     Vector,
@@ -96,6 +99,10 @@ pub(crate) struct Function {
     pub variadic: Variadic,
     pub returns: Kind,
     pub eval: Eval,
+    /// Whether Prometheus 3.16 has it only behind
+    /// `--enable-feature=promql-experimental-functions` (Strata's
+    /// [`crate::QueryLimits::experimental_functions`]).
+    pub experimental: bool,
 }
 
 impl Function {
@@ -106,11 +113,19 @@ impl Function {
             variadic: Variadic::No,
             returns,
             eval,
+            experimental: false,
         }
     }
 
     const fn variadic(self, variadic: Variadic) -> Self {
         Self { variadic, ..self }
+    }
+
+    const fn experimental(self) -> Self {
+        Self {
+            experimental: true,
+            ..self
+        }
     }
 
     /// Whether `parsed`, the parser's signature of this function, which it
@@ -316,6 +331,22 @@ static FUNCTIONS: &[Function] = &[
     map("sin", f64::sin),
     map("sinh", f64::sinh),
     Function::new("sort", &[V], V, Eval::Sort { descending: false }),
+    Function::new(
+        "sort_by_label",
+        &[V, STR],
+        V,
+        Eval::SortByLabel { descending: false },
+    )
+    .variadic(Variadic::Unbounded)
+    .experimental(),
+    Function::new(
+        "sort_by_label_desc",
+        &[V, STR],
+        V,
+        Eval::SortByLabel { descending: true },
+    )
+    .variadic(Variadic::Unbounded)
+    .experimental(),
     Function::new("sort_desc", &[V], V, Eval::Sort { descending: true }),
     map("sqrt", f64::sqrt),
     Function::new("stddev_over_time", &[M], V, values!(over_time::stddev)),
