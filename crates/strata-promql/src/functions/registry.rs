@@ -226,7 +226,23 @@ static FUNCTIONS: &[Function] = &[
         }),
     ),
     Function::new("deriv", &[M], V, window(|w, _| rate::deriv(w))),
+    Function::new(
+        "double_exponential_smoothing",
+        &[M, S, S],
+        V,
+        window(|w, c| over_time::double_exponential_smoothing(w.v, c.param, c.param2)),
+    )
+    .experimental(),
     map("exp", f64::exp),
+    Function::new(
+        "first_over_time",
+        &[M],
+        V,
+        Eval::Range(
+            RangeFn::Window(|w, _| w.v.first().copied()),
+            RangeOutput::SeriesWithName,
+        ),
+    ),
     map("floor", f64::floor),
     Function::new(
         "histogram_avg",
@@ -299,6 +315,7 @@ static FUNCTIONS: &[Function] = &[
     map("ln", f64::ln),
     map("log10", f64::log10),
     map("log2", f64::log2),
+    Function::new("mad_over_time", &[M], V, values!(over_time::mad)).experimental(),
     Function::new("max_over_time", &[M], V, values!(over_time::max)),
     Function::new("min_over_time", &[M], V, values!(over_time::min)),
     date("minute", time::minute),
@@ -356,6 +373,34 @@ static FUNCTIONS: &[Function] = &[
     map("tanh", f64::tanh),
     Function::new("time", &[], S, Eval::Time),
     Function::new("timestamp", &[V], V, Eval::Timestamp),
+    Function::new(
+        "ts_of_first_over_time",
+        &[M],
+        V,
+        window(|w, _| w.first().map(|p| p.t as f64 / 1000.0)),
+    )
+    .experimental(),
+    Function::new(
+        "ts_of_last_over_time",
+        &[M],
+        V,
+        window(|w, _| w.last().map(|p| p.t as f64 / 1000.0)),
+    )
+    .experimental(),
+    Function::new(
+        "ts_of_max_over_time",
+        &[M],
+        V,
+        window(|w, _| over_time::ts_of_best(w, |v, best| v >= best)),
+    )
+    .experimental(),
+    Function::new(
+        "ts_of_min_over_time",
+        &[M],
+        V,
+        window(|w, _| over_time::ts_of_best(w, |v, best| v <= best)),
+    )
+    .experimental(),
     Function::new("vector", &[S], V, Eval::Vector),
     date("year", time::year),
 ];
