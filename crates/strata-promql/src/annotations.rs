@@ -253,6 +253,13 @@ pub(crate) fn invalid_ratio(r: f64, to: f64) -> String {
     )
 }
 
+pub(crate) fn invalid_integral_strategy(strategy: f64) -> String {
+    format!(
+        "{WARNING}: strategy should be 0, 1, or 2 (default), using 2, got {}",
+        go_g(strategy)
+    )
+}
+
 pub(crate) fn bad_bucket_label(value: &str) -> String {
     format!(
         "{WARNING}: bucket label \"le\" is missing or has a malformed value of {}",

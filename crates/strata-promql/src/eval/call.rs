@@ -17,7 +17,8 @@ use crate::functions::labels::{absent_labels, label_join, sort_by_label, LabelRe
 use crate::functions::registry::{lookup, Eval};
 use crate::functions::{math, time};
 use crate::value::{
-    drop_metric_name, empty_labels, get_label, labels_without, Labels, Matrix, Sample, Vector,
+    drop_metric_name, empty_labels, get_label, labels_without, set_label, Labels, Matrix, Sample,
+    Vector,
 };
 
 /// A string argument of a call.
@@ -119,6 +120,40 @@ fn histogram_quantile(q: f64, v: &[Sample], ts: i64, annos: &Shared) -> Vector {
             value
         },
     )
+}
+
+/// `histogram_quantiles(v, label, qs...)` at one step: `histogram_quantile`
+/// at each of `qs` in turn, its results labelled `label` with the quantile
+/// in OpenMetrics' form (`0.0`, `0.25`, `1.0`).
+fn histogram_quantiles(
+    v: &[Sample],
+    label: &str,
+    qs: &[Vector],
+    ts: i64,
+    annos: &Shared,
+) -> Vector {
+    let mut out = Vec::new();
+    for q in qs.iter().map(|q| q.first().map_or(f64::NAN, |s| s.v)) {
+        let text = open_metrics_float(q);
+        for s in histogram_quantile(q, v, ts, annos) {
+            out.push(Sample::float(set_label(&s.labels, label, &text), s.v));
+        }
+    }
+    out
+}
+
+/// Prometheus' `labels.FormatOpenMetricsFloat`: Go's shortest `%g`, with
+/// `.0` added to a whole number.
+fn open_metrics_float(f: f64) -> String {
+    if f == 0.0 {
+        // Negative zero too.
+        return "0.0".into();
+    }
+    let mut s = crate::float_histogram::go_g(f);
+    if f.is_finite() && !s.contains(['.', 'e']) {
+        s.push_str(".0");
+    }
+    s
 }
 
 /// `histogram_fraction(lower, upper, v)` at one step, of native
@@ -409,6 +444,13 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
             }
             _ => Vec::new(),
         }),
+        Eval::HistogramQuantiles => {
+            let label = string_arg(args, 1, "histogram_quantiles")?;
+            Box::new(move |v, ts| {
+                let qs = v.get(2..).unwrap_or(&[]);
+                histogram_quantiles(vector_at(v, 0), &label, qs, ts, &annos)
+            })
+        }
         Eval::HistogramFraction => Box::new(move |v, _| match v {
             [lo, hi, hs, ..] if !lo.is_empty() && !hi.is_empty() => {
                 histogram_fraction(scalar_at(v, 0), scalar_at(v, 1), hs, &annos)

@@ -32,6 +32,9 @@ impl Evaluator<'_> {
         if name == "quantile_over_time" {
             self.warn_invalid_quantiles(param, &out);
         }
+        if name == "integral" {
+            self.warn_invalid_strategies(param, &out);
+        }
         if name == "double_exponential_smoothing" && !out.is_empty() {
             check_smoothing_factors(param, param2)?;
         }
@@ -80,6 +83,21 @@ impl Evaluator<'_> {
             if !(0.0..=1.0).contains(q) {
                 self.annotations
                     .add(crate::annotations::invalid_quantile(*q));
+            }
+        }
+    }
+
+    /// Prometheus warns about an `integral` strategy other than 0, 1 or 2
+    /// at each step where a window held floats.
+    fn warn_invalid_strategies(&self, param: &[f64], out: &Matrix) {
+        let (first, interval) = (self.start, self.interval.max(1));
+        for p in out.iter().flat_map(|s| &s.points) {
+            let i = usize::try_from((p.t - first) / interval).ok();
+            if let Some(&x) = i.and_then(|i| param.get(i)) {
+                if crate::functions::over_time::integral_strategy(x).is_none() {
+                    self.annotations
+                        .add(crate::annotations::invalid_integral_strategy(x));
+                }
             }
         }
     }

@@ -2,7 +2,7 @@
 //! window. Every function gets a non-empty window.
 
 use super::{kahan_inc, quantile};
-use crate::value::Samples;
+use crate::value::{Point, Samples};
 
 pub(crate) fn avg(values: &[f64]) -> f64 {
     let Some(&first) = values.first() else {
@@ -142,4 +142,51 @@ pub(crate) fn double_exponential_smoothing(values: &[f64], sf: f64, tf: f64) -> 
         (s0, s1) = (s1, sf * v + (1.0 - sf) * (s1 + b));
     }
     Some(s1)
+}
+
+/// `integral`'s quadrature rule: 0 left point, 1 right point, 2
+/// trapezoidal (the default); `None` for any other value, which Prometheus
+/// warns about and integrates by the default.
+pub(crate) fn integral_strategy(x: f64) -> Option<u8> {
+    (x.is_finite() && x.trunc() == x && (0.0..=2.0).contains(&x)).then_some(x as u8)
+}
+
+/// The integral over the window of its samples' values by `strategy`
+/// ([`integral_strategy`]), NaN counting as zero, as Prometheus'
+/// `funcIntegral`.
+pub(crate) fn integral(w: Samples<'_>, strategy: f64) -> f64 {
+    let strategy = integral_strategy(strategy).unwrap_or(2);
+    let nan_as_zero = |v: f64| if v.is_nan() { 0.0 } else { v };
+    let (mut sum, mut c) = (0.0, 0.0);
+    let mut prev: Option<Point> = None;
+    for p in w.points() {
+        let Some(before) = prev.replace(p) else {
+            continue;
+        };
+        let (curr, last) = (nan_as_zero(p.v), nan_as_zero(before.v));
+        let (value, c_value) = match strategy {
+            0 => (last, 0.0),
+            1 => (curr, 0.0),
+            _ if last == 0.0 && curr == 0.0 => (0.0, 0.0),
+            _ => {
+                let (v, vc) = kahan_inc(curr, last, 0.0);
+                // Halving first keeps the mean of two large finite values
+                // from overflowing.
+                if v.is_infinite() && curr.is_finite() && last.is_finite() {
+                    kahan_inc(curr / 2.0, last / 2.0, 0.0)
+                } else {
+                    (v / 2.0, vc / 2.0)
+                }
+            }
+        };
+        if value != 0.0 || c_value != 0.0 {
+            let dt = (p.t - before.t) as f64 / 1000.0;
+            (sum, c) = kahan_inc(value * dt, sum, c + c_value * dt);
+        }
+    }
+    if sum.is_infinite() {
+        sum
+    } else {
+        sum + c
+    }
 }

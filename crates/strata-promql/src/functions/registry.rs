@@ -72,6 +72,9 @@ pub(crate) enum Eval {
     ClampMax,
     ClampMin,
     HistogramQuantile,
+    /// `histogram_quantile` at several quantiles, each labelled with its
+    /// own.
+    HistogramQuantiles,
     HistogramFraction,
     /// A number of each native histogram (`histogram_count`, ...).
     HistogramStat(fn(&strata_codec::histogram::FloatHistogram) -> f64),
@@ -259,6 +262,14 @@ static FUNCTIONS: &[Function] = &[
     Function::new("histogram_fraction", &[S, S, V], V, Eval::HistogramFraction),
     Function::new("histogram_quantile", &[S, V], V, Eval::HistogramQuantile),
     Function::new(
+        "histogram_quantiles",
+        &[V, STR, S, S],
+        V,
+        Eval::HistogramQuantiles,
+    )
+    .variadic(Variadic::UpTo(9))
+    .experimental(),
+    Function::new(
         "histogram_stddev",
         &[V],
         V,
@@ -289,6 +300,14 @@ static FUNCTIONS: &[Function] = &[
         V,
         Eval::Range(RangeFn::Increase { is_rate: false }, RangeOutput::Series),
     ),
+    Function::new(
+        "integral",
+        &[M, S],
+        V,
+        window(|w, c| Some(over_time::integral(w, c.param))),
+    )
+    .variadic(Variadic::UpTo(1))
+    .experimental(),
     Function::new(
         "irate",
         &[M],
