@@ -257,6 +257,19 @@ fn walk(
             walk(&b.rhs, grid, ctx, out)?;
         }
         Expr::Paren(p) => walk(&p.expr, grid, ctx, out)?,
+        // `info` reads its first argument, and info series by its
+        // second, a label selector that is not evaluated.
+        Expr::Call(c) if c.func.name == "info" => {
+            if let Some(a) = c.args.args.first() {
+                walk(a, grid, ctx, out)?;
+            }
+            out.push(crate::eval::info::load(
+                c,
+                (start, end),
+                ctx.lookback,
+                &|m| ctx.at(m),
+            )?);
+        }
         Expr::Call(c) => {
             let eval = registry::lookup(c.func.name).map(|f| f.eval);
             let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
@@ -336,16 +349,7 @@ pub(crate) fn matcher_sets(
             );
         }
         for m in ms {
-            let op = match m.op {
-                ParserMatchOp::Equal => MatchOp::Equal,
-                ParserMatchOp::NotEqual => MatchOp::NotEqual,
-                ParserMatchOp::Re(_) => MatchOp::RegexMatch,
-                ParserMatchOp::NotRe(_) => MatchOp::RegexNoMatch,
-            };
-            out.push(
-                Matcher::new(op, m.name.clone(), m.value.clone())
-                    .map_err(|e| QueryError::BadData(e.to_string()))?,
-            );
+            out.push(to_matcher(m)?);
         }
         Ok(out)
     };
@@ -362,6 +366,18 @@ pub(crate) fn matcher_sets(
             })
             .collect()
     }
+}
+
+/// A parser's matcher in Strata's vocabulary.
+pub(crate) fn to_matcher(m: &promql_parser::label::Matcher) -> Result<Matcher, QueryError> {
+    let op = match m.op {
+        ParserMatchOp::Equal => MatchOp::Equal,
+        ParserMatchOp::NotEqual => MatchOp::NotEqual,
+        ParserMatchOp::Re(_) => MatchOp::RegexMatch,
+        ParserMatchOp::NotRe(_) => MatchOp::RegexNoMatch,
+    };
+    Matcher::new(op, m.name.clone(), m.value.clone())
+        .map_err(|e| QueryError::BadData(e.to_string()))
 }
 
 /// Refuses a selector with a `=~` or `!~` pattern longer than

@@ -264,6 +264,7 @@ impl Evaluator<'_> {
                     .ok_or_else(|| QueryError::exec("expected a range vector argument"))?;
                 return self.eval_matrix_call(f, name, output, &args, i);
             }
+            Eval::Info => return self.eval_info(c, &args),
             Eval::LabelReplace => {
                 let lr = LabelReplace::new(
                     &string_arg(&args, 1, name)?,
@@ -498,7 +499,7 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
                 .collect::<Result<Vec<_>>>()?;
             Box::new(move |v, _| sort_by_label(vector_at(v, 0).to_vec(), &names, descending))
         }
-        Eval::Range(..) | Eval::LabelJoin | Eval::LabelReplace => {
+        Eval::Range(..) | Eval::Info | Eval::LabelJoin | Eval::LabelReplace => {
             return Err(QueryError::exec(
                 "expected a function of instant vectors and scalars",
             ))

@@ -78,6 +78,8 @@ pub(crate) enum Eval {
     HistogramFraction,
     /// A number of each native histogram (`histogram_count`, ...).
     HistogramStat(fn(&strata_codec::histogram::FloatHistogram) -> f64),
+    /// `info`, which also reads info series its label selector picks.
+    Info,
     LabelJoin,
     LabelReplace,
     Pi,
@@ -300,6 +302,9 @@ static FUNCTIONS: &[Function] = &[
         V,
         Eval::Range(RangeFn::Increase { is_rate: false }, RangeOutput::Series),
     ),
+    Function::new("info", &[V, V], V, Eval::Info)
+        .variadic(Variadic::UpTo(1))
+        .experimental(),
     Function::new(
         "integral",
         &[M, S],
