@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use promql_parser::parser::value::ValueType;
-use promql_parser::parser::{self, Expr};
+use promql_parser::parser::Expr;
 
 use crate::error::QueryError;
 use crate::eval::reduce::{series_map, FirstError, QuerySteps};
@@ -117,7 +117,7 @@ pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryEr
     // The parser panics on a few inputs (a number of seconds too large or
     // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
     // reason to drop the connection.
-    let parsed = std::panic::catch_unwind(|| parser::parse(query)).map_err(|_| {
+    let parsed = std::panic::catch_unwind(|| crate::info_selector::parse(query)).map_err(|_| {
         QueryError::BadData(
             "invalid parameter \"query\": parse error: a duration is out of range".into(),
         )
