@@ -52,21 +52,25 @@ pub(super) fn any_ratio(params: &[f64], annos: &Shared) -> Result<bool> {
     Ok(true)
 }
 
-/// Where a series falls in [0, 1]: its labels' hash (Prometheus'
-/// `Labels.Hash`, xxHash64 of each name and value followed by 0xff) over
-/// the largest hash.
+/// Where a series falls in [0, 1]: its labels' hash over the largest hash,
+/// as Prometheus' `HashRatioSampler`. The hash is Prometheus' `Labels.Hash`
+/// in its default (`stringlabels`) build: xxHash64 of each name and value
+/// in label order, each after its length (one byte below 255, else 255 and
+/// three bytes little-endian).
 fn sample_offset(labels: &[Label]) -> f64 {
     let mut bytes = Vec::with_capacity(
         labels
             .iter()
-            .map(|l| l.name.len() + l.value.len() + 2)
+            .map(|l| l.name.len() + l.value.len() + 8)
             .sum(),
     );
-    for l in labels {
-        bytes.extend_from_slice(l.name.as_bytes());
-        bytes.push(0xff);
-        bytes.extend_from_slice(l.value.as_bytes());
-        bytes.push(0xff);
+    for s in labels.iter().flat_map(|l| [&l.name, &l.value]) {
+        let len = s.len();
+        match u8::try_from(len) {
+            Ok(short) if short < 255 => bytes.push(short),
+            _ => bytes.extend_from_slice(&[255, len as u8, (len >> 8) as u8, (len >> 16) as u8]),
+        }
+        bytes.extend_from_slice(s.as_bytes());
     }
     twox_hash::XxHash64::oneshot(0, &bytes) as f64 / u64::MAX as f64
 }
@@ -153,5 +157,27 @@ mod tests {
             assert!(in_ratio(0.2, offset) != in_ratio(-0.8, offset), "{offset}");
         }
         assert!(in_ratio(1.0, 0.9999) && in_ratio(-1.0, 0.0));
+    }
+
+    #[test]
+    fn offsets_are_prometheus_label_hashes() {
+        // `labels.FromStrings(...).Hash()` of Prometheus 3.16's default build.
+        let cases: [(&[(&str, &str)], u64); 3] = [
+            (&[("__name__", "up")], 17066213849227247093),
+            (
+                &[
+                    ("__name__", "http_requests"),
+                    ("group", "canary"),
+                    ("instance", "0"),
+                    ("job", "api-server"),
+                ],
+                18045460440772787801,
+            ),
+            (&[("a", &"\0".repeat(300))], 15460099879258727816),
+        ];
+        for (labels, hash) in cases {
+            let labels: Vec<Label> = labels.iter().map(|(n, v)| Label::new(*n, *v)).collect();
+            assert_eq!(sample_offset(&labels), hash as f64 / u64::MAX as f64);
+        }
     }
 }
