@@ -231,7 +231,9 @@ fn absent_over_time(
 }
 
 /// Prometheus' check of `double_exponential_smoothing`'s smoothing and
-/// trend factors, both in (0, 1), made where it evaluated the function.
+/// trend factors, both in (0, 1). Prometheus makes it wherever a window has
+/// a sample; Strata when the call gave a value, so a call whose windows all
+/// hold fewer than two floats is not refused.
 fn check_smoothing_factors(sf: &[f64], tf: &[f64]) -> Result<()> {
     // Go's `%f`.
     let go_f = |x: f64| {
