@@ -244,6 +244,22 @@ pub(crate) fn invalid_quantile(q: f64) -> String {
     )
 }
 
+/// `limit_ratio`'s ratio `r` outside [-1, 1], capped `to` -1 or 1.
+pub(crate) fn invalid_ratio(r: f64, to: f64) -> String {
+    format!(
+        "{WARNING}: ratio value should be between -1 and 1, got {}, capping to {}",
+        go_g(r),
+        go_g(to)
+    )
+}
+
+pub(crate) fn invalid_integral_strategy(strategy: f64) -> String {
+    format!(
+        "{WARNING}: strategy should be 0, 1, or 2 (default), using 2, got {}",
+        go_g(strategy)
+    )
+}
+
 pub(crate) fn bad_bucket_label(value: &str) -> String {
     format!(
         "{WARNING}: bucket label \"le\" is missing or has a malformed value of {}",

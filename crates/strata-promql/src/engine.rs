@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use promql_parser::parser::value::ValueType;
-use promql_parser::parser::{self, Expr};
+use promql_parser::parser::Expr;
 
 use crate::error::QueryError;
 use crate::eval::reduce::{series_map, FirstError, QuerySteps};
@@ -52,6 +52,12 @@ pub struct QueryLimits {
     /// Most samples all running queries may hold loaded at once; a query
     /// that would go over it is answered 503 (`unavailable`).
     pub max_samples_total: usize,
+    /// Whether the functions and aggregations Prometheus 3.16 keeps behind
+    /// `--enable-feature=promql-experimental-functions` (`limitk`,
+    /// `sort_by_label`, `mad_over_time`, ...) are evaluated. Off, a query
+    /// using one is refused with Prometheus' parse error. On by default:
+    /// Grafana sends `limitk` and `sort_by_label`.
+    pub experimental_functions: bool,
 }
 
 impl Default for QueryLimits {
@@ -64,6 +70,7 @@ impl Default for QueryLimits {
             max_subquery_points: 100_000,
             max_concurrent: 20,
             max_samples_total: 100_000_000,
+            experimental_functions: true,
         }
     }
 }
@@ -110,7 +117,7 @@ pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryEr
     // The parser panics on a few inputs (a number of seconds too large or
     // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
     // reason to drop the connection.
-    let parsed = std::panic::catch_unwind(|| parser::parse(query)).map_err(|_| {
+    let parsed = std::panic::catch_unwind(|| crate::info_selector::parse(query)).map_err(|_| {
         QueryError::BadData(
             "invalid parameter \"query\": parse error: a duration is out of range".into(),
         )
@@ -367,7 +374,7 @@ impl Engine {
         deadline: Instant,
     ) -> Result<(crate::value::Matrix, QueryStats), QueryError> {
         let began = Instant::now();
-        check_supported(&expr)?;
+        check_supported(&expr, self.limits.experimental_functions)?;
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
         let queued = began.elapsed();

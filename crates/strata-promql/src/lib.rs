@@ -34,6 +34,7 @@ pub(crate) mod functions;
 pub mod gate;
 pub(crate) mod go_string;
 pub mod http;
+pub(crate) mod info_selector;
 pub(crate) mod plan;
 pub mod source;
 pub mod value;

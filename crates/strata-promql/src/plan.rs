@@ -44,17 +44,28 @@ pub(crate) enum Reduce {
     },
 }
 
-/// Errors on the first construct Strata does not evaluate, naming it.
-pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
+/// Errors on the first construct Strata does not evaluate, naming it, and
+/// on the first experimental function or aggregation when `experimental`
+/// (`QueryLimits::experimental_functions`) is off, with Prometheus' parse
+/// error.
+pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), QueryError> {
+    let check = |e: &Expr| check_supported(e, experimental);
     match expr {
         Expr::Aggregate(a) => {
-            AggOp::of(a)?;
-            if let Some(p) = &a.param {
-                check_supported(p)?;
+            let op = AggOp::of(a)?;
+            if !experimental && matches!(op, AggOp::LimitK | AggOp::LimitRatio) {
+                return Err(not_enabled(format!(
+                    "{}() is experimental and must be enabled with \
+                     --enable-feature=promql-experimental-functions",
+                    a.op
+                )));
             }
-            check_supported(&a.expr)
+            if let Some(p) = &a.param {
+                check(p)?;
+            }
+            check(&a.expr)
         }
-        Expr::Unary(u) => check_supported(&u.expr),
+        Expr::Unary(u) => check(&u.expr),
         Expr::Binary(b) => {
             if let Some(m) = &b.modifier {
                 if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
@@ -63,11 +74,11 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
                     ));
                 }
             }
-            check_supported(&b.lhs)?;
-            check_supported(&b.rhs)
+            check(&b.lhs)?;
+            check(&b.rhs)
         }
-        Expr::Paren(p) => check_supported(&p.expr),
-        Expr::Subquery(s) => check_supported(&s.expr),
+        Expr::Paren(p) => check(&p.expr),
+        Expr::Subquery(s) => check(&s.expr),
         Expr::Call(c) => {
             let Some(function) = registry::lookup(c.func.name) else {
                 return Err(QueryError::unsupported(format!(
@@ -75,6 +86,12 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
                     c.func.name
                 )));
             };
+            if function.experimental && !experimental {
+                return Err(not_enabled(format!(
+                    "function {:?} is not enabled",
+                    c.func.name
+                )));
+            }
             // The evaluator finds arguments by the table's signature: a
             // parser that reads the call otherwise would have them misread.
             if !function.signature_is(&c.func) {
@@ -83,7 +100,7 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
                     c.func.name
                 )));
             }
-            c.args.args.iter().try_for_each(|a| check_supported(a))
+            c.args.args.iter().try_for_each(|a| check(a))
         }
         Expr::Extension(_) => Err(QueryError::unsupported("extension expressions")),
         Expr::NumberLiteral(_)
@@ -91,6 +108,14 @@ pub(crate) fn check_supported(expr: &Expr) -> Result<(), QueryError> {
         | Expr::VectorSelector(_)
         | Expr::MatrixSelector(_) => Ok(()),
     }
+}
+
+/// Prometheus' parse error for an experimental feature that is off
+/// (without the position, which the parser does not give).
+fn not_enabled(message: String) -> QueryError {
+    QueryError::BadData(format!(
+        "invalid parameter \"query\": parse error: {message}"
+    ))
 }
 
 /// The depth of an expression tree, a leaf being 1, found without
@@ -232,6 +257,19 @@ fn walk(
             walk(&b.rhs, grid, ctx, out)?;
         }
         Expr::Paren(p) => walk(&p.expr, grid, ctx, out)?,
+        // `info` reads its first argument, and info series by its
+        // second, a label selector that is not evaluated.
+        Expr::Call(c) if c.func.name == "info" => {
+            if let Some(a) = c.args.args.first() {
+                walk(a, grid, ctx, out)?;
+            }
+            out.push(crate::eval::info::load(
+                c,
+                (start, end),
+                ctx.lookback,
+                &|m| ctx.at(m),
+            )?);
+        }
         Expr::Call(c) => {
             let eval = registry::lookup(c.func.name).map(|f| f.eval);
             let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
@@ -311,16 +349,7 @@ pub(crate) fn matcher_sets(
             );
         }
         for m in ms {
-            let op = match m.op {
-                ParserMatchOp::Equal => MatchOp::Equal,
-                ParserMatchOp::NotEqual => MatchOp::NotEqual,
-                ParserMatchOp::Re(_) => MatchOp::RegexMatch,
-                ParserMatchOp::NotRe(_) => MatchOp::RegexNoMatch,
-            };
-            out.push(
-                Matcher::new(op, m.name.clone(), m.value.clone())
-                    .map_err(|e| QueryError::BadData(e.to_string()))?,
-            );
+            out.push(to_matcher(m)?);
         }
         Ok(out)
     };
@@ -337,6 +366,18 @@ pub(crate) fn matcher_sets(
             })
             .collect()
     }
+}
+
+/// A parser's matcher in Strata's vocabulary.
+pub(crate) fn to_matcher(m: &promql_parser::label::Matcher) -> Result<Matcher, QueryError> {
+    let op = match m.op {
+        ParserMatchOp::Equal => MatchOp::Equal,
+        ParserMatchOp::NotEqual => MatchOp::NotEqual,
+        ParserMatchOp::Re(_) => MatchOp::RegexMatch,
+        ParserMatchOp::NotRe(_) => MatchOp::RegexNoMatch,
+    };
+    Matcher::new(op, m.name.clone(), m.value.clone())
+        .map_err(|e| QueryError::BadData(e.to_string()))
 }
 
 /// Refuses a selector with a `=~` or `!~` pattern longer than

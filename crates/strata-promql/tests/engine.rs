@@ -150,12 +150,7 @@ async fn unsupported_constructs_name_themselves() {
     let engine = Engine::new(recording(), QueryLimits::default());
     for (q, what) in [
         ("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters"),
-        ("sort_by_label(c_total, \"job\")", "sort_by_label"),
-        ("limit_ratio(0.5, c_total)", "limit_ratio"),
-        (
-            "histogram_quantiles(c_total, \"q\", 0.5)",
-            "histogram_quantiles",
-        ),
+        ("c_total + fill(0) c_total", "fill modifiers"),
     ] {
         match engine.instant_query(q, 0, None).await {
             Err(QueryError::BadData(msg)) => {
@@ -164,6 +159,32 @@ async fn unsupported_constructs_name_themselves() {
             other => panic!("{q}: expected bad_data, got {other:?}"),
         }
     }
+}
+
+#[tokio::test]
+async fn experimental_functions_off_are_refused_as_prometheus_refuses_them() {
+    let limits = QueryLimits {
+        experimental_functions: false,
+        ..QueryLimits::default()
+    };
+    let engine = Engine::new(recording(), limits);
+    for (q, msg) in [
+        (
+            "sort_by_label(c_total, \"job\")",
+            "function \"sort_by_label\" is not enabled",
+        ),
+        (
+            "sum(limitk(1, c_total))",
+            "limitk() is experimental and must be enabled with \
+             --enable-feature=promql-experimental-functions",
+        ),
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Err(QueryError::BadData(m)) => assert!(m.ends_with(msg), "{q}: {m}"),
+            other => panic!("{q}: expected bad_data, got {other:?}"),
+        }
+    }
+    assert!(engine.instant_query("sort(c_total)", 0, None).await.is_ok());
 }
 
 #[tokio::test]

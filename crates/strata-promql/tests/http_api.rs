@@ -296,9 +296,8 @@ async fn bad_data_errors() {
 #[tokio::test]
 async fn unsupported_features_are_refused_by_name() {
     for (q, name) in [
-        ("mad_over_time(up[5m])", "mad_over_time"),
-        ("limitk(1, up)", "limitk"),
-        ("histogram_quantiles(up, \"q\", 0.5)", "histogram_quantiles"),
+        ("up + fill(0) up", "fill modifiers"),
+        ("up + fill_left(0) up", "fill modifiers"),
     ] {
         let (status, body) = get(&format!(
             "/api/v1/query?query={}&time=1700000000",

@@ -1,6 +1,7 @@
 //! Aggregation operators (`sum`, `avg`, `topk`, `count_values`, ...) with
 //! `by` / `without`, following Prometheus' `rangeEvalAgg`.
 
+mod limit;
 mod topk;
 
 use std::collections::HashMap;
@@ -60,11 +61,7 @@ impl AggOp {
             T_LIMIT_RATIO => Self::LimitRatio,
             _ => return Err(QueryError::unsupported(format!("aggregation {}", a.op))),
         };
-        match op {
-            Self::LimitK => Err(QueryError::unsupported("aggregation limitk")),
-            Self::LimitRatio => Err(QueryError::unsupported("aggregation limit_ratio")),
-            _ => Ok(op),
-        }
+        Ok(op)
     }
 }
 
@@ -213,6 +210,18 @@ impl Evaluator<'_> {
                     return Ok(Vec::new());
                 }
                 self.eval_select_k(op == AggOp::Topk, &a.expr, &grouping, &params)?
+            }
+            AggOp::LimitK => {
+                if !topk::any_k(&params)? {
+                    return Ok(Vec::new());
+                }
+                self.eval_limit(limit::Limit::K, &a.expr, &grouping, &params)?
+            }
+            AggOp::LimitRatio => {
+                if !limit::any_ratio(&params, &self.annotations)? {
+                    return Ok(Vec::new());
+                }
+                self.eval_limit(limit::Limit::Ratio, &a.expr, &grouping, &params)?
             }
             _ => self.eval_fold(op, &a.expr, &grouping, &params)?,
         };

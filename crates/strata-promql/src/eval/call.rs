@@ -13,11 +13,12 @@ use crate::annotations::{self as anno, Shared};
 use crate::functions::histogram::{
     bucket_fraction, bucket_quantile, native_fraction, native_quantile, Bucket,
 };
-use crate::functions::labels::{absent_labels, label_join, LabelReplace};
+use crate::functions::labels::{absent_labels, label_join, sort_by_label, LabelReplace};
 use crate::functions::registry::{lookup, Eval};
 use crate::functions::{math, time};
 use crate::value::{
-    drop_metric_name, empty_labels, get_label, labels_without, Labels, Matrix, Sample, Vector,
+    drop_metric_name, empty_labels, get_label, labels_without, set_label, Labels, Matrix, Sample,
+    Vector,
 };
 
 /// A string argument of a call.
@@ -121,6 +122,40 @@ fn histogram_quantile(q: f64, v: &[Sample], ts: i64, annos: &Shared) -> Vector {
     )
 }
 
+/// `histogram_quantiles(v, label, qs...)` at one step: `histogram_quantile`
+/// at each of `qs` in turn, its results labelled `label` with the quantile
+/// in OpenMetrics' form (`0.0`, `0.25`, `1.0`).
+fn histogram_quantiles(
+    v: &[Sample],
+    label: &str,
+    qs: &[Vector],
+    ts: i64,
+    annos: &Shared,
+) -> Vector {
+    let mut out = Vec::new();
+    for q in qs.iter().map(|q| q.first().map_or(f64::NAN, |s| s.v)) {
+        let text = open_metrics_float(q);
+        for s in histogram_quantile(q, v, ts, annos) {
+            out.push(Sample::float(set_label(&s.labels, label, &text), s.v));
+        }
+    }
+    out
+}
+
+/// Prometheus' `labels.FormatOpenMetricsFloat`: Go's shortest `%g`, with
+/// `.0` added to a whole number.
+fn open_metrics_float(f: f64) -> String {
+    if f == 0.0 {
+        // Negative zero too.
+        return "0.0".into();
+    }
+    let mut s = crate::float_histogram::go_g(f);
+    if f.is_finite() && !s.contains(['.', 'e']) {
+        s.push_str(".0");
+    }
+    s
+}
+
 /// `histogram_fraction(lower, upper, v)` at one step, of native
 /// histograms and of classic buckets.
 fn histogram_fraction(lower: f64, upper: f64, v: &[Sample], annos: &Shared) -> Vector {
@@ -217,7 +252,9 @@ impl Evaluator<'_> {
         let function =
             lookup(name).ok_or_else(|| QueryError::unsupported(format!("function {name:?}")))?;
         let args: Vec<&Expr> = c.args.args.iter().map(|a| unwrap_parens(a)).collect();
-        if matches!(function.eval, Eval::Sort { .. }) && self.start != self.end {
+        if matches!(function.eval, Eval::Sort { .. } | Eval::SortByLabel { .. })
+            && self.start != self.end
+        {
             self.annotations.add(anno::sort_in_range_query());
         }
         match function.eval {
@@ -227,6 +264,7 @@ impl Evaluator<'_> {
                     .ok_or_else(|| QueryError::exec("expected a range vector argument"))?;
                 return self.eval_matrix_call(f, name, output, &args, i);
             }
+            Eval::Info => return self.eval_info(c, &args),
             Eval::LabelReplace => {
                 let lr = LabelReplace::new(
                     &string_arg(&args, 1, name)?,
@@ -407,6 +445,13 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
             }
             _ => Vec::new(),
         }),
+        Eval::HistogramQuantiles => {
+            let label = string_arg(args, 1, "histogram_quantiles")?;
+            Box::new(move |v, ts| {
+                let qs = v.get(2..).unwrap_or(&[]);
+                histogram_quantiles(vector_at(v, 0), &label, qs, ts, &annos)
+            })
+        }
         Eval::HistogramFraction => Box::new(move |v, _| match v {
             [lo, hi, hs, ..] if !lo.is_empty() && !hi.is_empty() => {
                 histogram_fraction(scalar_at(v, 0), scalar_at(v, 1), hs, &annos)
@@ -448,7 +493,13 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
             let floats = vector_at(v, 0).iter().filter(|s| s.h.is_none()).cloned();
             sort_by_value(floats.collect(), descending)
         }),
-        Eval::Range(..) | Eval::LabelJoin | Eval::LabelReplace => {
+        Eval::SortByLabel { descending } => {
+            let names = (1..args.len())
+                .map(|i| string_arg(args, i, "sort_by_label"))
+                .collect::<Result<Vec<_>>>()?;
+            Box::new(move |v, _| sort_by_label(vector_at(v, 0).to_vec(), &names, descending))
+        }
+        Eval::Range(..) | Eval::Info | Eval::LabelJoin | Eval::LabelReplace => {
             return Err(QueryError::exec(
                 "expected a function of instant vectors and scalars",
             ))

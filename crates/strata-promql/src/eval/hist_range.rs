@@ -36,6 +36,12 @@ pub(crate) enum HistFn {
     Present,
     /// `last_over_time`.
     Last,
+    /// `first_over_time`.
+    First,
+    /// `ts_of_first_over_time`: the time of the first sample of either kind.
+    TsOfFirst,
+    /// `ts_of_last_over_time`.
+    TsOfLast,
     /// `sum_over_time`.
     Sum,
     /// `avg_over_time`.
@@ -64,6 +70,9 @@ pub(crate) fn hist_fn(name: &str) -> HistFn {
         "count_over_time" => HistFn::Count,
         "present_over_time" | "absent_over_time" => HistFn::Present,
         "last_over_time" => HistFn::Last,
+        "first_over_time" => HistFn::First,
+        "ts_of_first_over_time" => HistFn::TsOfFirst,
+        "ts_of_last_over_time" => HistFn::TsOfLast,
         "sum_over_time" => HistFn::Sum,
         "avg_over_time" => HistFn::Avg,
         _ => HistFn::FloatsOnly,
@@ -105,6 +114,7 @@ pub(crate) fn eval_series_mixed(
             range: grid.range,
             intercept: ts,
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
+            param2: grid.param2.get(i).copied().unwrap_or(f64::NAN),
         };
         let out = if hw.is_empty() {
             float_fn(f, w, &ctx).map_or(Out::None, Out::Float)
@@ -198,6 +208,27 @@ fn step(
                 (Some(p), None) => Out::Float(p.v),
                 (None, None) => Out::None,
             }
+        }
+        HistFn::First => match (w.first(), hw.first()) {
+            (Some(p), Some((t, _))) if p.t < *t => Out::Float(p.v),
+            (_, Some((_, h))) => Out::Hist(h.clone()),
+            (Some(p), None) => Out::Float(p.v),
+            (None, None) => Out::None,
+        },
+        HistFn::TsOfFirst | HistFn::TsOfLast => {
+            let times = w
+                .first()
+                .map(|p| p.t)
+                .into_iter()
+                .chain(w.last().map(|p| p.t));
+            let times = times.chain(hw.first().map(|(t, _)| *t));
+            let times = times.chain(hw.last().map(|(t, _)| *t));
+            let t = if hf == HistFn::TsOfFirst {
+                times.min()
+            } else {
+                times.max()
+            };
+            t.map_or(Out::None, |t| Out::Float(t as f64 / 1000.0))
         }
         HistFn::Sum | HistFn::Avg => {
             if !w.is_empty() {

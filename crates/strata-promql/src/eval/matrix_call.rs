@@ -24,26 +24,34 @@ impl Evaluator<'_> {
         args: &[&Expr],
         matrix_arg: usize,
     ) -> Result<Matrix> {
-        let param = self.scalar_params(args, matrix_arg)?;
+        let params = self.scalar_params(args, matrix_arg)?;
+        let param = params.first().map_or(&[][..], Vec::as_slice);
+        let param2 = params.get(1).map_or(&[][..], Vec::as_slice);
         let hf = super::hist_range::hist_fn(name);
-        let out = self.range_call(f, hf, output, args, matrix_arg, &param)?;
+        let out = self.range_call(f, hf, output, args, matrix_arg, (param, param2))?;
         if name == "quantile_over_time" {
-            self.warn_invalid_quantiles(&param, &out);
+            self.warn_invalid_quantiles(param, &out);
+        }
+        if name == "integral" {
+            self.warn_invalid_strategies(param, &out);
+        }
+        if name == "double_exponential_smoothing" && !out.is_empty() {
+            check_smoothing_factors(param, param2)?;
         }
         Ok(out)
     }
 
-    /// The scalar arguments' values, one per step (NaN where a step has
-    /// none); empty when the call has none.
-    fn scalar_params(&mut self, args: &[&Expr], matrix_arg: usize) -> Result<Vec<f64>> {
+    /// The scalar arguments' values, one list per argument in order, one
+    /// value per step (NaN where a step has none).
+    fn scalar_params(&mut self, args: &[&Expr], matrix_arg: usize) -> Result<Vec<Vec<f64>>> {
         let (first, interval, n) = (self.start, self.interval.max(1), self.num_steps());
         let step_index = |t: i64| usize::try_from((t - first) / interval).ok();
-        let mut param = Vec::new();
+        let mut params = Vec::new();
         for (i, a) in args.iter().enumerate() {
             if i == matrix_arg {
                 continue;
             }
-            param = vec![f64::NAN; n];
+            let mut param = vec![f64::NAN; n];
             let m = self.eval_matrix(a)?;
             if let Some(s) = m.first() {
                 for p in &s.points {
@@ -52,8 +60,9 @@ impl Evaluator<'_> {
                     }
                 }
             }
+            params.push(param);
         }
-        Ok(param)
+        Ok(params)
     }
 
     /// Prometheus warns about a quantile outside [0, 1] (or NaN) at each
@@ -78,6 +87,21 @@ impl Evaluator<'_> {
         }
     }
 
+    /// Prometheus warns about an `integral` strategy other than 0, 1 or 2
+    /// at each step where a window held floats.
+    fn warn_invalid_strategies(&self, param: &[f64], out: &Matrix) {
+        let (first, interval) = (self.start, self.interval.max(1));
+        for p in out.iter().flat_map(|s| &s.points) {
+            let i = usize::try_from((p.t - first) / interval).ok();
+            if let Some(&x) = i.and_then(|i| param.get(i)) {
+                if crate::functions::over_time::integral_strategy(x).is_none() {
+                    self.annotations
+                        .add(crate::annotations::invalid_integral_strategy(x));
+                }
+            }
+        }
+    }
+
     fn range_call(
         &mut self,
         f: RangeFn,
@@ -85,7 +109,7 @@ impl Evaluator<'_> {
         output: RangeOutput,
         args: &[&Expr],
         matrix_arg: usize,
-        param: &[f64],
+        (param, param2): (&[f64], &[f64]),
     ) -> Result<Matrix> {
         let (first, interval, n) = (self.start, self.interval.max(1), self.num_steps());
         if let Some(Expr::MatrixSelector(ms)) = args.get(matrix_arg) {
@@ -108,6 +132,7 @@ impl Evaluator<'_> {
             offset: input.offset,
             at: input.at,
             param,
+            param2,
             deadline: self.deadline,
             max_samples: self.max_samples,
             held_samples: original,
@@ -203,4 +228,32 @@ fn absent_over_time(
         .as_ref()
         .map_or_else(empty_labels, absent_labels);
     vec![MatrixSeries::floats(labels, points)]
+}
+
+/// Prometheus' check of `double_exponential_smoothing`'s smoothing and
+/// trend factors, both in (0, 1). Prometheus makes it wherever a window has
+/// a sample; Strata when the call gave a value, so a call whose windows all
+/// hold fewer than two floats is not refused.
+fn check_smoothing_factors(sf: &[f64], tf: &[f64]) -> Result<()> {
+    // Go's `%f`.
+    let go_f = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.6}")
+        } else {
+            crate::functions::format_go_float(x)
+        }
+    };
+    if let Some(&x) = sf.iter().find(|&&x| x <= 0.0 || x >= 1.0) {
+        return Err(QueryError::exec(format!(
+            "invalid smoothing factor. Expected: 0 < sf < 1, got: {}",
+            go_f(x)
+        )));
+    }
+    if let Some(&x) = tf.iter().find(|&&x| x <= 0.0 || x >= 1.0) {
+        return Err(QueryError::exec(format!(
+            "invalid trend factor. Expected: 0 < tf < 1, got: {}",
+            go_f(x)
+        )));
+    }
+    Ok(())
 }

@@ -11,6 +11,7 @@ pub(crate) mod aggregate;
 pub(crate) mod binary;
 pub(crate) mod call;
 pub(crate) mod hist_range;
+pub(crate) mod info;
 pub(crate) mod matrix_call;
 pub(crate) mod range_steps;
 pub(crate) mod reduce;
@@ -255,7 +256,7 @@ impl<'a> Evaluator<'a> {
 
 /// Fills `out` with the samples of `m` at step `ts`, advancing each series'
 /// cursor past it.
-fn gather(ts: i64, m: &Matrix, cursors: &mut [(usize, usize)], out: &mut Vector) {
+pub(crate) fn gather(ts: i64, m: &Matrix, cursors: &mut [(usize, usize)], out: &mut Vector) {
     out.clear();
     for (s, (c, hc)) in m.iter().zip(cursors.iter_mut()) {
         while let Some(p) = s.points.get(*c) {

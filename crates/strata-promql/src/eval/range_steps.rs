@@ -20,8 +20,12 @@ pub(crate) struct StepContext {
     /// The timestamp predict_linear extrapolates from: the step's, also
     /// under `@` (Prometheus' `enh.Ts`).
     pub intercept: i64,
-    /// The scalar argument (quantile_over_time's q, predict_linear's t).
+    /// The scalar argument (quantile_over_time's q, predict_linear's t,
+    /// double_exponential_smoothing's smoothing factor).
     pub param: f64,
+    /// The second scalar argument (double_exponential_smoothing's trend
+    /// factor).
+    pub param2: f64,
 }
 
 /// A function of one step's window (never empty).
@@ -47,6 +51,8 @@ pub(crate) struct StepGrid<'p> {
     pub at: Option<i64>,
     /// The scalar argument at each step (empty when there is none).
     pub param: &'p [f64],
+    /// The second scalar argument at each step (empty when there is none).
+    pub param2: &'p [f64],
     pub deadline: Option<Instant>,
     pub max_samples: usize,
     /// Samples already held when the call starts.
@@ -194,6 +200,7 @@ pub(crate) fn eval_series_with<P: PointSink>(
             range: grid.range,
             intercept: ts,
             param: grid.param.get(i).copied().unwrap_or(f64::NAN),
+            param2: grid.param2.get(i).copied().unwrap_or(f64::NAN),
         };
         if let Some(v) = f(s.slice(lo, hi), &ctx) {
             points.push_point(ts, v);

@@ -72,15 +72,23 @@ pub(crate) enum Eval {
     ClampMax,
     ClampMin,
     HistogramQuantile,
+    /// `histogram_quantile` at several quantiles, each labelled with its
+    /// own.
+    HistogramQuantiles,
     HistogramFraction,
     /// A number of each native histogram (`histogram_count`, ...).
     HistogramStat(fn(&strata_codec::histogram::FloatHistogram) -> f64),
+    /// `info`, which also reads info series its label selector picks.
+    Info,
     LabelJoin,
     LabelReplace,
     Pi,
     Round,
     Scalar,
     Sort {
+        descending: bool,
+    },
+    SortByLabel {
         descending: bool,
     },
     Time,
@@ -96,6 +104,10 @@ pub(crate) struct Function {
     pub variadic: Variadic,
     pub returns: Kind,
     pub eval: Eval,
+    /// Whether Prometheus 3.16 has it only behind
+    /// `--enable-feature=promql-experimental-functions` (Strata's
+    /// [`crate::QueryLimits::experimental_functions`]).
+    pub experimental: bool,
 }
 
 impl Function {
@@ -106,11 +118,19 @@ impl Function {
             variadic: Variadic::No,
             returns,
             eval,
+            experimental: false,
         }
     }
 
     const fn variadic(self, variadic: Variadic) -> Self {
         Self { variadic, ..self }
+    }
+
+    const fn experimental(self) -> Self {
+        Self {
+            experimental: true,
+            ..self
+        }
     }
 
     /// Whether `parsed`, the parser's signature of this function, which it
@@ -211,7 +231,23 @@ static FUNCTIONS: &[Function] = &[
         }),
     ),
     Function::new("deriv", &[M], V, window(|w, _| rate::deriv(w))),
+    Function::new(
+        "double_exponential_smoothing",
+        &[M, S, S],
+        V,
+        window(|w, c| over_time::double_exponential_smoothing(w.v, c.param, c.param2)),
+    )
+    .experimental(),
     map("exp", f64::exp),
+    Function::new(
+        "first_over_time",
+        &[M],
+        V,
+        Eval::Range(
+            RangeFn::Window(|w, _| w.v.first().copied()),
+            RangeOutput::SeriesWithName,
+        ),
+    ),
     map("floor", f64::floor),
     Function::new(
         "histogram_avg",
@@ -227,6 +263,14 @@ static FUNCTIONS: &[Function] = &[
     ),
     Function::new("histogram_fraction", &[S, S, V], V, Eval::HistogramFraction),
     Function::new("histogram_quantile", &[S, V], V, Eval::HistogramQuantile),
+    Function::new(
+        "histogram_quantiles",
+        &[V, STR, S, S],
+        V,
+        Eval::HistogramQuantiles,
+    )
+    .variadic(Variadic::UpTo(9))
+    .experimental(),
     Function::new(
         "histogram_stddev",
         &[V],
@@ -258,6 +302,17 @@ static FUNCTIONS: &[Function] = &[
         V,
         Eval::Range(RangeFn::Increase { is_rate: false }, RangeOutput::Series),
     ),
+    Function::new("info", &[V, V], V, Eval::Info)
+        .variadic(Variadic::UpTo(1))
+        .experimental(),
+    Function::new(
+        "integral",
+        &[M, S],
+        V,
+        window(|w, c| Some(over_time::integral(w, c.param))),
+    )
+    .variadic(Variadic::UpTo(1))
+    .experimental(),
     Function::new(
         "irate",
         &[M],
@@ -284,6 +339,7 @@ static FUNCTIONS: &[Function] = &[
     map("ln", f64::ln),
     map("log10", f64::log10),
     map("log2", f64::log2),
+    Function::new("mad_over_time", &[M], V, values!(over_time::mad)).experimental(),
     Function::new("max_over_time", &[M], V, values!(over_time::max)),
     Function::new("min_over_time", &[M], V, values!(over_time::min)),
     date("minute", time::minute),
@@ -316,6 +372,22 @@ static FUNCTIONS: &[Function] = &[
     map("sin", f64::sin),
     map("sinh", f64::sinh),
     Function::new("sort", &[V], V, Eval::Sort { descending: false }),
+    Function::new(
+        "sort_by_label",
+        &[V, STR],
+        V,
+        Eval::SortByLabel { descending: false },
+    )
+    .variadic(Variadic::Unbounded)
+    .experimental(),
+    Function::new(
+        "sort_by_label_desc",
+        &[V, STR],
+        V,
+        Eval::SortByLabel { descending: true },
+    )
+    .variadic(Variadic::Unbounded)
+    .experimental(),
     Function::new("sort_desc", &[V], V, Eval::Sort { descending: true }),
     map("sqrt", f64::sqrt),
     Function::new("stddev_over_time", &[M], V, values!(over_time::stddev)),
@@ -325,6 +397,34 @@ static FUNCTIONS: &[Function] = &[
     map("tanh", f64::tanh),
     Function::new("time", &[], S, Eval::Time),
     Function::new("timestamp", &[V], V, Eval::Timestamp),
+    Function::new(
+        "ts_of_first_over_time",
+        &[M],
+        V,
+        window(|w, _| w.first().map(|p| p.t as f64 / 1000.0)),
+    )
+    .experimental(),
+    Function::new(
+        "ts_of_last_over_time",
+        &[M],
+        V,
+        window(|w, _| w.last().map(|p| p.t as f64 / 1000.0)),
+    )
+    .experimental(),
+    Function::new(
+        "ts_of_max_over_time",
+        &[M],
+        V,
+        window(|w, _| over_time::ts_of_best(w, |v, best| v >= best)),
+    )
+    .experimental(),
+    Function::new(
+        "ts_of_min_over_time",
+        &[M],
+        V,
+        window(|w, _| over_time::ts_of_best(w, |v, best| v <= best)),
+    )
+    .experimental(),
     Function::new("vector", &[S], V, Eval::Vector),
     date("year", time::year),
 ];

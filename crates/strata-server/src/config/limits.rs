@@ -55,6 +55,9 @@ pub struct QueryConfig {
     pub queue_timeout: Duration,
     /// Most samples all running queries may hold loaded at once.
     pub max_samples_total: usize,
+    /// Whether Prometheus' experimental PromQL functions and aggregations
+    /// are evaluated (`--enable-feature=promql-experimental-functions`).
+    pub experimental_functions: bool,
 }
 
 impl QueryConfig {
@@ -67,6 +70,7 @@ impl QueryConfig {
             max_subquery_points: self.max_subquery_points,
             max_concurrent: self.max_concurrent,
             max_samples_total: self.max_samples_total,
+            experimental_functions: self.experimental_functions,
             ..strata_promql::QueryLimits::default()
         }
     }

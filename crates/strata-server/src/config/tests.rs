@@ -112,6 +112,15 @@ fn defaults_load() {
 }
 
 #[test]
+fn experimental_functions_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().experimental_functions);
+    let env = [("STRATA_QUERY_EXPERIMENTAL_FUNCTIONS", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().experimental_functions);
+}
+
+#[test]
 fn precedence_file_env_flags() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");

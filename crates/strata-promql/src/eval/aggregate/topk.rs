@@ -1,9 +1,6 @@
 //! `topk` and `bottomk`: at each step, the `k` best samples of each group,
 //! kept whole with their own labels rather than folded into one value, as
 //! Prometheus' `aggregationK`.
-//!
-//! `limitk` and `limit_ratio`, which also keep samples rather than fold
-//! them, are refused before evaluation (see [`super::AggOp::of`]).
 
 use std::collections::HashMap;
 

@@ -49,6 +49,7 @@ fn grid(first: i64, interval: i64, steps: usize, range: i64) -> StepGrid<'static
         offset: 0,
         at: None,
         param: &[],
+        param2: &[],
         deadline: None,
         max_samples: usize::MAX,
         held_samples: 0,

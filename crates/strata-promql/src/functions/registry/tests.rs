@@ -41,7 +41,7 @@ fn signatures_match_the_parser() {
             panic!("{text} does not parse to a call");
         };
         assert!(f.signature_is(&c.func), "{}: {:?}", f.name, c.func);
-        assert!(!c.func.experimental, "{}", f.name);
+        assert_eq!(c.func.experimental, f.experimental, "{}", f.name);
     }
     let Ok(Expr::Call(abs)) = parser::parse("abs(x)") else {
         panic!("abs(x) does not parse to a call");
