@@ -406,3 +406,76 @@ def sequential_round_trips(records):
         ends.append(r.end)
         running.append(max(d, running[-1]) if running else d)
     return running[-1] if running else 0
+
+
+def serve(argv):
+    """`s3net.py serve --workdir DIR [--profile P] [--bucket B]`: the whole
+    chain for a test, until stdin closes or a signal stops it. One JSON
+    line on stdout once it is ready: `s3_port` (the HTTP layer, where a
+    client points), `control_port`, the bucket, the keys. The control port
+    takes `POST /slowdown?rate=R` (share of requests answered 503
+    SlowDown), `POST /outage?on=1|0` (toxiproxy cuts the store off: new
+    and open connections refused) and `GET /requests` (requests by kind,
+    errors among them, since the start)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="s3net.py serve")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--profile", default="none", choices=sorted(PROFILES))
+    ap.add_argument("--bucket", default="strata")
+    args = ap.parse_args(argv)
+    os.makedirs(args.workdir, exist_ok=True)
+    gw = Versitygw(args.workdir)
+    gw.create_bucket(args.bucket)
+    toxi = Toxiproxy(args.workdir, gw.port)
+    toxi.set_profile(PROFILES[args.profile])
+    layer = HttpLayer(toxi.port, PROFILES[args.profile])
+    seen = []
+
+    class Control(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def answer(self, status, doc):
+            body = json.dumps(doc).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):
+            url = urllib.parse.urlsplit(self.path)
+            q = dict(urllib.parse.parse_qsl(url.query))
+            if url.path == "/slowdown":
+                with layer.lock:
+                    layer.slowdown_rate = float(q.get("rate", "0"))
+                return self.answer(200, {"slowdown_rate": layer.slowdown_rate})
+            if url.path == "/outage":
+                on = q.get("on", "1") == "1"
+                toxi._call("POST", "/proxies/s3", {"enabled": not on})
+                return self.answer(200, {"outage": on})
+            self.answer(404, {"error": f"no {url.path}"})
+
+        def do_GET(self):
+            if self.path == "/requests":
+                seen.extend(layer.take())
+                return self.answer(200, summarize(seen))
+            self.answer(404, {"error": f"no {self.path}"})
+
+    control = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Control)
+    control.daemon_threads = True
+    threading.Thread(target=control.serve_forever, daemon=True).start()
+    print(json.dumps({"s3_port": layer.port, "control_port": control.server_address[1],
+                      "bucket": args.bucket, "access_key": ACCESS, "secret_key": SECRET,
+                      "versions": versions()}), flush=True)
+    # Until the test closes stdin (or exits): then everything stops.
+    sys.stdin.read()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["serve"]:
+        sys.exit("usage: s3net.py serve --workdir DIR [--profile P] [--bucket B]")
+    serve(sys.argv[2:])

@@ -35,7 +35,7 @@ pub const VMAGENT_BIN: &str = "/usr/bin/vmagent";
 
 /// The path the environment variable `var` names, or else `rel` in the
 /// cache folder .ci/run builds current peers into.
-fn env_or_test_cache(var: &str, rel: &str) -> std::path::PathBuf {
+pub fn env_or_test_cache(var: &str, rel: &str) -> std::path::PathBuf {
     std::env::var_os(var)
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
