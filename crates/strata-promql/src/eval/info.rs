@@ -458,7 +458,7 @@ impl Evaluator<'_> {
             if !points.is_empty() {
                 self.add_samples(points.len())?;
                 out.push(MatrixSeries::floats(
-                    Labels::from(s.labels.as_slice()),
+                    Labels::from(&*s.labels),
                     points,
                 ));
             }
