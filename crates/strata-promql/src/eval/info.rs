@@ -457,10 +457,7 @@ impl Evaluator<'_> {
             };
             if !points.is_empty() {
                 self.add_samples(points.len())?;
-                out.push(MatrixSeries::floats(
-                    Labels::from(&*s.labels),
-                    points,
-                ));
+                out.push(MatrixSeries::floats(Labels::from(&*s.labels), points));
             }
         }
         Ok(out)
