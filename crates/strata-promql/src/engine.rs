@@ -227,6 +227,17 @@ impl Engine {
         }
     }
 
+    /// The engine with queries looking back `lookback` (Prometheus'
+    /// `lookback_delta`) for an instant selector's latest sample instead of
+    /// [`DEFAULT_LOOKBACK_MS`]; zero keeps the default, as in Prometheus. A
+    /// part of a millisecond is dropped, as Prometheus drops it.
+    pub fn with_lookback(mut self, lookback: Duration) -> Self {
+        if !lookback.is_zero() {
+            self.lookback_ms = i64::try_from(lookback.as_millis()).unwrap_or(i64::MAX);
+        }
+        self
+    }
+
     pub fn limits(&self) -> &QueryLimits {
         &self.limits
     }

@@ -248,6 +248,18 @@ fn invalid_param(name: &str, e: impl std::fmt::Display) -> QueryError {
     QueryError::BadData(format!("invalid parameter {name:?}: {e}"))
 }
 
+/// A query's `lookback_delta`: a duration or float seconds, zero (the
+/// engine's default) when absent or not positive, with Prometheus' message
+/// when it does not parse.
+fn lookback_delta(p: &Params) -> Result<std::time::Duration, QueryError> {
+    match p.get("lookback_delta") {
+        "" => Ok(std::time::Duration::ZERO),
+        s => parse_duration(s).map_err(|e| {
+            QueryError::BadData(format!("error parsing lookback delta duration: {e}"))
+        }),
+    }
+}
+
 fn now_ms() -> i64 {
     strata_codec::clock::SystemClock.now_ms()
 }
@@ -263,6 +275,7 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
+            let engine = engine.with_lookback(lookback_delta(&p)?);
             let (mut v, stats) = engine
                 .instant_query_stats(p.get("query"), t, timeout)
                 .await?;
@@ -324,6 +337,7 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
+            let engine = engine.with_lookback(lookback_delta(&p)?);
             let answer = engine.range_query_stats(p.get("query"), start, end, step_ms, timeout);
             let (mut v, stats) = answer.await?;
             let mut annos = stats.annotations.clone();
