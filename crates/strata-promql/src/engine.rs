@@ -436,16 +436,19 @@ impl Engine {
                 deadline: Some(deadline),
                 max_samples,
                 current_samples: 0,
+                peak_samples: 0,
                 default_subquery_step: DEFAULT_SUBQUERY_STEP_MS,
                 annotations: eval_annotations,
             };
-            ev.eval_matrix(&expr)
+            let matrix = ev.eval_matrix(&expr)?;
+            Ok::<_, QueryError>((matrix, ev.peak_samples))
         });
-        let matrix = task
+        let (matrix, eval_peak) = task
             .await
             .map_err(|e| QueryError::Internal(format!("query evaluation failed: {e}")))??;
         let stats = QueryStats {
             loaded_samples: loaded,
+            peak_samples: loaded.max(eval_peak),
             queue_time: queued,
             load_time,
             eval_time: evaluating.elapsed(),
@@ -523,6 +526,13 @@ pub struct QueryStats {
     /// Samples the selectors loaded (a selector the plan reduces to its
     /// steps while reading counts its reduced points).
     pub loaded_samples: usize,
+    /// The most samples counted against `max_samples` at once (Prometheus'
+    /// `peakSamples`): the larger of `loaded_samples`, all read before
+    /// evaluating, and the evaluation's running count of the samples its
+    /// results and selector windows hold (Prometheus' `currentSamples`).
+    /// The loaded samples stay in memory while evaluating, so the memory
+    /// held at once can reach the sum of the two.
+    pub peak_samples: usize,
     /// Waiting for a turn under `query.max_concurrent`.
     pub queue_time: Duration,
     /// Reading the selectors' series.
