@@ -227,6 +227,17 @@ impl Engine {
         }
     }
 
+    /// The engine with queries looking back `lookback` (Prometheus'
+    /// `lookback_delta`) for an instant selector's latest sample instead of
+    /// [`DEFAULT_LOOKBACK_MS`]; zero keeps the default, as in Prometheus. A
+    /// part of a millisecond is dropped, as Prometheus drops it.
+    pub fn with_lookback(mut self, lookback: Duration) -> Self {
+        if !lookback.is_zero() {
+            self.lookback_ms = i64::try_from(lookback.as_millis()).unwrap_or(i64::MAX);
+        }
+        self
+    }
+
     pub fn limits(&self) -> &QueryLimits {
         &self.limits
     }
@@ -425,16 +436,19 @@ impl Engine {
                 deadline: Some(deadline),
                 max_samples,
                 current_samples: 0,
+                peak_samples: 0,
                 default_subquery_step: DEFAULT_SUBQUERY_STEP_MS,
                 annotations: eval_annotations,
             };
-            ev.eval_matrix(&expr)
+            let matrix = ev.eval_matrix(&expr)?;
+            Ok::<_, QueryError>((matrix, ev.peak_samples))
         });
-        let matrix = task
+        let (matrix, eval_peak) = task
             .await
             .map_err(|e| QueryError::Internal(format!("query evaluation failed: {e}")))??;
         let stats = QueryStats {
             loaded_samples: loaded,
+            peak_samples: loaded.max(eval_peak),
             queue_time: queued,
             load_time,
             eval_time: evaluating.elapsed(),
@@ -512,6 +526,13 @@ pub struct QueryStats {
     /// Samples the selectors loaded (a selector the plan reduces to its
     /// steps while reading counts its reduced points).
     pub loaded_samples: usize,
+    /// The most samples counted against `max_samples` at once (Prometheus'
+    /// `peakSamples`): the larger of `loaded_samples`, all read before
+    /// evaluating, and the evaluation's running count of the samples its
+    /// results and selector windows hold (Prometheus' `currentSamples`).
+    /// The loaded samples stay in memory while evaluating, so the memory
+    /// held at once can reach the sum of the two.
+    pub peak_samples: usize,
     /// Waiting for a turn under `query.max_concurrent`.
     pub queue_time: Duration,
     /// Reading the selectors' series.

@@ -188,7 +188,7 @@ fn escape(e: char, chars: &mut std::str::Chars<'_>, bytes: &mut Vec<u8>, parsed:
 }
 
 /// Go's `strconv.Quote`: printable text as is, invalid bytes as `\xNN`.
-fn go_quote(bytes: &[u8]) -> String {
+pub(crate) fn go_quote(bytes: &[u8]) -> String {
     let mut out = String::from("\"");
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {

@@ -2,14 +2,19 @@
 //! endpoints (secrets redacted), the empty scrape and alerting endpoints,
 //! `format_query` against Prometheus' own pretty-printer, GET queries as
 //! long as Prometheus takes, and multipart form bodies. Against the real
-//! binary, behind credentials and a required tenant.
+//! binary, behind credentials and a required tenant. And the query
+//! parameters of Prometheus 3.16 (`limit`, `lookback_delta`, `stats`'
+//! `peakSamples`) answered as Prometheus 3.16 answers them.
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
 use common::promql_compare::{remote_write, WriteSeries};
-use common::{http_request, now_ms, prometheus3_bin, query_string, HttpResponse, StrataProcess};
+use common::{
+    free_port, http_request, now_ms, prometheus3_bin, query_string, HttpResponse,
+    PrometheusProcess, StrataProcess,
+};
 
 /// `grafana:dashboards`.
 const BASIC_AUTH: (&str, &str) = ("Authorization", "Basic Z3JhZmFuYTpkYXNoYm9hcmRz");
@@ -364,4 +369,141 @@ fn strata_status_names_the_role_and_a_readers_lag() {
     }
     reader.stop();
     writer.stop();
+}
+
+/// `limit`, `lookback_delta` and `peakSamples`, over the same series
+/// remote-written to Strata and to Prometheus 3.16: the same answers, byte
+/// for byte where both write the whole answer (results, truncation
+/// warnings, errors and their order), and the same `peakSamples` for
+/// queries both engines hold alike (docs/promql.md says where they do not).
+#[test]
+fn query_parameters_answer_as_prometheus_3_16() {
+    let prometheus = PrometheusProcess::start_binary_on(
+        &prometheus3_bin("prometheus"),
+        free_port(),
+        "global:\n  scrape_interval: 1h\n",
+        &["--web.enable-remote-write-receiver"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let srv = StrataProcess::start(&dir.path().join("data"), &[]);
+    // A whole minute, ten minutes ago: every step below falls on a sample.
+    let t0 = (now_ms() / 60_000 - 10) * 60_000;
+    let series = |name: &str, label: (&str, &str), samples: Vec<(i64, f64)>| WriteSeries {
+        labels: vec![
+            ("__name__".into(), name.into()),
+            (label.0.into(), label.1.into()),
+        ],
+        samples,
+    };
+    // In label order, the order Prometheus' head then gives them in.
+    let mut written = vec![series(
+        "c_total",
+        ("instance", "x"),
+        (0..10)
+            .map(|i| (t0 + i * 15_000, (i * 10) as f64))
+            .collect(),
+    )];
+    for job in ["a", "b", "c"] {
+        let samples = (0..3).map(|i| (t0 + i * 15_000, 1.0)).collect();
+        written.push(series("lim", ("job", job), samples));
+    }
+    remote_write(prometheus.port, &written);
+    remote_write(srv.port, &written);
+
+    let at = |offset_s: i64| format!("{}", t0 / 1000 + offset_s);
+    let range = |query: &str, end_s: i64, rest: &str| {
+        format!(
+            "/api/v1/query_range?{}&start={}&end={}&step=15{rest}",
+            query_string(&[("query", query)]),
+            at(0),
+            at(end_s)
+        )
+    };
+    let instant = |query: &str, offset_s: i64, rest: &str| {
+        format!(
+            "/api/v1/query?{}&time={}{rest}",
+            query_string(&[("query", query)]),
+            at(offset_s)
+        )
+    };
+    let mut whole = vec![
+        instant("lim", 30, "&limit=1"),
+        instant("lim", 30, "&limit=3"),
+        instant("lim", 30, "&limit=0"),
+        instant("1", 30, "&limit=1"),
+        instant("sum(", 30, "&time=yesterday&limit=-1"),
+        instant("lim", 30, "&limit=ten"),
+        instant("lim", 30, "&limit=1.5"),
+        instant("lim", 30, "&limit=99999999999999999999"),
+        range("lim", 30, "&limit=2"),
+        range("lim", 30, "&limit=3"),
+        range("sum(", 30, "&step=0&limit=-1"),
+        "/api/v1/series?match[]=lim&match[]=c_total&limit=2".into(),
+        "/api/v1/series?match[]=lim&match[]=c_total&limit=4".into(),
+        "/api/v1/series?match[]=lim&start=x&limit=-1".into(),
+        "/api/v1/series?limit=-1".into(),
+        "/api/v1/labels?limit=2".into(),
+        "/api/v1/labels?limit=3".into(),
+        "/api/v1/labels?match[]=lim&limit=1".into(),
+        "/api/v1/labels?start=x&limit=x".into(),
+        "/api/v1/label/job/values?limit=2".into(),
+        "/api/v1/label/__name__/values?limit=2".into(),
+        "/api/v1/label/job/values?start=x&limit=-5".into(),
+        "/api/v1/status/tsdb?limit=0".into(),
+        "/api/v1/status/tsdb?limit=x".into(),
+        "/api/v1/status/tsdb?limit=10001".into(),
+    ];
+    // The last sample of `c_total` is at 135 s.
+    for (offset_s, lookback) in [
+        (494, "6m"),
+        (495, "6m"),
+        (194, "1m"),
+        (195, "1m"),
+        (194, "60.5"),
+        (194, "-60"),
+        (136, "1.0005"),
+        (400, "0"),
+        (30, "abc"),
+        (30, "5%20m"),
+        (30, "1e10"),
+    ] {
+        whole.push(instant(
+            "c_total",
+            offset_s,
+            &format!("&lookback_delta={lookback}"),
+        ));
+    }
+    whole.push(range("lim", 600, "&lookback_delta=7m"));
+    whole.push(range("sum(", 30, "&lookback_delta=x"));
+    whole.push(instant("lim", 30, "&timeout=x&lookback_delta=x"));
+    for path in &whole {
+        let want = request(prometheus.port, "GET", path, &[], b"");
+        let got = request(srv.port, "GET", path, &[], b"");
+        assert_eq!(
+            (got.status, got.json()),
+            (want.status, want.json()),
+            "{path}\nStrata:     {}\nPrometheus: {}",
+            got.text(),
+            want.text()
+        );
+    }
+
+    let peak = |port: u16, path: &str| {
+        let answer = data(&request(port, "GET", path, &[], b""), path);
+        answer["stats"]["samples"]["peakSamples"].clone()
+    };
+    for path in [
+        instant("lim", 30, "&stats=all"),
+        instant("lim[30s]", 30, "&stats=true"),
+        instant("sum(lim)", 30, "&stats=all"),
+        instant("1", 30, "&stats=all"),
+        range("c_total", 135, "&stats=all"),
+        range("lim", 30, "&stats=all"),
+        range("sum(lim)", 30, "&stats=all"),
+    ] {
+        let want = peak(prometheus.port, &path);
+        assert!(want.as_u64().is_some_and(|n| n > 0), "{path}: {want}");
+        assert_eq!(peak(srv.port, &path), want, "{path}");
+    }
+    srv.stop();
 }

@@ -225,7 +225,7 @@ impl Evaluator<'_> {
             }
             _ => self.eval_fold(op, &a.expr, &grouping, &params)?,
         };
-        self.current_samples = original;
+        self.hold_samples(original);
         self.add_samples(total_points(&out))?;
         Ok(out)
     }
@@ -680,7 +680,7 @@ impl Evaluator<'_> {
                 }
             }
         }
-        self.current_samples = original + total_points(&out);
+        self.hold_samples(original + total_points(&out));
         Ok(out)
     }
 }

@@ -382,7 +382,7 @@ impl Evaluator<'_> {
         }
         m.retain(|s| !s.points.is_empty());
         let out = merge_same_labelset(m)?;
-        self.current_samples = original + super::total_points(&out);
+        self.hold_samples(original + super::total_points(&out));
         Ok(out)
     }
 
@@ -394,7 +394,7 @@ impl Evaluator<'_> {
         };
         let held = self.current_samples;
         let m = self.eval_matrix(arg)?;
-        self.current_samples = held;
+        self.hold_samples(held);
         let (start, interval) = (self.start, self.interval.max(1));
         if let Some(s) = m.first() {
             for p in &s.points {

@@ -162,7 +162,7 @@ impl Evaluator<'_> {
             return Ok(absent_over_time(&out, first, interval, n, &input));
         }
         check_matrix_same_labelset(&out)?;
-        self.current_samples = original + total_points(&out);
+        self.hold_samples(original + total_points(&out));
         Ok(out)
     }
 }

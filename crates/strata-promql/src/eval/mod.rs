@@ -61,8 +61,11 @@ pub(crate) struct Evaluator<'a> {
     pub deadline: Option<Instant>,
     pub max_samples: usize,
     /// Samples currently held by evaluation results, as Prometheus counts
-    /// them against `max_samples`.
+    /// them against `max_samples`. Set through [`Evaluator::hold_samples`],
+    /// which keeps `peak_samples`.
     pub current_samples: usize,
+    /// The most `current_samples` has been (Prometheus' `peakSamples`).
+    pub peak_samples: usize,
     /// Interval of subqueries written without a step (`[5m:]`).
     pub default_subquery_step: i64,
     /// The warnings and infos met so far.
@@ -91,11 +94,17 @@ impl<'a> Evaluator<'a> {
     }
 
     pub fn add_samples(&mut self, n: usize) -> Result<()> {
-        self.current_samples = self.current_samples.saturating_add(n);
+        self.hold_samples(self.current_samples.saturating_add(n));
         if self.current_samples > self.max_samples {
             return Err(QueryError::too_many_samples());
         }
         Ok(())
+    }
+
+    /// Sets the samples held now, raising the peak if it is a new one.
+    pub fn hold_samples(&mut self, n: usize) {
+        self.current_samples = n;
+        self.peak_samples = self.peak_samples.max(n);
     }
 
     /// An evaluator for a subquery's own step range.
@@ -111,6 +120,7 @@ impl<'a> Evaluator<'a> {
             deadline: self.deadline,
             max_samples: self.max_samples,
             current_samples: self.current_samples,
+            peak_samples: self.current_samples,
             default_subquery_step: self.default_subquery_step,
             annotations: self.annotations.clone(),
         }
@@ -205,7 +215,7 @@ impl<'a> Evaluator<'a> {
             }
             let result = f(&vectors, ts)?;
             produced += result.len();
-            self.current_samples = held + produced;
+            self.hold_samples(held + produced);
             if self.current_samples > self.max_samples {
                 return Err(QueryError::too_many_samples());
             }
@@ -249,7 +259,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
         }
-        self.current_samples = original + total_points(&out);
+        self.hold_samples(original + total_points(&out));
         Ok(out)
     }
 }

@@ -71,7 +71,8 @@ impl Evaluator<'_> {
         let mut child = self.child(start, end, step);
         let series = child.eval_matrix(&sq.expr)?;
         // The child started from this evaluator's count and added its result.
-        self.current_samples = child.current_samples;
+        self.peak_samples = self.peak_samples.max(child.peak_samples);
+        self.hold_samples(child.current_samples);
         Ok(series)
     }
 }

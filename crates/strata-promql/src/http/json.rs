@@ -436,7 +436,9 @@ pub fn write_query_data(out: &mut String, v: &QueryValue) {
 }
 
 /// `stats` as Prometheus writes it (times in seconds). Strata counts the
-/// samples its selectors loaded; it does not count per step, nor the peak.
+/// samples its selectors loaded and the peak it held against
+/// `max_samples` ([`crate::engine::QueryStats::peak_samples`]); it does not
+/// count per step.
 pub fn write_stats(out: &mut String, s: &crate::engine::QueryStats) {
     use std::fmt::Write as _;
     let secs = |d: std::time::Duration| d.as_secs_f64();
@@ -444,13 +446,14 @@ pub fn write_stats(out: &mut String, s: &crate::engine::QueryStats) {
         out,
         "{{\"timings\":{{\"evalTotalTime\":{},\"resultSortTime\":0,\"queryPreparationTime\":{},\
          \"innerEvalTime\":{},\"execQueueTime\":{},\"execTotalTime\":{}}},\
-         \"samples\":{{\"totalQueryableSamples\":{}}}}}",
+         \"samples\":{{\"totalQueryableSamples\":{},\"peakSamples\":{}}}}}",
         secs(s.load_time + s.eval_time),
         secs(s.load_time),
         secs(s.eval_time),
         secs(s.queue_time),
         secs(s.total_time),
-        s.loaded_samples
+        s.loaded_samples,
+        s.peak_samples
     );
 }
 

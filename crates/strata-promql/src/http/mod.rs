@@ -5,8 +5,10 @@
 
 mod exemplars;
 pub mod json;
+mod limit;
 mod multipart;
 pub mod params;
+mod tsdb_status;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -81,7 +83,10 @@ pub fn router_with(resolve: SourceResolver, limits: QueryLimits) -> Router {
             get(label_values).post(label_values),
         )
         .route("/api/v1/metadata", get(metadata).post(metadata))
-        .route("/api/v1/status/tsdb", get(tsdb_status).post(tsdb_status))
+        .route(
+            "/api/v1/status/tsdb",
+            get(tsdb_status::tsdb_status).post(tsdb_status::tsdb_status),
+        )
         .route(
             "/api/v1/query_exemplars",
             get(exemplars::query_exemplars).post(exemplars::query_exemplars),
@@ -157,11 +162,20 @@ fn respond_value(r: Result<(QueryValue, Option<QueryStats>, Annotations), QueryE
                 out.push_str(&s);
                 out.push('}');
             }
-            if annos.is_empty() {
-                return respond(Ok(out));
-            }
+            respond_annotated(Ok((out, annos)))
+        }
+        Err(e) => respond(Err(e)),
+    }
+}
+
+/// A successful answer ending with the `warnings` and `infos` of its
+/// annotations, or an error.
+fn respond_annotated(r: Result<(String, Annotations), QueryError>) -> Response {
+    match r {
+        Ok((data, annos)) if annos.is_empty() => success(&data),
+        Ok((data, annos)) => {
             let mut body = String::from("{\"status\":\"success\",\"data\":");
-            body.push_str(&out);
+            body.push_str(&data);
             json::write_annotations(&mut body, &annos);
             body.push('}');
             (
@@ -173,6 +187,15 @@ fn respond_value(r: Result<(QueryValue, Option<QueryStats>, Annotations), QueryE
         }
         Err(e) => respond(Err(e)),
     }
+}
+
+/// Annotations holding only Prometheus' truncation warning, if `truncated`.
+fn truncation(truncated: bool) -> Annotations {
+    let mut annos = Annotations::default();
+    if truncated {
+        annos.add(limit::TRUNCATED.into());
+    }
+    annos
 }
 
 /// Whether the request asks for `stats` (Prometheus' `stats=all`, or any
@@ -225,6 +248,18 @@ fn invalid_param(name: &str, e: impl std::fmt::Display) -> QueryError {
     QueryError::BadData(format!("invalid parameter {name:?}: {e}"))
 }
 
+/// A query's `lookback_delta`: a duration or float seconds, zero (the
+/// engine's default) when absent or not positive, with Prometheus' message
+/// when it does not parse.
+fn lookback_delta(p: &Params) -> Result<std::time::Duration, QueryError> {
+    match p.get("lookback_delta") {
+        "" => Ok(std::time::Duration::ZERO),
+        s => parse_duration(s).map_err(|e| {
+            QueryError::BadData(format!("error parsing lookback delta duration: {e}"))
+        }),
+    }
+}
+
 fn now_ms() -> i64 {
     strata_codec::clock::SystemClock.now_ms()
 }
@@ -234,15 +269,18 @@ async fn query(State(api): State<Arc<Api>>, req: Request) -> Response {
         async {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
+            let limit = limit::parse_limit(p.get("limit"))?;
             let t = parse_time_param(&p, "time", now_ms())?;
             let timeout = match p.get("timeout") {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
-            let (v, stats) = engine
+            let engine = engine.with_lookback(lookback_delta(&p)?);
+            let (mut v, stats) = engine
                 .instant_query_stats(p.get("query"), t, timeout)
                 .await?;
-            let annos = stats.annotations.clone();
+            let mut annos = stats.annotations.clone();
+            annos.merge(truncation(limit::truncate_value(&mut v, limit)));
             Ok((v, wants_stats(&p).then_some(stats), annos))
         }
         .await,
@@ -274,6 +312,7 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
         async {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
+            let limit = limit::parse_limit(p.get("limit"))?;
             let start = parse_time(p.get("start")).map_err(|e| invalid_param("start", e))?;
             let end = parse_time(p.get("end")).map_err(|e| invalid_param("end", e))?;
             if end < start {
@@ -298,9 +337,11 @@ async fn query_range(State(api): State<Arc<Api>>, req: Request) -> Response {
                 "" => None,
                 s => Some(parse_duration(s).map_err(|e| invalid_param("timeout", e))?),
             };
+            let engine = engine.with_lookback(lookback_delta(&p)?);
             let answer = engine.range_query_stats(p.get("query"), start, end, step_ms, timeout);
-            let (v, stats) = answer.await?;
-            let annos = stats.annotations.clone();
+            let (mut v, stats) = answer.await?;
+            let mut annos = stats.annotations.clone();
+            annos.merge(truncation(limit::truncate_value(&mut v, limit)));
             Ok((v, wants_stats(&p).then_some(stats), annos))
         }
         .await,
@@ -353,7 +394,7 @@ fn time_range(p: &Params) -> Result<(i64, i64), QueryError> {
 }
 
 async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
-    respond(
+    respond_annotated(
         async {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
@@ -361,12 +402,15 @@ async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
             if matches.is_empty() {
                 return Err(QueryError::BadData("no match[] parameter provided".into()));
             }
+            let limit = limit::parse_limit(p.get("limit"))?;
             let (start, end) = time_range(&p)?;
             let sets = parse_match_params(&matches, api.limits.max_regex_bytes)?;
             let mut all: BTreeSet<Vec<Label>> = BTreeSet::new();
             for set in &sets {
                 all.extend(engine.source().series(set, start, end).await?);
             }
+            let mut all: Vec<Vec<Label>> = all.into_iter().collect();
+            let annos = truncation(limit::truncate(&mut all, limit));
             let mut out = String::from("[");
             for (i, labels) in all.iter().enumerate() {
                 if i > 0 {
@@ -375,17 +419,18 @@ async fn series(State(api): State<Arc<Api>>, req: Request) -> Response {
                 json::write_labels(&mut out, labels);
             }
             out.push(']');
-            Ok(out)
+            Ok((out, annos))
         }
         .await,
     )
 }
 
 async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
-    respond(
+    respond_annotated(
         async {
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
+            let limit = limit::parse_limit(p.get("limit"))?;
             let (start, end) = time_range(&p)?;
             let sets = parse_match_params(&p.all("match[]"), api.limits.max_regex_bytes)?;
             let mut names: BTreeSet<String> = BTreeSet::new();
@@ -395,9 +440,11 @@ async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
             for set in &sets {
                 names.extend(engine.source().label_names(set, start, end).await?);
             }
+            let mut names: Vec<String> = names.into_iter().collect();
+            let annos = truncation(limit::truncate(&mut names, limit));
             let mut out = String::new();
-            json::write_str_list(&mut out, &names.into_iter().collect::<Vec<_>>());
-            Ok(out)
+            json::write_str_list(&mut out, &names);
+            Ok((out, annos))
         }
         .await,
     )
@@ -408,13 +455,14 @@ async fn label_values(
     Path(name): Path<String>,
     req: Request,
 ) -> Response {
-    respond(
+    respond_annotated(
         async {
             if name.is_empty() {
                 return Err(QueryError::BadData(format!("invalid label name: {name:?}")));
             }
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
+            let limit = limit::parse_limit(p.get("limit"))?;
             let (start, end) = time_range(&p)?;
             let sets = parse_match_params(&p.all("match[]"), api.limits.max_regex_bytes)?;
             let mut values: BTreeSet<String> = BTreeSet::new();
@@ -424,9 +472,11 @@ async fn label_values(
             for set in &sets {
                 values.extend(engine.source().label_values(&name, set, start, end).await?);
             }
+            let mut values: Vec<String> = values.into_iter().collect();
+            let annos = truncation(limit::truncate(&mut values, limit));
             let mut out = String::new();
-            json::write_str_list(&mut out, &values.into_iter().collect::<Vec<_>>());
-            Ok(out)
+            json::write_str_list(&mut out, &values);
+            Ok((out, annos))
         }
         .await,
     )
@@ -478,67 +528,6 @@ async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
                     out.push_str(",\"unit\":");
                     json::write_str(&mut out, &e.unit);
                     out.push('}');
-                }
-                out.push(']');
-            }
-            out.push('}');
-            Ok(out)
-        }
-        .await,
-    )
-}
-
-/// `status/tsdb`: the series count and what accounts for it (top metric
-/// names, label names and label pairs), as Prometheus answers it from its
-/// head; `limit` (default 10) entries per list.
-async fn tsdb_status(State(api): State<Arc<Api>>, req: Request) -> Response {
-    respond(
-        async {
-            let engine = api.engine(&req)?;
-            let p = read_params(req).await?;
-            let limit = match p.get("limit") {
-                "" => 10,
-                v => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    QueryError::BadData(format!(
-                        "invalid parameter \"limit\": {v:?} is not a positive number"
-                    ))
-                })?,
-            };
-            let status = engine
-                .source()
-                .tsdb_status("", limit)
-                .await?
-                .ok_or_else(|| QueryError::Internal("no series statistics here".into()))?;
-            let mut out = format!(
-                "{{\"headStats\":{{\"numSeries\":{},\"numLabelPairs\":{}}}",
-                status.num_series, status.num_label_pairs
-            );
-            for (key, list) in [
-                (
-                    "seriesCountByMetricName",
-                    &status.series_count_by_metric_name,
-                ),
-                (
-                    "labelValueCountByLabelName",
-                    &status.label_value_count_by_label_name,
-                ),
-                (
-                    "memoryInBytesByLabelName",
-                    &status.memory_in_bytes_by_label_name,
-                ),
-                (
-                    "seriesCountByLabelValuePair",
-                    &status.series_count_by_label_value_pair,
-                ),
-            ] {
-                out.push_str(&format!(",\"{key}\":["));
-                for (i, (name, value)) in list.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str("{\"name\":");
-                    json::write_str(&mut out, name);
-                    out.push_str(&format!(",\"value\":{value}}}"));
                 }
                 out.push(']');
             }

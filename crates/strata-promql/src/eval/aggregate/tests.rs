@@ -31,6 +31,7 @@ fn evaluator(data: &SelectorData, steps: usize) -> Evaluator<'_> {
         deadline: None,
         max_samples: usize::MAX,
         current_samples: 0,
+        peak_samples: 0,
         default_subquery_step: 60_000,
         annotations: Default::default(),
     }
