@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::ScanKind;
 use crate::compact::read_compacted;
 use crate::head::NONE_SEALED;
 use crate::recovery::{read_checkpoint, LogFollower};
@@ -40,7 +41,9 @@ pub(crate) async fn follow(
             }
             inner.note_compacted(read_compacted(&inner.backend).await?);
             let sealed = inner.head.sealed_through().unwrap_or(NONE_SEALED);
-            follower.catch_up(&inner.backend, &inner.head, sealed).await
+            follower
+                .catch_up(&inner.backend, &inner.head, sealed, ScanKind::Short)
+                .await
         }
         .await;
         match result {

@@ -9,7 +9,7 @@ use strata_codec::LogRecord;
 
 use super::partition::{apply_partition, PartitionResult};
 use super::series::fetch_series;
-use crate::backend::Backend;
+use crate::backend::{Backend, ScanKind};
 use crate::error::StorageError;
 use crate::head::{AppendPolicy, Head, MemSeries, NOT_WRITTEN};
 use crate::keys;
@@ -53,11 +53,15 @@ impl LogFollower {
 
     /// Reads every log record from `next_seq` to the end and applies the
     /// samples of buckets after `sealed_through`. Returns samples applied.
+    /// `kind` is how the log is read: `Bulk` for a recovery's whole log
+    /// (on S3 a block at a time, one after another, takes minutes), `Short`
+    /// for a follower's few new records.
     pub(crate) async fn catch_up(
         &mut self,
         db: &Backend,
         head: &Head,
         sealed_through: i64,
+        kind: ScanKind,
     ) -> Result<usize, StorageError> {
         let first_open = sealed_through.saturating_add(1);
         // Every logged sample was accepted when it was written. Late ones
@@ -73,7 +77,10 @@ impl LogFollower {
         };
         let mut applied = 0usize;
         let mut it = db
-            .scan(keys::log_key(self.next_seq).to_vec()..vec![keys::LOG + 1])
+            .scan_as(
+                keys::log_key(self.next_seq).to_vec()..vec![keys::LOG + 1],
+                kind,
+            )
             .await?;
         let mut pending: Vec<(u64, LogRecord)> = Vec::with_capacity(RECORDS_PER_APPLY);
         while let Some(kv) = it.next().await? {

@@ -7,7 +7,7 @@
 //! order), `partition` (one thread's share of a batch of records),
 //! `spilled` (the segments the head spilled, given back to its series).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ScanKind};
 use crate::error::StorageError;
 use crate::head::{Head, NONE_SEALED};
 use crate::keys;
@@ -52,7 +52,9 @@ pub(crate) async fn recover(
     let sealed_through = cp.sealed_through.unwrap_or(NONE_SEALED);
     let spilled = restore_spilled(db, &head, sealed_through).await?;
     let mut follower = LogFollower::new(cp.replay_from, settings.bucket_ms(), writer);
-    let replayed = follower.catch_up(db, &head, sealed_through).await?;
+    let replayed = follower
+        .catch_up(db, &head, sealed_through, ScanKind::Bulk)
+        .await?;
     // Spilled samples the log no longer held (or held only in part) are
     // still the series' newest if nothing replayed came after them.
     for (series, t, v) in &spilled.ends {
