@@ -10,11 +10,13 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use strata_codec::Label;
-use strata_promql::{router, MemSource, QueryLimits};
-use tower::ServiceExt;
+use strata_promql::MemSource;
+
+#[path = "support/router_get.rs"]
+mod router_get;
+use router_get::get_text;
 
 const T0: i64 = 1_700_000_000_000;
 const WARNING: &str = r#","warnings":["results truncated due to limit"]}"#;
@@ -33,17 +35,7 @@ fn source() -> Arc<MemSource> {
 }
 
 async fn get(uri: &str) -> (StatusCode, String) {
-    let app = router(source(), QueryLimits::default());
-    let req = Request::builder()
-        .uri(uri)
-        .body(Body::empty())
-        .expect("request");
-    let resp = app.oneshot(req).await.expect("response");
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    (status, String::from_utf8(bytes.to_vec()).expect("utf8"))
+    get_text(source(), uri).await
 }
 
 /// The answer's `data` and whether it carries the truncation warning (and

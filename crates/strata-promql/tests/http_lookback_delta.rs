@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use strata_codec::Label;
-use strata_promql::{router, MemSource, QueryLimits};
-use tower::ServiceExt;
+use strata_promql::MemSource;
+
+#[path = "support/router_get.rs"]
+mod router_get;
+use router_get::get_text;
 
 const T0_SECS: i64 = 1_700_000_000;
 
@@ -22,18 +24,8 @@ fn source() -> Arc<MemSource> {
 }
 
 async fn get(uri: &str) -> (StatusCode, serde_json::Value) {
-    let app = router(source(), QueryLimits::default());
-    let req = Request::builder()
-        .uri(uri)
-        .body(Body::empty())
-        .expect("request");
-    let resp = app.oneshot(req).await.expect("response");
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    let json = serde_json::from_slice(&bytes).expect("JSON");
-    (status, json)
+    let (status, body) = get_text(source(), uri).await;
+    (status, serde_json::from_str(&body).expect("JSON"))
 }
 
 /// The timestamps (seconds after `T0_SECS`) the answer has `up` at.
