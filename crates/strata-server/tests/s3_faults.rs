@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::inproc::{body, now_ms, ts};
+use common::s3::s3_env_with;
 use common::{env_or_test_cache, free_port, http_request, query_matrix, StrataProcess};
 
 /// Series the sender writes, one sample each per batch.
@@ -121,19 +122,7 @@ impl S3Chain {
     }
 
     fn strata_env(&self) -> Vec<(String, String)> {
-        [
-            ("AWS_ACCESS_KEY_ID", self.access_key.clone()),
-            ("AWS_SECRET_ACCESS_KEY", self.secret_key.clone()),
-            ("AWS_REGION", "us-east-1".to_owned()),
-            (
-                "STRATA_OBJECT_STORE_S3_ENDPOINT",
-                format!("http://127.0.0.1:{}", self.s3_port),
-            ),
-            ("STRATA_OBJECT_STORE_S3_ALLOW_HTTP", "true".to_owned()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+        s3_env_with(self.s3_port, &self.access_key, &self.secret_key)
     }
 }
 

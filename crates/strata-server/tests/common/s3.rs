@@ -148,9 +148,14 @@ fn print_log(path: &Path) {
 /// The environment that points `strata` at an S3-compatible server on
 /// 127.0.0.1:`port` over plain HTTP.
 pub fn s3_env(port: u16) -> Vec<(String, String)> {
+    s3_env_with(port, ACCESS_KEY, SECRET_KEY)
+}
+
+/// [`s3_env`] with the server's own keys.
+pub fn s3_env_with(port: u16, access_key: &str, secret_key: &str) -> Vec<(String, String)> {
     [
-        ("AWS_ACCESS_KEY_ID", ACCESS_KEY.to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.to_owned()),
+        ("AWS_ACCESS_KEY_ID", access_key.to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", secret_key.to_owned()),
         ("AWS_REGION", REGION.to_owned()),
         (
             "STRATA_OBJECT_STORE_S3_ENDPOINT",
