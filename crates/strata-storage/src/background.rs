@@ -179,7 +179,9 @@ pub(crate) fn start_late_pass(inner: &Arc<Shared>) {
         return;
     };
     let weak = Arc::downgrade(inner);
-    let state = Arc::clone(&inner.late);
+    let Some(state) = inner.writing().map(|w| Arc::clone(&w.late)) else {
+        return;
+    };
     let started = std::thread::Builder::new()
         .name("strata-late".into())
         .spawn(move || {

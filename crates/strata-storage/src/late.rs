@@ -85,7 +85,8 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
     if inner.head.extra_samples() == 0 {
         return Ok(pass);
     }
-    let _writing = inner.late.lock.lock().await;
+    let writer = inner.writing().ok_or(StorageError::ReadOnly)?;
+    let _writing = writer.late.lock.lock().await;
     let series = inner.head.all_series();
     let now = inner.clock.now_ms();
     // Under the lock, so compaction does not move meanwhile: samples of a
@@ -117,7 +118,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
                 pass.samples += ts.len();
                 pass.bytes += bytes.len();
                 batch.put_with_options(
-                    keys::late_segment_key(span, s.id, first, last, inner.late.next_seq()),
+                    keys::late_segment_key(span, s.id, first, last, writer.late.next_seq()),
                     bytes,
                     &ttl,
                 );
@@ -142,7 +143,7 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
         crate::series_index::written(&indexed, now);
         let freed: usize = taken.iter().map(|s| s.late_written()).sum();
         inner.head.extra_freed(freed);
-        let mut at = inner.late.written.lock();
+        let mut at = writer.late.written.lock();
         for b in buckets {
             at.insert(b, now);
         }
@@ -158,7 +159,11 @@ pub(crate) async fn flush(inner: &Shared, db: &slatedb::Db) -> Result<LatePass, 
 pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, StorageError> {
     let inner = &storage.shared;
     let mut pass = FoldPass::default();
-    let (Some(db), Some(sealed)) = (inner.backend.writer(), inner.head.sealed_through()) else {
+    let (Some(db), Some(writer), Some(sealed)) = (
+        inner.backend.writer(),
+        inner.writing(),
+        inner.head.sealed_through(),
+    ) else {
         return Ok(pass);
     };
     let mut pending: BTreeMap<Span, Vec<u64>> = BTreeMap::new();
@@ -176,7 +181,7 @@ pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, Stora
         if span.start() > sealed {
             continue;
         }
-        let recent = inner
+        let recent = writer
             .late
             .written
             .lock()
@@ -185,7 +190,7 @@ pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, Stora
         if recent && !all {
             continue;
         }
-        let _writing = inner.late.lock.lock().await;
+        let _writing = writer.late.lock.lock().await;
         if matches!(span, Span::Bucket(b) if b < inner.compacted().through) {
             // A block holds the bucket now, these late segments included;
             // its keys are deleted with the bucket's.
@@ -193,7 +198,7 @@ pub(crate) async fn fold(storage: &Storage, all: bool) -> Result<FoldPass, Stora
         }
         let started = std::time::Instant::now();
         let folded = fold_bucket(storage, db, span, &ids).await?;
-        inner.late.written.lock().remove(&span);
+        writer.late.written.lock().remove(&span);
         pass.buckets += 1;
         pass.series += folded.series;
         pass.joined += folded.joined;
@@ -223,6 +228,7 @@ async fn fold_bucket(
     ids: &[u64],
 ) -> Result<FoldPass, StorageError> {
     let inner = &storage.shared;
+    let writer = inner.writing().ok_or(StorageError::ReadOnly)?;
     let ttl = inner.span_ttl(bucket);
     let mut pass = FoldPass::default();
 
@@ -308,7 +314,7 @@ async fn fold_bucket(
         for sb in storage.series_buckets(bucket, part, ScanKind::Bulk).await? {
             let id = sb.id;
             let (ts, vs) = sb.samples(i64::MIN, i64::MAX)?;
-            inner.reclaim.note(sb.stored_bytes());
+            writer.reclaim.note(sb.stored_bytes());
             let mut bytes = Vec::new();
             strata_codec::encode_sealed(&ts, &vs, &mut bytes);
             batch.put_with_options(keys::chunk_key(bucket, id), bytes, &ttl);

@@ -24,10 +24,11 @@ pub(crate) async fn record(
     entries: &[(String, MetadataEntry)],
 ) -> Result<usize, StorageError> {
     let db = inner.backend.writer().ok_or(StorageError::ReadOnly)?;
+    let writer = inner.writing().ok_or(StorageError::ReadOnly)?;
     let mut changed: FxHashMap<&str, Vec<MetadataEntry>> = FxHashMap::default();
     for (metric, entry) in entries {
         let key = (tenant.to_owned(), metric.clone());
-        let known = inner.metadata.stored.lock().get(&key).cloned();
+        let known = writer.metadata.stored.lock().get(&key).cloned();
         let mut list = match changed.remove(metric.as_str()) {
             Some(list) => list,
             None => match known {
@@ -42,7 +43,7 @@ pub(crate) async fn record(
             list.push(entry.clone());
             changed.insert(metric, list);
         } else {
-            inner.metadata.stored.lock().insert(key, list);
+            writer.metadata.stored.lock().insert(key, list);
         }
     }
     let n = changed.len();
@@ -50,7 +51,7 @@ pub(crate) async fn record(
         db.put(keys::metadata_key(tenant, metric), encode(&list))
             .await
             .map_err(|e| inner.note_fenced(e.into()))?;
-        inner
+        writer
             .metadata
             .stored
             .lock()

@@ -3,7 +3,6 @@
 //! freezer started) in one place, the SlateDB handle and the task that
 //! keeps the head current (coordinator or log follower) per role.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use slatedb_common::metrics::{DefaultMetricsRecorder, MetricsRecorder};
@@ -20,6 +19,8 @@ use crate::resend::ResendingStore;
 use crate::settings::{ReaderSettings, StorageSettings};
 use crate::shared::Shared;
 use crate::slatedb_options::{is_local_folder, slatedb_settings, GarbageTarget, TABLE_BLOCK_SIZE};
+use crate::state::reclaim::Reclaim;
+use crate::state::role::{ReaderState, Role, WriterState};
 use crate::stats::{self, StorageStats};
 use crate::storage::Follower;
 use crate::storage::Storage;
@@ -83,6 +84,13 @@ impl Opening {
         handle: Handle,
         memory_cache: MemoryCache,
     ) -> Result<(Arc<Shared>, Resume), StorageError> {
+        let role = match handle {
+            Handle::Writer(_) => Role::Writer(Box::new(WriterState::new(
+                self.clock.now_ms(),
+                Reclaim::new(&self.path, Arc::clone(&self.store)),
+            ))),
+            Handle::Reader(_) => Role::Reader(ReaderState::default()),
+        };
         let backend = Backend::new(handle, self.settings.read_timeout);
         let Recovered {
             head,
@@ -92,7 +100,6 @@ impl Opening {
             replay_from,
         } = recovery::recover(&backend, &self.settings).await?;
         let compacted = crate::compact::read_compacted(&backend).await?;
-        let now = self.clock.now_ms();
         let (freezer_stop, freezer_stopped) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared {
             backend,
@@ -102,14 +109,9 @@ impl Opening {
             settings: self.settings,
             clock: self.clock,
             stats: StorageStats::default(),
-            fenced: AtomicBool::new(false),
             object_store: self.counters,
-            spill_lock: tokio::sync::Mutex::new(()),
-            late: Arc::new(crate::state::late::LateState::new(now)),
-            metadata: crate::state::metadata::MetadataCache::default(),
-            followed_ms: std::sync::atomic::AtomicI64::new(0),
             compacted: parking_lot::RwLock::new(compacted),
-            reclaim: crate::state::reclaim::Reclaim::new(&self.path, Arc::clone(&self.store)),
+            role,
             _freezer_stop: freezer_stop,
         });
         stats::add(&shared.stats.samples_replayed, samples_replayed);

@@ -51,7 +51,9 @@ pub(crate) async fn check(inner: &Shared, force: bool) -> Result<ReclaimStep, St
     let Some(db) = inner.backend.writer() else {
         return Ok(ReclaimStep::Idle);
     };
-    let reclaim = &inner.reclaim;
+    let Some(reclaim) = inner.writing().map(|w| &w.reclaim) else {
+        return Ok(ReclaimStep::Idle);
+    };
     let mut asked = reclaim.asked.lock().await;
     if let Some((merge, counted)) = asked.as_ref() {
         let now = reclaim.admin.read_compaction(merge.id(), None).await?;

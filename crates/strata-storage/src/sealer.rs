@@ -83,7 +83,12 @@ pub(crate) async fn seal(
     {
         // No segment of the bucket is spilled after this: the chunk keys
         // written below list every segment there is.
-        let _spilling = inner.spill_lock.lock().await;
+        let _spilling = inner
+            .writing()
+            .ok_or(StorageError::ReadOnly)?
+            .spill_lock
+            .lock()
+            .await;
         inner.head.begin_seal(bucket);
     }
     let series = inner.head.all_series();
@@ -361,7 +366,11 @@ fn seal_chunk(
         let mut late = Vec::new();
         strata_codec::encode_sealed(&taken.late.0, &taken.late.1, &mut late);
         written += late.len();
-        let seq = inner.late.next_seq();
+        let seq = inner
+            .writing()
+            .ok_or(StorageError::ReadOnly)?
+            .late
+            .next_seq();
         batch.put_with_options(
             keys::late_segment_key(bucket, s.id, first, last, seq),
             late,

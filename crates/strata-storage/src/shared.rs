@@ -16,6 +16,7 @@ use crate::instrumented::ObjectStoreCounters;
 use crate::keys::Span;
 use crate::settings::StorageSettings;
 use crate::state::compacted::Compacted;
+use crate::state::role::{ReaderState, Role, WriterState};
 use crate::stats::StorageStats;
 use crate::{backend, cache, head};
 use strata_codec::clock::Clock;
@@ -26,27 +27,14 @@ pub(crate) struct Shared {
     pub(crate) settings: StorageSettings,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stats: StorageStats,
-    pub(crate) fenced: AtomicBool,
     pub(crate) object_store: Arc<ObjectStoreCounters>,
     pub(crate) slatedb_metrics: Arc<DefaultMetricsRecorder>,
     /// SlateDB's in-memory block cache, to report how full it is.
     pub(crate) memory_cache: cache::MemoryCache,
-    /// Held by the spill pass while it writes a batch, and by the sealer to
-    /// mark a bucket as being sealed.
-    pub(crate) spill_lock: tokio::sync::Mutex<()>,
-    /// Late samples: the late pass's lock, wake-up and sequence.
-    pub(crate) late: Arc<crate::state::late::LateState>,
     /// Which sealed buckets compacted blocks hold (`compact/`).
     pub(crate) compacted: parking_lot::RwLock<Compacted>,
-    /// Bytes deleted or overwritten, and the merge asked for to give
-    /// their space back (a writer's).
-    pub(crate) reclaim: crate::state::reclaim::Reclaim,
-    /// Metric metadata a writer has stored.
-    pub(crate) metadata: crate::state::metadata::MetadataCache,
-    /// On a reader node: when (ms since the epoch, by `clock`) the last
-    /// poll that read the writer's log to its end began; 0 before the
-    /// first.
-    pub(crate) followed_ms: std::sync::atomic::AtomicI64,
+    /// What only a writer, or only a reader node, keeps.
+    pub(crate) role: Role,
     /// Dropped with this state, which ends the freezer's wait at once.
     pub(crate) _freezer_stop: std::sync::mpsc::Sender<()>,
 }
@@ -55,7 +43,8 @@ impl Shared {
     /// Records that this writer was fenced, if that is what `e` says, and
     /// hands `e` back.
     pub(crate) fn note_fenced(&self, e: StorageError) -> StorageError {
-        if matches!(e, StorageError::Fenced(_)) && !self.fenced.swap(true, Ordering::AcqRel) {
+        let newly = |w: &WriterState| !w.fenced.swap(true, Ordering::AcqRel);
+        if matches!(e, StorageError::Fenced(_)) && self.writing().is_some_and(newly) {
             tracing::error!("this writer has been fenced by a newer writer on the same path");
         }
         e
@@ -147,7 +136,24 @@ impl Shared {
 impl Shared {
     /// Whether a newer writer fenced this one.
     pub(crate) fn is_fenced(&self) -> bool {
-        self.fenced.load(Ordering::Acquire)
+        self.writing()
+            .is_some_and(|w| w.fenced.load(Ordering::Acquire))
+    }
+
+    /// What only a writer keeps; `None` on a reader node.
+    pub(crate) fn writing(&self) -> Option<&WriterState> {
+        match &self.role {
+            Role::Writer(w) => Some(w),
+            Role::Reader(_) => None,
+        }
+    }
+
+    /// What only a reader node keeps; `None` on a writer.
+    pub(crate) fn reading(&self) -> Option<&ReaderState> {
+        match &self.role {
+            Role::Reader(r) => Some(r),
+            Role::Writer(_) => None,
+        }
     }
 
     /// SlateDB's writes not yet in a level-0 table (its memtables and WAL

@@ -44,7 +44,7 @@ pub(crate) fn spill_pass(
 ) -> Result<SpillPass, StorageError> {
     let mut pass = SpillPass::default();
     let min_samples = inner.settings.spill_min_samples;
-    let Some(db) = inner.backend.writer() else {
+    let (Some(db), Some(writer)) = (inner.backend.writer(), inner.writing()) else {
         return Ok(pass);
     };
     if min_samples == 0 {
@@ -55,7 +55,7 @@ pub(crate) fn spill_pass(
     for part in series.chunks(SERIES_PER_BATCH) {
         // The sealer takes this lock to mark a bucket as being sealed, so
         // no segment of it is written once its seal has begun.
-        let _sealing = inner.spill_lock.blocking_lock();
+        let _sealing = writer.spill_lock.blocking_lock();
         // Buckets whose seal is due are left to it: it writes them whole
         // soon (a backlog of due buckets can wait a while for its turn),
         // and a bucket sealed from segments takes a read per segment.

@@ -67,7 +67,7 @@ impl Storage {
     /// Bytes compaction deleted or overwrote since the last merge of
     /// SlateDB's tables was asked for (0 on a reader node).
     pub fn reclaimable_bytes(&self) -> u64 {
-        self.shared.reclaim.counted()
+        self.shared.writing().map_or(0, |w| w.reclaim.counted())
     }
 
     pub fn stats(&self) -> &StorageStats {
@@ -96,11 +96,11 @@ impl Storage {
     /// writer's log to its end, so how far it may lag behind the writer;
     /// `None` on a writer and before the first read.
     pub fn followed_at_ms(&self) -> Option<i64> {
-        let ms = self
-            .shared
+        let reader = self.shared.reading()?;
+        let ms = reader
             .followed_ms
             .load(std::sync::atomic::Ordering::Relaxed);
-        (self.is_reader() && ms > 0).then_some(ms)
+        (ms > 0).then_some(ms)
     }
 
     /// Requests and errors against the object store so far.

@@ -49,7 +49,9 @@ pub(crate) async fn follow(
         match result {
             Ok(n) => {
                 add(&inner.stats.samples_appended, n);
-                inner.followed_ms.store(began_ms, Ordering::Relaxed);
+                if let Some(reader) = inner.reading() {
+                    reader.followed_ms.store(began_ms, Ordering::Relaxed);
+                }
                 if failing {
                     tracing::info!("following the writer's log again");
                     failing = false;

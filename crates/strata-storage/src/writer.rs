@@ -231,7 +231,9 @@ impl Writer {
                 // Late samples wait while the head holds many: the late
                 // pass writes them out (bounded by write_timeout).
                 while head.extra_samples() > late::LATE_MAX_SAMPLES {
-                    self.shared.late.note_added(head.extra_samples());
+                    if let Some(writer) = self.shared.writing() {
+                        writer.late.note_added(head.extra_samples());
+                    }
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 }
             }

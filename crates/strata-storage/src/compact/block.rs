@@ -28,6 +28,7 @@ pub(super) async fn compact_block(
     upto: i64,
 ) -> Result<CompactPass, StorageError> {
     let inner = &storage.shared;
+    let writer = inner.writing().ok_or(StorageError::ReadOnly)?;
     let block = Span::Block(start);
     let ttl = inner.span_ttl(block);
     let mut sources: Vec<Span> = Vec::new();
@@ -193,13 +194,13 @@ pub(super) async fn compact_block(
                 pass.samples += ts.len();
             }
             if let Some(h) = &held {
-                inner.reclaim.note(h.value.len());
+                writer.reclaim.note(h.value.len());
             }
             // Every part in the one value; part keys (of a block extended
             // by a build that kept them) go.
             for p in &kept {
                 if p.in_key {
-                    inner.reclaim.note(p.bytes.len());
+                    writer.reclaim.note(p.bytes.len());
                     batch.delete(keys::segment_key(block, id, p.range.0, p.range.1));
                 }
             }

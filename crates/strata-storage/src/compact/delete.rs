@@ -14,6 +14,7 @@ pub(super) async fn delete_buckets(
     from: i64,
     through: i64,
 ) -> Result<usize, StorageError> {
+    let writer = inner.writing().ok_or(StorageError::ReadOnly)?;
     let mut deleted = 0;
     let ranges = [
         (keys::chunk_prefix(from), keys::chunk_prefix(through)),
@@ -27,7 +28,7 @@ pub(super) async fn delete_buckets(
         let mut it = inner.backend.scan_as(lo..hi, ScanKind::Bulk).await?;
         let mut batches = Batches::new(db);
         while let Some(kv) = it.next().await? {
-            inner.reclaim.note(kv.key.len() + kv.value.len());
+            writer.reclaim.note(kv.key.len() + kv.value.len());
             batches.batch.delete(kv.key);
             batches.added().await?;
         }

@@ -89,6 +89,7 @@ pub(crate) async fn compact(
     if n <= 1 {
         return Ok(pass);
     }
+    let writer = inner.writing().ok_or(StorageError::ReadOnly)?;
     // A block not yet whole is extended once this many more of its
     // buckets are sealed: a day's block holds the day so far in steps of
     // six hours, so reads of the last day take few buckets too.
@@ -100,7 +101,7 @@ pub(crate) async fn compact(
         // a late segment written between the look and the switch would
         // land in a stretch the switch steps over, read from a block that
         // never holds it.
-        let writing = inner.late.lock.lock().await;
+        let writing = writer.late.lock.lock().await;
         let state = inner.compacted();
         // The oldest bucket with data not yet in a block: empty stretches
         // (a gap in the history) are stepped over.
@@ -143,7 +144,7 @@ pub(crate) async fn compact(
         i64::try_from(inner.settings.compaction_delete_delay.as_millis()).unwrap_or(i64::MAX);
     let quiet = inner.clock.now_ms().saturating_sub(state.switched_ms) >= delay;
     if state.deleted_through < state.through && (quiet || delete_now) {
-        let _writing = inner.late.lock.lock().await;
+        let _writing = writer.late.lock.lock().await;
         pass.keys_deleted = delete_buckets(inner, db, state.deleted_through, state.through).await?;
         add(&inner.stats.compaction_deleted_keys, pass.keys_deleted);
         let deleted = Compacted {

@@ -92,7 +92,9 @@ pub(super) fn apply_group(
     }
     if apply.extra > 0 {
         inner.head.extra_added(apply.extra);
-        inner.late.note_added(inner.head.extra_samples());
+        if let Some(writer) = inner.writing() {
+            writer.late.note_added(inner.head.extra_samples());
+        }
     }
     (outcomes, apply.buckets)
 }
