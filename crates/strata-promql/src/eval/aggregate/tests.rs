@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use strata_codec::Label;
 
+use super::fold::FoldPart;
 use super::*;
 use crate::eval::SelectorData;
 
