@@ -1,141 +1,15 @@
-//! Go's `fmt` for the values templates print: `strconv.FormatFloat`'s
-//! `%e`, `%f` and `%g` (`%v` of a float is the shortest `%g`: `1`, `0.5`,
-//! `1e+06`, `1e-05`), and `Sprintf`, `Sprint` and `Sprintln`.
-//!
-//! gtmpl's `printf` formats floats as Rust does and has no `%g`, so
-//! templates get this one.
+//! Go's `fmt.Sprintf`: flags, width, precision and verbs per argument
+//! kind, with Go's `%!verb(type=value)` for a verb that does not fit.
 
 use gtmpl_value::Value;
 
-use super::text;
-use super::value::{self, Go};
-
-/// The decimal digits of a finite `|v|` without trailing zeros, and where
-/// the point goes: `|v| = 0.d₁d₂… × 10^point`. The shortest digits that
-/// read back as `v` when `sig` is `None`, else `v` rounded to `sig`
-/// significant digits (Rust rounds the exact binary value half to even, as
-/// Go does).
-fn digits(v: f64, sig: Option<usize>) -> (Vec<u8>, i32) {
-    let s = match sig {
-        None => format!("{:e}", v.abs()),
-        Some(n) => format!("{:.*e}", n.saturating_sub(1), v.abs()),
-    };
-    let (mantissa, exp) = s.split_once('e').unwrap_or((s.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let mut d: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
-    while d.last() == Some(&b'0') {
-        d.pop();
-    }
-    if d.is_empty() {
-        return (d, 0);
-    }
-    (d, exp + 1)
-}
-
-/// `strconv.FormatFloat(v, verb, prec, 64)` for the verbs `e`, `E`, `f`,
-/// `F`, `g` and `G`; `prec` `None` is Go's -1, the shortest.
-pub(super) fn format_float(v: f64, verb: char, prec: Option<usize>) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    let neg = v.is_sign_negative();
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    let upper = verb.is_ascii_uppercase();
-    match verb.to_ascii_lowercase() {
-        'e' => {
-            let (d, point) = digits(v, prec.map(|p| p + 1));
-            let p = prec.unwrap_or(d.len().saturating_sub(1));
-            fmt_e(&mut out, &d, point, p, upper);
-        }
-        'f' => match prec {
-            // Rust rounds `{:.p}` as Go does; only the sign is ours.
-            Some(p) => out.push_str(&format!("{:.*}", p, v.abs())),
-            None => {
-                let (d, point) = digits(v, None);
-                let p = (d.len() as i32 - point).max(0) as usize;
-                fmt_f(&mut out, &d, point, p);
-            }
-        },
-        _ => {
-            let shortest = prec.is_none();
-            let sig = prec.map(|p| p.max(1));
-            let (d, point) = digits(v, sig);
-            let nd = d.len() as i32;
-            let mut eprec = sig.map_or(6, |p| p as i32);
-            if !shortest && eprec > nd && nd >= point {
-                eprec = nd;
-            }
-            if shortest {
-                eprec = 6;
-            }
-            let exp = point - 1;
-            if exp < -4 || exp >= eprec {
-                let p = sig.map_or(nd, |p| (p as i32).min(nd)) - 1;
-                fmt_e(&mut out, &d, point, p.max(0) as usize, upper);
-            } else {
-                let p = match sig {
-                    Some(p) if p as i32 > point => nd,
-                    Some(p) => p as i32,
-                    None => nd,
-                };
-                fmt_f(&mut out, &d, point, (p - point).max(0) as usize);
-            }
-        }
-    }
-    out
-}
-
-/// strconv's `%e` layout of digits `d` with `prec` digits after the point.
-fn fmt_e(out: &mut String, d: &[u8], point: i32, prec: usize, upper: bool) {
-    out.push(d.first().map_or('0', |&c| c as char));
-    if prec > 0 {
-        out.push('.');
-        for i in 1..=prec {
-            out.push(d.get(i).map_or('0', |&c| c as char));
-        }
-    }
-    out.push(if upper { 'E' } else { 'e' });
-    let exp = if d.is_empty() { 0 } else { point - 1 };
-    out.push(if exp < 0 { '-' } else { '+' });
-    let exp = exp.unsigned_abs();
-    if exp < 10 {
-        out.push('0');
-    }
-    out.push_str(&exp.to_string());
-}
-
-/// strconv's `%f` layout of digits `d` with `prec` digits after the point.
-fn fmt_f(out: &mut String, d: &[u8], point: i32, prec: usize) {
-    if point > 0 {
-        for i in 0..point as usize {
-            out.push(d.get(i).map_or('0', |&c| c as char));
-        }
-    } else {
-        out.push('0');
-    }
-    if prec > 0 {
-        out.push('.');
-        for i in 0..prec as i32 {
-            let j = point + i;
-            let c = if j >= 0 {
-                d.get(j as usize).copied()
-            } else {
-                None
-            };
-            out.push(c.map_or('0', char::from));
-        }
-    }
-}
+use super::format_float;
+use crate::template::text;
+use crate::template::value::{self, Go};
 
 /// One `%` directive's flags, width and precision.
 #[derive(Clone, Copy, Default)]
-struct Spec {
+pub(super) struct Spec {
     plus: bool,
     minus: bool,
     sharp: bool,
@@ -189,7 +63,7 @@ impl Spec {
 }
 
 /// Go's `fmt.Sprintf(format, args...)`.
-pub(super) fn sprintf(format: &str, args: &[Value]) -> String {
+pub(in crate::template) fn sprintf(format: &str, args: &[Value]) -> String {
     let mut p = Printf {
         f: format.as_bytes(),
         i: 0,
@@ -389,7 +263,7 @@ impl Printf<'_> {
 
 /// Go's `printArg`: `arg` under `verb`, maps, lists and structs element by
 /// element.
-fn print_arg(arg: &Value, verb: char, spec: &Spec, out: &mut String) {
+pub(super) fn print_arg(arg: &Value, verb: char, spec: &Spec, out: &mut String) {
     if verb == 'T' {
         return spec.pad(value::type_name(arg), false, out);
     }
@@ -572,52 +446,4 @@ fn print_float(f: f64, verb: char, spec: &Spec, arg: &Value, out: &mut String) {
         num.insert_str(0, spec.sign(false));
     }
     spec.pad_number(&num, out)
-}
-
-/// Go's `fmt.Sprint(args...)`: a space between operands when neither is a
-/// string.
-pub(super) fn sprint(args: &[Value]) -> String {
-    let mut out = String::new();
-    let mut prev_string = true;
-    for (i, a) in args.iter().enumerate() {
-        let is_string = value::is_string(a);
-        if i > 0 && !is_string && !prev_string {
-            out.push(' ');
-        }
-        print_arg(a, 'v', &Spec::default(), &mut out);
-        prev_string = is_string;
-    }
-    out
-}
-
-/// `Sprint` of values made printable as Go's `printableValue` makes them:
-/// nil is the string "<no value>", a pointer prints as what it points to.
-pub(super) fn sprint_printable(args: &[Value]) -> String {
-    let mut out = String::new();
-    let mut prev_string = true;
-    for (i, a) in args.iter().enumerate() {
-        let is_string = value::is_string(a) || matches!(a, Value::Nil);
-        if i > 0 && !is_string && !prev_string {
-            out.push(' ');
-        }
-        match a {
-            Value::Nil => out.push_str("<no value>"),
-            a => value::write_v(a, &mut out),
-        }
-        prev_string = is_string;
-    }
-    out
-}
-
-/// Go's `fmt.Sprintln(args...)`: spaces between all operands and a newline.
-pub(super) fn sprintln(args: &[Value]) -> String {
-    let mut out = String::new();
-    for (i, a) in args.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        print_arg(a, 'v', &Spec::default(), &mut out);
-    }
-    out.push('\n');
-    out
 }
