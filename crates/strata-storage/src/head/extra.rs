@@ -117,7 +117,7 @@ pub(crate) struct Extras(Option<Box<Beside>>);
 #[derive(Default)]
 pub(crate) struct Beside {
     runs: Vec<ExtraRun>,
-    hists: Vec<super::hist::HistBucket>,
+    hists: Vec<super::hist_bucket::HistBucket>,
 }
 
 impl Extras {
@@ -152,14 +152,14 @@ impl Extras {
     }
 
     /// The series' native histograms by bucket, oldest first.
-    pub(crate) fn hists(&self) -> &[super::hist::HistBucket] {
+    pub(crate) fn hists(&self) -> &[super::hist_bucket::HistBucket] {
         self.0.as_ref().map_or(&[], |b| &b.hists)
     }
 
     /// Changes the series' native histograms through `f`.
     pub(crate) fn with_hists<R>(
         &mut self,
-        f: impl FnOnce(&mut Vec<super::hist::HistBucket>) -> R,
+        f: impl FnOnce(&mut Vec<super::hist_bucket::HistBucket>) -> R,
     ) -> R {
         let r = f(&mut self.beside().hists);
         self.tidy();
@@ -174,7 +174,7 @@ impl Extras {
                 + b.runs.iter().map(ExtraRun::heap_bytes).sum::<usize>()
                 + b.hists
                     .iter()
-                    .map(super::hist::HistBucket::heap_bytes)
+                    .map(super::hist_bucket::HistBucket::heap_bytes)
                     .sum::<usize>()
         })
     }

@@ -23,6 +23,7 @@ mod exemplars;
 mod extra;
 mod hash_filter;
 mod hist;
+mod hist_bucket;
 mod ids;
 mod index;
 mod labels;
