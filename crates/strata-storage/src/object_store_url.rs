@@ -152,8 +152,8 @@ pub async fn check_object_store(
 }
 
 async fn probe(store: &dyn ObjectStore, path: &str, writable: bool) -> Result<(), ProbeError> {
-    use crate::clock::Clock as _;
     use object_store::{ObjectStoreExt as _, PutMode, PutOptions, PutPayload};
+    use strata_codec::clock::Clock as _;
     let prefix = object_store::path::Path::from(path);
     store
         .list_with_delimiter(Some(&prefix))
@@ -165,7 +165,7 @@ async fn probe(store: &dyn ObjectStore, path: &str, writable: bool) -> Result<()
     let key = prefix.clone().join(format!(
         "start-probe-{}-{}",
         std::process::id(),
-        crate::clock::SystemClock.now_ms()
+        strata_codec::clock::SystemClock.now_ms()
     ));
     let create = || PutOptions {
         mode: PutMode::Create,

@@ -30,6 +30,9 @@ impl Compression {
 /// would only multiply level-0 tables and compactions.
 const MIN_MEMTABLE_BYTES: u64 = 1 << 20;
 
+/// Prometheus' usual setting of `storage.exemplars.max-exemplars`.
+pub const DEFAULT_MAX_EXEMPLARS: usize = 100_000;
+
 /// How the storage engine lays out and keeps data.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -163,7 +166,7 @@ impl Default for StorageSettings {
             memory_cache_bytes: 256 << 20,
             memtable_bytes: 16 << 20,
             max_unflushed_bytes: 256 << 20,
-            max_exemplars: crate::head::DEFAULT_MAX_EXEMPLARS,
+            max_exemplars: DEFAULT_MAX_EXEMPLARS,
         }
     }
 }

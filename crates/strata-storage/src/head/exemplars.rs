@@ -19,8 +19,7 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use strata_codec::Exemplar;
 
-/// Prometheus' usual setting of `storage.exemplars.max-exemplars`.
-pub const DEFAULT_MAX_EXEMPLARS: usize = 100_000;
+pub use crate::settings::DEFAULT_MAX_EXEMPLARS;
 
 /// What became of one exemplar offered to the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
