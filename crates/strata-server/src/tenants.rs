@@ -172,22 +172,29 @@ impl TenantSource {
     /// `None` when nothing can match. In a tenant's view no series has the
     /// tenant label, so a matcher on it is decided against the empty value.
     fn scoped(&self, matchers: &[Matcher]) -> Result<Option<Vec<Matcher>>, SourceError> {
-        let mut out = Vec::with_capacity(matchers.len() + 1);
-        for m in matchers {
-            if m.name == TENANT_LABEL {
-                if !m.matches("") {
-                    return Ok(None);
-                }
-            } else {
-                out.push(m.clone());
-            }
-        }
-        out.push(
-            Matcher::new(MatchOp::Equal, TENANT_LABEL, self.tenant.label_value())
-                .map_err(|e| SourceError::Internal(format!("tenant matcher: {e}")))?,
-        );
-        Ok(Some(out))
+        scope(&self.tenant, matchers).map_err(SourceError::Internal)
     }
+}
+
+/// `matchers` plus the one that keeps to `tenant`'s series, or `None` when
+/// nothing can match. In a tenant's view no series has the tenant label, so
+/// a matcher on it is decided against the empty value.
+pub fn scope(tenant: &Tenant, matchers: &[Matcher]) -> Result<Option<Vec<Matcher>>, String> {
+    let mut out = Vec::with_capacity(matchers.len() + 1);
+    for m in matchers {
+        if m.name == TENANT_LABEL {
+            if !m.matches("") {
+                return Ok(None);
+            }
+        } else {
+            out.push(m.clone());
+        }
+    }
+    out.push(
+        Matcher::new(MatchOp::Equal, TENANT_LABEL, tenant.label_value())
+            .map_err(|e| format!("tenant matcher: {e}"))?,
+    );
+    Ok(Some(out))
 }
 
 fn strip(labels: &mut Vec<Label>) {

@@ -40,6 +40,9 @@ pub const EXEMPLARS: u8 = b'E';
 /// histograms that arrive once the bucket is sealed add `| log seq u64`.
 /// Apart from the float chunks: compaction leaves them as they are.
 pub const HISTOGRAMS: u8 = b'N';
+/// A deletion (`delete_series`): `D | seq u64`, valued with its matchers
+/// and time range; every read leaves out what it names.
+pub const TOMBSTONE: u8 = b'D';
 
 /// Separates a label name from its value in a postings key; never part of
 /// valid UTF-8.

@@ -47,6 +47,7 @@ mod stored;
 #[doc(hidden)]
 pub mod table_compression;
 mod tailer;
+mod tombstones;
 pub mod values;
 mod worker;
 mod write;
@@ -72,6 +73,7 @@ pub use storage::Storage;
 pub use strata_codec::clock::{self, Clock, ManualClock, SystemClock};
 pub use strata_codec::Series;
 pub use strata_codec::SeriesExemplars;
+pub use tombstones::TOMBSTONE_POLL;
 pub use worker::set_idle_hook;
 pub use write::{Durability, IngestSeries, WriteLimits};
 pub use writer::Writer;

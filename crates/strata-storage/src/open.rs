@@ -112,8 +112,10 @@ impl Opening {
             object_store: self.counters,
             compacted: parking_lot::RwLock::new(compacted),
             role,
+            tombstones: Default::default(),
             _freezer_stop: freezer_stop,
         });
+        crate::tombstones::load(&shared).await?;
         stats::add(&shared.stats.samples_replayed, samples_replayed);
         start_freezer(&shared, samples_replayed > 0, freezer_stopped);
         Ok((

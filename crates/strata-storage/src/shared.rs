@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) memory_cache: cache::MemoryCache,
     /// Which sealed buckets compacted blocks hold (`compact/`).
     pub(crate) compacted: parking_lot::RwLock<Compacted>,
+    /// Deletions every read leaves out (`delete_series`).
+    pub(crate) tombstones: crate::state::tombstones::Tombstones,
     /// What only a writer, or only a reader node, keeps.
     pub(crate) role: Role,
     /// Dropped with this state, which ends the freezer's wait at once.

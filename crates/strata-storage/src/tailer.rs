@@ -1,6 +1,7 @@
 //! The reader node's log follower: polls the writer's log into the local
-//! head, and drops buckets from the head once the writer's checkpoint says
-//! they are sealed.
+//! head, drops buckets from the head once the writer's checkpoint says
+//! they are sealed, and reads the writer's deletions again every
+//! [`TOMBSTONE_POLL`].
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use crate::head::NONE_SEALED;
 use crate::recovery::{read_checkpoint, LogFollower};
 use crate::shared::Shared;
 use crate::stats::add;
+use crate::tombstones::TOMBSTONE_POLL;
 
 pub(crate) async fn follow(
     inner: Arc<Shared>,
@@ -22,6 +24,8 @@ pub(crate) async fn follow(
     let mut tick = tokio::time::interval(poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
+    // The deletions were read at open.
+    let mut deletions_read = std::time::Instant::now();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -40,6 +44,10 @@ pub(crate) async fn follow(
                 }
             }
             inner.note_compacted(read_compacted(&inner.backend).await?);
+            if deletions_read.elapsed() >= TOMBSTONE_POLL {
+                crate::tombstones::load(&inner).await?;
+                deletions_read = std::time::Instant::now();
+            }
             let sealed = inner.head.sealed_through().unwrap_or(NONE_SEALED);
             follower
                 .catch_up(&inner.backend, &inner.head, sealed, ScanKind::Short)

@@ -67,6 +67,26 @@ impl Writer {
         &self.storage
     }
 
+    /// Deletes the samples in `[mint, maxt]` (ms, inclusive) of every
+    /// series all `matchers` match, as Prometheus' `delete_series`: from
+    /// the moment this returns no read on this writer returns them, the
+    /// head's, sealed buckets' and blocks' alike; reader nodes leave them
+    /// out from their next look at the deletions (every
+    /// [`crate::TOMBSTONE_POLL`]). Durable before it returns.
+    pub async fn delete_series(
+        &self,
+        matchers: &[strata_codec::Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<(), StorageError> {
+        let tombstone = crate::state::tombstones::Tombstone {
+            matchers: matchers.to_vec(),
+            mint,
+            maxt,
+        };
+        crate::tombstones::store(&self.shared, tombstone).await
+    }
+
     fn db(&self) -> Result<&slatedb::Db, StorageError> {
         self.shared.backend.writer().ok_or(StorageError::ReadOnly)
     }

@@ -53,6 +53,7 @@ const FLOORS: [&[&str]; 4] = [
         "packed_batch",
         "exemplars",
         "key_usage",
+        "tombstones",
     ],
     // Handles, and the crate's face.
     &["storage", "writer", "open", ""],

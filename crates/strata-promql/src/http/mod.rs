@@ -216,7 +216,7 @@ fn respond(r: Result<String, QueryError>) -> Response {
 
 /// Reads the URL query (or the [`LongUrlQuery`] standing in for it) and,
 /// for a POST, a URL-encoded or multipart form body.
-async fn read_params(req: Request) -> Result<Params, QueryError> {
+pub async fn read_params(req: Request) -> Result<Params, QueryError> {
     let query = match req.extensions().get::<LongUrlQuery>() {
         Some(long) => Some(long.0.clone()),
         None => req.uri().query().map(str::to_owned),

@@ -66,6 +66,10 @@ pub fn router(state: Arc<AppState>) -> Router {
     let guarded = Router::new()
         .route("/metrics", get(ops::metrics))
         .route(ops::CLEAN_TOMBSTONES, post(ops::clean_tombstones))
+        .route(
+            ops::DELETE_SERIES,
+            post(ops::delete_series).put(ops::delete_series),
+        )
         .route(ops::RELOAD, post(ops::reload).put(ops::reload))
         .with_state(Arc::clone(&state))
         .merge(write)
@@ -97,6 +101,7 @@ fn access_of(method: &axum::http::Method, path: &str) -> Access {
     if path == "/api/v1/write"
         || path == import::PATH
         || path == ops::CLEAN_TOMBSTONES
+        || path == ops::DELETE_SERIES
         || path == ops::RELOAD
         || otlp::PATHS.contains(&path)
     {

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::state::AppState;
+use crate::tenants::{scope, Tenant};
 
 /// 200 while the process serves and its object store answers; 503 once
 /// every request to the store has failed for `server.store_unhealthy_after`.
@@ -104,6 +105,77 @@ pub async fn clean_tombstones(State(state): State<Arc<AppState>>) -> Response {
             &format!("cannot clean tombstones now: {e}"),
         ),
     }
+}
+
+/// The path of Prometheus' admin call that deletes series.
+pub const DELETE_SERIES: &str = "/api/v1/admin/tsdb/delete_series";
+
+/// `POST` or `PUT /api/v1/admin/tsdb/delete_series`, as in Prometheus: the
+/// samples between `start` and `end` (the whole history by default) of the
+/// series each `match[]` selects, in the request's tenant, are left out of
+/// every read from now on (on reader nodes within
+/// [`strata_storage::TOMBSTONE_POLL`]). 204 once durable; writers only.
+pub async fn delete_series(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    use strata_promql::http::params::{parse_time_param, MAX_TIME_MS, MIN_TIME_MS};
+    let bad = |msg: String| super::refuse(DELETE_SERIES, StatusCode::BAD_REQUEST, "bad_data", &msg);
+    let writer = match super::write::writer_of(&state) {
+        Ok(w) => Arc::clone(w),
+        Err(super::write::NoWriter::Recovering) => {
+            return super::refuse(
+                DELETE_SERIES,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "not ready: recovery is in progress",
+            )
+        }
+        Err(super::write::NoWriter::ReadOnly) => {
+            return super::refuse(
+                DELETE_SERIES,
+                StatusCode::FORBIDDEN,
+                "bad_data",
+                "this is a reader node: ask the writer to delete series",
+            )
+        }
+    };
+    let tenant = req.extensions().get::<Tenant>().cloned();
+    let params = match strata_promql::http::read_params(req).await {
+        Ok(p) => p,
+        Err(e) => return bad(e.to_string()),
+    };
+    let selectors = params.all("match[]");
+    if selectors.is_empty() {
+        return bad("no match[] parameter provided".into());
+    }
+    let (start, end) = match (
+        parse_time_param(&params, "start", MIN_TIME_MS),
+        parse_time_param(&params, "end", MAX_TIME_MS),
+    ) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return bad(e.to_string()),
+    };
+    let max_regex = state.config.query.max_regex_bytes;
+    let sets = match strata_promql::http::parse_match_params(&selectors, max_regex) {
+        Ok(sets) => sets,
+        Err(e) => return bad(e.to_string()),
+    };
+    let tenant = tenant.unwrap_or(Tenant::DEFAULT);
+    for set in sets {
+        let scoped = match scope(&tenant, &set) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(e) => return bad(e),
+        };
+        if let Err(e) = writer.delete_series(&scoped, start, end).await {
+            return super::refuse(
+                DELETE_SERIES,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                &format!("cannot delete series now: {e}"),
+            );
+        }
+        tracing::info!(matchers = ?scoped, start, end, "series deleted");
+    }
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// The path Prometheus reloads its configuration at.

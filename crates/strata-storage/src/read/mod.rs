@@ -15,6 +15,7 @@ use strata_codec::{Label, Matcher, Series, SeriesMap};
 use crate::error::StorageError;
 use crate::head::NONE_SEALED;
 use crate::keys::Span;
+use crate::state::tombstones::{self, Tombstone};
 use crate::storage::Storage;
 
 mod decode;
@@ -23,6 +24,22 @@ mod sealed;
 
 use decode::{decode_jobs, insert_stored, task_failed, DecodeJob, Samples, SealedPart};
 pub(crate) use sealed::FoundKeys;
+
+/// `map` after the deletions `deleted` have cut each series: `map` itself
+/// when there are none.
+fn with_deletions(deleted: Arc<[Tombstone]>, map: Option<&SeriesMap>) -> Option<SeriesMap> {
+    if deleted.is_empty() {
+        return map.cloned();
+    }
+    let then = map.cloned();
+    Some(Arc::new(move |series| {
+        let kept = tombstones::apply(&deleted, series)?;
+        match &then {
+            Some(map) => map(kept),
+            None => Some(kept),
+        }
+    }))
+}
 
 /// Sealed buckets read at once by one select.
 const BUCKET_FETCH_CONCURRENCY: usize = 8;
@@ -52,6 +69,8 @@ impl Storage {
         if mint > maxt {
             return Ok(Vec::new());
         }
+        let map = with_deletions(self.shared.tombstones.get(), map);
+        let map = map.as_ref();
         let head = &self.shared.head;
         let bucket_ms = self.shared.settings.bucket_ms();
         let sealed_before = head.sealed_through().unwrap_or(NONE_SEALED);
@@ -214,6 +233,8 @@ impl Storage {
         }
         ids.sort_unstable();
         ids.dedup();
+        // Deletions do not hide a series here, as in Prometheus' head: its
+        // samples are gone, its name stays until retention.
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(labels) = self.labels_of(id).await? {

@@ -8,3 +8,4 @@ pub(crate) mod late;
 pub(crate) mod metadata;
 pub(crate) mod reclaim;
 pub(crate) mod role;
+pub(crate) mod tombstones;
