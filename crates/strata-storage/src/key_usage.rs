@@ -22,7 +22,7 @@ pub struct KindUsage {
 }
 
 /// The kinds by prefix byte, in the keyspace's order of description.
-const KINDS: [(u8, &str); 12] = [
+const KINDS: [(u8, &str); 13] = [
     (keys::LOG, "log record"),
     (keys::SERIES, "series labels"),
     (keys::SERIES_HASH, "series by label hash"),
@@ -35,6 +35,7 @@ const KINDS: [(u8, &str); 12] = [
     (keys::EXEMPLARS, "exemplars"),
     (keys::HISTOGRAMS, "native histograms"),
     (keys::META, "metadata"),
+    (keys::TOMBSTONE, "deletion"),
 ];
 
 impl Storage {
