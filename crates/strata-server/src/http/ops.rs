@@ -74,24 +74,9 @@ pub const CLEAN_TOMBSTONES: &str = "/api/v1/admin/tsdb/clean_tombstones";
 /// background; `strata_reclaim_merges_done_total` counts it done);
 /// writers only.
 pub async fn clean_tombstones(State(state): State<Arc<AppState>>) -> Response {
-    let writer = match super::write::writer_of(&state) {
+    let writer = match admin_writer(&state, CLEAN_TOMBSTONES, "clean tombstones") {
         Ok(w) => w,
-        Err(super::write::NoWriter::Recovering) => {
-            return super::refuse(
-                CLEAN_TOMBSTONES,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "not ready: recovery is in progress",
-            )
-        }
-        Err(super::write::NoWriter::ReadOnly) => {
-            return super::refuse(
-                CLEAN_TOMBSTONES,
-                StatusCode::FORBIDDEN,
-                "bad_data",
-                "this is a reader node: ask the writer to clean tombstones",
-            )
-        }
+        Err(refused) => return *refused,
     };
     match writer.reclaim_now().await {
         Ok(step) => {
@@ -107,6 +92,30 @@ pub async fn clean_tombstones(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// The writer an admin call at `path` goes to, or the answer refusing it:
+/// 503 while recovering, 403 on a reader node (which cannot `what`).
+fn admin_writer(
+    state: &AppState,
+    path: &str,
+    what: &str,
+) -> Result<Arc<strata_storage::Writer>, Box<Response>> {
+    match super::write::writer_of(state) {
+        Ok(w) => Ok(Arc::clone(w)),
+        Err(super::write::NoWriter::Recovering) => Err(Box::new(super::refuse(
+            path,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "not ready: recovery is in progress",
+        ))),
+        Err(super::write::NoWriter::ReadOnly) => Err(Box::new(super::refuse(
+            path,
+            StatusCode::FORBIDDEN,
+            "bad_data",
+            &format!("this is a reader node: ask the writer to {what}"),
+        ))),
+    }
+}
+
 /// The path of Prometheus' admin call that deletes series.
 pub const DELETE_SERIES: &str = "/api/v1/admin/tsdb/delete_series";
 
@@ -118,24 +127,9 @@ pub const DELETE_SERIES: &str = "/api/v1/admin/tsdb/delete_series";
 pub async fn delete_series(State(state): State<Arc<AppState>>, req: Request) -> Response {
     use strata_promql::http::params::{parse_time_param, MAX_TIME_MS, MIN_TIME_MS};
     let bad = |msg: String| super::refuse(DELETE_SERIES, StatusCode::BAD_REQUEST, "bad_data", &msg);
-    let writer = match super::write::writer_of(&state) {
-        Ok(w) => Arc::clone(w),
-        Err(super::write::NoWriter::Recovering) => {
-            return super::refuse(
-                DELETE_SERIES,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "not ready: recovery is in progress",
-            )
-        }
-        Err(super::write::NoWriter::ReadOnly) => {
-            return super::refuse(
-                DELETE_SERIES,
-                StatusCode::FORBIDDEN,
-                "bad_data",
-                "this is a reader node: ask the writer to delete series",
-            )
-        }
+    let writer = match admin_writer(&state, DELETE_SERIES, "delete series") {
+        Ok(w) => w,
+        Err(refused) => return *refused,
     };
     let tenant = req.extensions().get::<Tenant>().cloned();
     let params = match strata_promql::http::read_params(req).await {
