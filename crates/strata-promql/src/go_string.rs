@@ -70,12 +70,17 @@ pub(crate) fn check_label_names(query: &str, expr: &Expr) -> Result<(), QueryErr
             }
             Expr::Call(c) if c.func.name == "label_replace" || c.func.name == "label_join" => {
                 let name = c.func.name;
-                for (k, arg) in c.args.args.iter().enumerate() {
-                    let role = match k {
-                        1 => "destination",
-                        3.. if name == "label_join" => "source",
-                        _ => continue,
-                    };
+                let args = &c.args.args;
+                // `label_join`'s sources first, as Prometheus checks them.
+                let sources = match args.get(3..) {
+                    Some(sources) if name == "label_join" => sources,
+                    _ => &[],
+                };
+                let names = sources
+                    .iter()
+                    .map(|a| ("source", a))
+                    .chain(args.get(1).map(|a| ("destination", a)));
+                for (role, arg) in names {
                     if let Some(i) = find(arg) {
                         // Prometheus prints the bytes as they are, which its
                         // JSON encoder then writes U+FFFD for, byte by byte.
@@ -317,6 +322,11 @@ mod tests {
     fn invalid_label_names_are_refused() {
         let err = check(r#"count_values("a\xc5z", version)"#).unwrap_err();
         assert_eq!(err.to_string(), r#"invalid label name "a\xc5z""#);
+        let err = check(r#"label_join(m, "\xff", "-", "a", "\xfe")"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid source label name in label_join(): \u{fffd}"
+        );
         let err = check(r#"label_replace(m, "a\xe2\x82", "", "src", "(.*)")"#).unwrap_err();
         assert_eq!(
             err.to_string(),
