@@ -214,7 +214,7 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
         r#"{"my.metric"} offset 30s"#,
         r#"topk(1, {"my.metric"})"#,
         r#"sort_desc({"my.metric"})"#,
-        r#"count_values("value.seen", {"my.metric"})"#,
+        r#"count_values("value.seen", {"my.metric", "http.status"="200"})"#,
         r#"label_replace({"my.metric"}, "status.copy", "$1", "http.status", "(.*)")"#,
         r#"label_join({"my.metric"}, "joined.label", "-", "http.status", "job")"#,
         r#"absent({"no.such.metric", "a.b"="c"})"#,
@@ -231,6 +231,19 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
         r#"count_values("\xff", {"my.metric"})"#,
         r#"label_replace({"my.metric"}, "\xff", "", "", "")"#,
         r#"label_join({"my.metric"}, "dst", "-", "job", "a\xe2\x82b")"#,
+        r#"{"\xff"="x"}"#,
+        r#"{"my.metric", "\xff"="x"}"#,
+        r#"{"my.metric", "\xff"!="x"}"#,
+        r#"{"\xff"}"#,
+        r#"{__name__="\xff"}"#,
+        r#"count_values("", {"my.metric"})"#,
+        r#"label_replace({"my.metric"}, "", "", "", "")"#,
+        r#"label_join({"my.metric"}, "", "-", "job")"#,
+        r#"label_join({"my.metric"}, "x", "-", "")"#,
+        r#"sum by ("my.metric") ({"my.metric"})"#,
+        r#"{"my.metric", "http.status"}"#,
+        r#"{"my.metric" , "my.metric"}"#,
+        r#"{__name__="my.metric", "other.name"}"#,
     ]
     .iter()
     .map(|q| instant(q))
