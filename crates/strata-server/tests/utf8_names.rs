@@ -248,6 +248,20 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
     .iter()
     .map(|q| instant(q))
     .collect();
+    for query in [
+        r#"{"my.metric", "http.status"="200"}"#,
+        r#"{__name__="my.metric"}"#,
+        r#"sum by ("http.status", job) (rate({"my.metric"}[5m]))"#,
+        r#"{"my.metric"} * on ("http.status") group_left ("k8s.pod.name") {"温度"}"#,
+        r#"{"quote\"d", "back\\slash"=~"v"}"#,
+        r#"{"U__x"="1", a_b="2", "a:b"="3"}"#,
+        r#"my_metric{"http.status"="200"}"#,
+    ] {
+        paths.push(format!(
+            "/api/v1/format_query?{}",
+            query_string(&[("query", query)])
+        ));
+    }
     paths.push(range(r#"sum by ("http.status") ({"my.metric"})"#));
     paths.push(range(r#"{"温度"}"#));
     for selector in [
