@@ -331,18 +331,25 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
 
 #[test]
 fn otlp_without_translation_reads_back_as_from_prometheus_3_16() {
-    otlp_reads_back_as_from_prometheus_3_16("NoTranslation", "");
+    otlp_reads_back_as_from_prometheus_3_16(
+        "NoTranslation",
+        ("jobs.done", "http.server.request.duration"),
+    );
 }
 
 #[test]
 fn otlp_utf8_with_suffixes_reads_back_as_from_prometheus_3_16() {
-    otlp_reads_back_as_from_prometheus_3_16("NoUTF8EscapingWithSuffixes", "_total");
+    otlp_reads_back_as_from_prometheus_3_16(
+        "NoUTF8EscapingWithSuffixes",
+        ("jobs.done_total", "http.server.request.duration_seconds"),
+    );
 }
 
 /// OTLP metrics under `strategy` (names as sent, with or without unit and
-/// type suffixes; a counter's name ends in `total`) and a resource
-/// attribute with dots promoted to a label, on both sides.
-fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, total: &str) {
+/// type suffixes), which names the counter and histogram families `names`,
+/// and a resource attribute with dots promoted to a label, on both sides.
+fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, names: (&str, &str)) {
+    let (counter, histogram) = names;
     let dir = tempfile::tempdir().unwrap();
     let strata = StrataProcess::start(
         dir.path(),
@@ -376,7 +383,7 @@ fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, total: &str) {
     // Series and label names carry no timestamps: they must agree exactly.
     let job = r#"{job="shop/utf8"}"#;
     let mut paths = Vec::new();
-    let jobs = format!(r#"{{"jobs.done{total}"}}"#);
+    let jobs = format!(r#"{{"{counter}"}}"#);
     for selector in [job, &jobs, r#"{__name__=~"http\\.server\\..+"}"#] {
         for endpoint in [
             "/api/v1/series",
@@ -430,6 +437,23 @@ fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, total: &str) {
         let want = answer(prometheus.port);
         assert!(!want.is_empty(), "{query}: Prometheus has no answer");
         assert_eq!(answer(strata.port), want, "{query}");
+    }
+    // Prometheus' metadata API answers from scrape targets only: Strata's
+    // is checked alone, under the names the series have.
+    for (family, want) in [
+        (
+            counter,
+            r#"{"type":"counter","help":"Jobs done.","unit":""}"#,
+        ),
+        (
+            histogram,
+            r#"{"type":"histogram","help":"Request latency.","unit":"seconds"}"#,
+        ),
+    ] {
+        let q = query_string(&[("metric", family)]);
+        let got = get(strata.port, &format!("/api/v1/metadata?{q}")).json();
+        let want: serde_json::Value = serde_json::from_str(want).unwrap();
+        assert_eq!(got["data"][family], serde_json::json!([want]), "{got}");
     }
 }
 
