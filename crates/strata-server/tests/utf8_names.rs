@@ -1,11 +1,9 @@
-//! UTF-8 metric and label names end to end, against the real Prometheus
-//! 3.16 in the same run: the same series written to both (remote write 1.0
-//! and 2.0; OTLP from the OpenTelemetry Python SDK under `NoTranslation`
-//! and `NoUTF8EscapingWithSuffixes`), then the same JSON from both for
-//! queries with quoted names, `/api/v1/series`, `/api/v1/labels` and
-//! `/api/v1/label/{name}/values` with names written plainly and `U__`
-//! escaped, and for the invalid names both refuse. And names that are not
-//! UTF-8 on the way in: a 400 naming the problem, the rest written.
+//! UTF-8 metric and label names against the real Prometheus 3.16 in the
+//! same run: the same series remote-written to both (1.0 and 2.0), then the
+//! same JSON from both for queries with quoted names, `format_query`,
+//! `/api/v1/series`, `/api/v1/labels` and `/api/v1/label/{name}/values`
+//! with names written plainly and `U__` escaped, and for the invalid names
+//! both refuse.
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(
     clippy::unwrap_used,
@@ -15,66 +13,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
-
-use common::promql_compare::{remote_write, WriteSeries};
+use common::promql_compare::{remote_write, same_json_answers, WriteSeries};
 use common::{
-    free_port, http_request, now_ms, prometheus3_bin, query_string, wait_until, HttpResponse,
+    free_port, http_request, now_ms, prometheus3_bin, query_string, HttpResponse,
     PrometheusProcess, StrataProcess,
 };
 use strata_codec::Label;
-use strata_otlp::proto::{
-    any_value, metric, number_data_point, AnyValue, ExportMetricsServiceRequest, Gauge, KeyValue,
-    Metric, NumberDataPoint, Resource, ResourceMetrics, ScopeMetrics,
-};
-use strata_remote_write::proto::v1::{Label as V1Label, Sample, TimeSeries, WriteRequest};
 use strata_remote_write::{encode_v2, V2RequestBuilder};
 
 fn get(port: u16, path: &str) -> HttpResponse {
     http_request(port, "GET", path, &[], b"").unwrap_or_else(|e| panic!("GET :{port}{path}: {e}"))
-}
-
-/// The answer's JSON, or its text when it is not JSON. Series are sorted:
-/// Prometheus gives a single `match[]`'s series in the order its head
-/// created them, which no client may rely on.
-fn body(path: &str, r: &HttpResponse) -> serde_json::Value {
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&r.body).unwrap_or_else(|_| r.text().into());
-    if path.starts_with("/api/v1/series") {
-        if let Some(series) = json["data"].as_array_mut() {
-            series.sort_by_key(|s| s.to_string());
-        }
-    }
-    json
-}
-
-/// Requires the same status and JSON from both servers for every path,
-/// naming every path that differs.
-fn same_answers(strata: u16, prometheus: u16, paths: &[String]) {
-    let mut differing = Vec::new();
-    for path in paths {
-        let want = get(prometheus, path);
-        let got = get(strata, path);
-        if (got.status, body(path, &got)) != (want.status, body(path, &want)) {
-            differing.push(format!(
-                "{path}\n  Strata:     {} {}\n  Prometheus: {} {}",
-                got.status,
-                got.text(),
-                want.status,
-                want.text()
-            ));
-        }
-    }
-    assert!(
-        differing.is_empty(),
-        "{} of {} answers differ:\n{}",
-        differing.len(),
-        paths.len(),
-        differing.join("\n")
-    );
 }
 
 /// One series over remote write 2.0, as Prometheus' own sender builds it.
@@ -307,7 +255,7 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
     ] {
         paths.push(format!("/api/v1/label/{name}/values"));
     }
-    same_answers(srv.port, prometheus.port, &paths);
+    same_json_answers(srv.port, prometheus.port, &paths);
 
     // Unquoted dots need a feature flag in Prometheus, and `{""}` names
     // nothing: refused alike, with the parsers' own words.
@@ -326,293 +274,5 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
         };
         assert_eq!(kind(srv.port), kind(prometheus.port), "{path}");
     }
-    srv.stop();
-}
-
-#[test]
-fn otlp_without_translation_reads_back_as_from_prometheus_3_16() {
-    otlp_reads_back_as_from_prometheus_3_16(
-        "NoTranslation",
-        ("jobs.done", "http.server.request.duration"),
-    );
-}
-
-#[test]
-fn otlp_utf8_with_suffixes_reads_back_as_from_prometheus_3_16() {
-    otlp_reads_back_as_from_prometheus_3_16(
-        "NoUTF8EscapingWithSuffixes",
-        ("jobs.done_total", "http.server.request.duration_seconds"),
-    );
-}
-
-/// OTLP metrics under `strategy` (names as sent, with or without unit and
-/// type suffixes), which names the counter and histogram families `names`,
-/// and a resource attribute with dots promoted to a label, on both sides.
-fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, names: (&str, &str)) {
-    let (counter, histogram) = names;
-    let dir = tempfile::tempdir().unwrap();
-    let strata = StrataProcess::start(
-        dir.path(),
-        &[
-            ("STRATA_OTLP_TRANSLATION_STRATEGY", strategy),
-            ("STRATA_OTLP_PROMOTE_RESOURCE_ATTRIBUTES", "k8s.pod.name"),
-        ],
-    );
-    let prometheus = PrometheusProcess::start_binary_on(
-        &prometheus3_bin("prometheus"),
-        free_port(),
-        &format!(
-            "otlp:\n  translation_strategy: {strategy}\n  \
-             promote_resource_attributes: [k8s.pod.name]\n"
-        ),
-        &["--web.enable-otlp-receiver"],
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/export_utf8.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(format!("http://127.0.0.1:{}", strata.port))
-        .arg(format!("http://127.0.0.1:{}", prometheus.port))
-        .output()
-        .expect("run python3 (install Debian's python3)");
-    assert!(
-        out.status.success(),
-        "the exporter failed (pip install -r crates/strata-server/tests/otlp/requirements.txt): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
-    // Series and label names carry no timestamps: they must agree exactly.
-    let job = r#"{job="shop/utf8"}"#;
-    let mut paths = Vec::new();
-    let jobs = format!(r#"{{"{counter}"}}"#);
-    for selector in [job, &jobs, r#"{__name__=~"http\\.server\\..+"}"#] {
-        for endpoint in [
-            "/api/v1/series",
-            "/api/v1/labels",
-            "/api/v1/label/__name__/values",
-            "/api/v1/label/U__http_2e_request_2e_method/values",
-            "/api/v1/label/k8s.pod.name/values",
-        ] {
-            paths.push(format!(
-                "{endpoint}?{}",
-                query_string(&[("match[]", selector)])
-            ));
-        }
-    }
-    // Strata applies a write before answering it; wait for the series
-    // anyway, as a follower would.
-    let _ = std::panic::catch_unwind(|| {
-        wait_until(Duration::from_secs(10), "Strata's series", || {
-            get(strata.port, &paths[0]).json() == get(prometheus.port, &paths[0]).json()
-        })
-    });
-    same_answers(strata.port, prometheus.port, &paths);
-
-    // Values: each exporter stamps its own collection time, so compare
-    // labels and values at one moment.
-    let time = format!("{:.3}", now_ms() as f64 / 1000.0);
-    for query in [
-        jobs.as_str(),
-        &format!(r#"sum by ("job.kind") ({jobs})"#),
-        r#"{__name__=~"http\\.server\\.request\\.duration.*_bucket", "http.request.method"="GET"}"#,
-        r#"{__name__=~"http\\.server\\.request\\.duration.*_count"}"#,
-        r#"{__name__=~"system\\.cpu\\.utilization.*"}"#,
-        r#"{"queue.depth"}"#,
-        r#"{__name__="target_info"}"#,
-    ] {
-        let answer = |port: u16| -> BTreeMap<String, String> {
-            let q = query_string(&[("query", query), ("time", &time)]);
-            let v = get(port, &format!("/api/v1/query?{q}")).json();
-            v["data"]["result"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{query}: {v}"))
-                .iter()
-                .map(|s| {
-                    (
-                        s["metric"].to_string(),
-                        s["value"][1].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect()
-        };
-        let want = answer(prometheus.port);
-        assert!(!want.is_empty(), "{query}: Prometheus has no answer");
-        assert_eq!(answer(strata.port), want, "{query}");
-    }
-    // Prometheus' metadata API answers from scrape targets only: Strata's
-    // is checked alone, under the names the series have.
-    for (family, want) in [
-        (
-            counter,
-            r#"{"type":"counter","help":"Jobs done.","unit":""}"#,
-        ),
-        (
-            histogram,
-            r#"{"type":"histogram","help":"Request latency.","unit":"seconds"}"#,
-        ),
-    ] {
-        let q = query_string(&[("metric", family)]);
-        let got = get(strata.port, &format!("/api/v1/metadata?{q}")).json();
-        let want: serde_json::Value = serde_json::from_str(want).unwrap();
-        assert_eq!(got["data"][family], serde_json::json!([want]), "{got}");
-    }
-}
-
-/// `body` with the first `~~` replaced by two bytes that are not UTF-8.
-fn spoil(mut body: Vec<u8>) -> Vec<u8> {
-    let at = body.windows(2).position(|w| w == b"~~").unwrap();
-    body[at..at + 2].copy_from_slice(&[0xff, 0xfe]);
-    body
-}
-
-/// A name that is not UTF-8 is refused with a 400 naming the problem, in
-/// remote write 1.0 and 2.0 and in OTLP; the request's valid series are
-/// written (remote write) and the server stays up.
-#[test]
-fn names_not_utf8_are_refused_clearly() {
-    let dir = tempfile::tempdir().unwrap();
-    let srv = StrataProcess::start(
-        &dir.path().join("data"),
-        &[("STRATA_OTLP_TRANSLATION_STRATEGY", "NoTranslation")],
-    );
-    let t = now_ms();
-    let v1_series = |name: &str, label: &str| TimeSeries {
-        labels: vec![
-            V1Label {
-                name: "__name__".into(),
-                value: name.into(),
-            },
-            V1Label {
-                name: label.into(),
-                value: "v".into(),
-            },
-        ],
-        samples: vec![Sample {
-            value: 1.0,
-            timestamp: t,
-        }],
-        ..TimeSeries::default()
-    };
-    let v1 = WriteRequest {
-        timeseries: vec![
-            v1_series("bad.v1", "http.~~status"),
-            v1_series("good.v1", "http.status"),
-        ],
-        ..WriteRequest::default()
-    };
-    let body = snap::raw::Encoder::new()
-        .compress_vec(&spoil(prost::Message::encode_to_vec(&v1)))
-        .unwrap();
-    let v1_answer = http_request(
-        srv.port,
-        "POST",
-        "/api/v1/write",
-        &[
-            ("Content-Type", "application/x-protobuf"),
-            ("Content-Encoding", "snappy"),
-            ("X-Prometheus-Remote-Write-Version", "0.1.0"),
-        ],
-        &body,
-    )
-    .unwrap();
-
-    let mut b = V2RequestBuilder::new();
-    for (name, label) in [("bad.v2", "k8s.~~pod"), ("good.v2", "k8s.pod")] {
-        b.add_series(
-            &[Label::new("__name__", name), Label::new(label, "p")],
-            &[(t, 2.0)],
-        );
-    }
-    let body = snap::raw::Encoder::new()
-        .compress_vec(&spoil(prost::Message::encode_to_vec(&b.build())))
-        .unwrap();
-    let v2_answer = http_request(
-        srv.port,
-        "POST",
-        "/api/v1/write",
-        &[
-            (
-                "Content-Type",
-                "application/x-protobuf;proto=io.prometheus.write.v2.Request",
-            ),
-            ("Content-Encoding", "snappy"),
-            ("X-Prometheus-Remote-Write-Version", "2.0.0"),
-        ],
-        &body,
-    )
-    .unwrap();
-
-    let attribute = |key: &str| KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(any_value::Value::StringValue("x".into())),
-        }),
-    };
-    let otlp = ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(Resource {
-                attributes: vec![attribute("service.name")],
-            }),
-            scope_metrics: vec![ScopeMetrics {
-                scope: None,
-                metrics: vec![Metric {
-                    name: "otlp.gauge".into(),
-                    description: String::new(),
-                    unit: String::new(),
-                    data: Some(metric::Data::Gauge(Gauge {
-                        data_points: vec![NumberDataPoint {
-                            attributes: vec![attribute("state.~~name")],
-                            time_unix_nano: u64::try_from(t).unwrap() * 1_000_000,
-                            value: Some(number_data_point::Value::AsDouble(3.0)),
-                            ..NumberDataPoint::default()
-                        }],
-                    })),
-                }],
-                schema_url: String::new(),
-            }],
-        }],
-    };
-    let otlp_answer = http_request(
-        srv.port,
-        "POST",
-        "/api/v1/otlp/v1/metrics",
-        &[("Content-Type", "application/x-protobuf")],
-        &spoil(prost::Message::encode_to_vec(&otlp)),
-    )
-    .unwrap();
-
-    for (answer, names) in [
-        (&v1_answer, r#"a label name is not valid UTF-8: "http."#),
-        (
-            &v2_answer,
-            "(a label name) refers to symbol 3, which is not valid UTF-8",
-        ),
-        (&otlp_answer, "KeyValue.key"),
-    ] {
-        assert_eq!(answer.status, 400, "{}", answer.text());
-        assert!(answer.text().contains(names), "{}", answer.text());
-    }
-    assert!(
-        otlp_answer.text().contains("not UTF-8"),
-        "{}",
-        otlp_answer.text()
-    );
-
-    let path = format!(
-        "/api/v1/query?{}",
-        query_string(&[
-            ("query", r#"{__name__=~"(good|bad|otlp)\\..+"}"#),
-            ("time", &format!("{}", t / 1000 + 1)),
-        ])
-    );
-    let answer = get(srv.port, &path);
-    assert_eq!(answer.status, 200, "{}", answer.text());
-    let json = answer.json();
-    let names: Vec<&str> = json["data"]["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["metric"]["__name__"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["good.v1", "good.v2"], "{}", answer.text());
     srv.stop();
 }
