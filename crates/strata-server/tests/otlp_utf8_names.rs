@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::promql_compare::same_json_answers;
+use common::promql_compare::same_answers;
 use common::{
     free_port, http_request, now_ms, prometheus3_bin, query_string, HttpResponse,
     PrometheusProcess, StrataProcess,
@@ -96,7 +96,7 @@ fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, names: (&str, &str)) 
         }
     }
     // Both answered the exporter after writing: no need to wait.
-    same_json_answers(strata.port, prometheus.port, &paths);
+    same_answers(strata.port, prometheus.port, &paths);
 
     // Values: each exporter stamps its own collection time, so compare
     // labels and values at one moment.

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::promql_compare::{remote_write, same_json_answers, WriteSeries};
+use common::promql_compare::{remote_write, same_answers, WriteSeries};
 use common::{
     free_port, http_request, now_ms, prometheus3_bin, query_string, HttpResponse,
     PrometheusProcess, StrataProcess,
@@ -255,7 +255,7 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
     ] {
         paths.push(format!("/api/v1/label/{name}/values"));
     }
-    same_json_answers(srv.port, prometheus.port, &paths);
+    same_answers(srv.port, prometheus.port, &paths);
 
     // `{""}` names nothing: refused alike, in the parsers' own words.
     // (Unquoted names, `my.metric`, are left out: Prometheus reads them
