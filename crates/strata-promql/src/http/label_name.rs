@@ -11,6 +11,19 @@ use crate::go_string::go_quote;
 /// The label name that `segment`, the path segment as sent, names; or
 /// Prometheus' `invalid label name` error.
 pub(crate) fn from_path_segment(segment: &str) -> Result<String, QueryError> {
+    // Go's server refuses such a URL before routing it (400).
+    let bytes = segment.as_bytes();
+    let malformed = bytes.iter().enumerate().any(|(i, &b)| {
+        b == b'%'
+            && !bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return Err(QueryError::BadData(format!(
+            "invalid label name: a % in {segment:?} is not followed by two hex digits"
+        )));
+    }
     let decoded: Vec<u8> = percent_encoding::percent_decode_str(segment).collect();
     let name = unescape(&decoded).unwrap_or(decoded);
     match String::from_utf8(name) {
