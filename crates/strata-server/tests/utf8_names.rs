@@ -275,5 +275,16 @@ fn remote_written_utf8_names_read_back_as_from_prometheus_3_16() {
         };
         assert_eq!(kind(srv.port), kind(prometheus.port), "{path}");
     }
+    // A path that is not percent-encoded correctly: Go's server answers a
+    // plain 400 before routing; Strata answers 400 `bad_data`.
+    let path = "/api/v1/label/a%ZZb/values";
+    assert_eq!(get(prometheus.port, path).status, 400);
+    let answer = get(srv.port, path);
+    assert_eq!(
+        (answer.status, answer.json()["errorType"].as_str()),
+        (400, Some("bad_data")),
+        "{}",
+        answer.text()
+    );
     srv.stop();
 }
