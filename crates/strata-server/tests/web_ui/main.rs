@@ -221,6 +221,7 @@ fn query_cardinality_and_status_pages_in_a_browser() {
 
     pages::cardinality_page(&b, &api, &base);
     pages::many_series(&b);
+    pages::cardinality_utf8_label(&b, &base);
     let errors = console_errors(&b, |_| false);
     assert!(errors.is_empty(), "console errors: {errors:?}");
 

@@ -336,6 +336,34 @@ pub fn cardinality_page(b: &Browser, api: &Api, base: &str) {
     );
 }
 
+/// A UTF-8 label's link on the cardinality page quotes the name, and the
+/// query it opens runs.
+pub fn cardinality_utf8_label(b: &Browser, base: &str) {
+    b.goto(&format!("{base}/cardinality"));
+    let href = b.wait_for(
+        "the UTF-8 label's link",
+        "const a = [...document.querySelectorAll('#by-label a')] \
+           .find(a => a.textContent === 'http.status'); \
+         return a && a.getAttribute('href')",
+    );
+    b.goto(&format!("{base}{}", href.as_str().unwrap()));
+    let expr = r#"count by ("http.status") ({"http.status"!=""})"#;
+    b.wait_for(
+        "the query page on the label",
+        &format!(
+            "return document.querySelector('#expr')?.value === {}",
+            json!(expr)
+        ),
+    );
+    b.click("#execute");
+    let rows = "const r = [...document.querySelectorAll('#result-table tr')].slice(1); \
+                return r.length && r.map(tr => tr.cells[0].textContent)";
+    assert_eq!(
+        b.wait_for("the label's count", rows),
+        json!([r#"{"http.status"="200"}"#])
+    );
+}
+
 /// Ten thousand series: the table builds a page of rows, the graph's
 /// legend only the rows in view.
 pub fn many_series(b: &Browser) {
