@@ -481,9 +481,9 @@ async fn label_values(State(api): State<Arc<Api>>, req: Request) -> Response {
     )
 }
 
-/// `/api/v1/metadata`: `{"<metric>": [{"type", "help", "unit"}, …]}`,
-/// with Prometheus' `metric`, `limit` and `limit_per_metric` parameters
-/// (a negative or absent limit is none).
+/// `/api/v1/metadata`: `{"<metric>": [{"type", "unit", "help"}, …]}`, in
+/// Prometheus' field order, with its `metric`, `limit` and
+/// `limit_per_metric` parameters (a negative or absent limit is none).
 async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
@@ -522,10 +522,10 @@ async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
                     }
                     out.push_str("{\"type\":");
                     json::write_str(&mut out, &e.kind);
-                    out.push_str(",\"help\":");
-                    json::write_str(&mut out, &e.help);
                     out.push_str(",\"unit\":");
                     json::write_str(&mut out, &e.unit);
+                    out.push_str(",\"help\":");
+                    json::write_str(&mut out, &e.help);
                     out.push('}');
                 }
                 out.push(']');
