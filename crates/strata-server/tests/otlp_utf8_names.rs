@@ -134,11 +134,11 @@ fn otlp_reads_back_as_from_prometheus_3_16(strategy: &str, names: (&str, &str)) 
     for (family, want) in [
         (
             counter,
-            r#"{"type":"counter","help":"Jobs done.","unit":""}"#,
+            r#"{"type":"counter","unit":"","help":"Jobs done."}"#,
         ),
         (
             histogram,
-            r#"{"type":"histogram","help":"Request latency.","unit":"seconds"}"#,
+            r#"{"type":"histogram","unit":"seconds","help":"Request latency."}"#,
         ),
     ] {
         let q = query_string(&[("metric", family)]);

@@ -83,7 +83,8 @@ remote_write:
         &prometheus3_bin("prometheus"),
         free_port(),
         &config,
-        &[],
+        // Without it, remote write 2.0 carries no metadata.
+        &["--enable-feature=metadata-wal-records"],
     );
 
     let app = r#"{job="app", __name__!~"up|scrape_.+"}"#;
@@ -134,4 +135,11 @@ remote_write:
     for strata in [&v1, &v2] {
         same_answers(strata.port, prometheus.port, &paths);
     }
+    // Remote write 2.0 carries each series' metadata with it (1.0 sends it
+    // apart, once a minute): the types the target gave, by UTF-8 name.
+    let metadata: Vec<String> = ["my.requests_total", "温度", "plain_gauge"]
+        .iter()
+        .map(|m| format!("/api/v1/metadata?{}", query_string(&[("metric", m)])))
+        .collect();
+    same_answers(v2.port, prometheus.port, &metadata);
 }
