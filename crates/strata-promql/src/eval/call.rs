@@ -286,6 +286,12 @@ impl Evaluator<'_> {
                 let srcs = (3..args.len())
                     .map(|i| string_arg(&args, i, name))
                     .collect::<Result<Vec<_>>>()?;
+                // Sources first, as Prometheus checks them.
+                if srcs.iter().any(String::is_empty) {
+                    return Err(QueryError::exec(
+                        "invalid source label name in label_join(): ",
+                    ));
+                }
                 if dst.is_empty() {
                     return Err(QueryError::exec(
                         "invalid destination label name in label_join(): ",

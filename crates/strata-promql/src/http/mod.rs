@@ -5,6 +5,7 @@
 
 mod exemplars;
 pub mod json;
+mod label_name;
 mod limit;
 mod multipart;
 pub mod params;
@@ -13,7 +14,7 @@ mod tsdb_status;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -450,16 +451,14 @@ async fn labels(State(api): State<Arc<Api>>, req: Request) -> Response {
     )
 }
 
-async fn label_values(
-    State(api): State<Arc<Api>>,
-    Path(name): Path<String>,
-    req: Request,
-) -> Response {
+/// `/api/v1/label/{name}/values`. The name is read from the path as sent,
+/// not by the router's extractor, which refuses a segment that is not
+/// UTF-8 with a plain-text answer: Prometheus answers `bad_data`.
+async fn label_values(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond_annotated(
         async {
-            if name.is_empty() {
-                return Err(QueryError::BadData(format!("invalid label name: {name:?}")));
-            }
+            let segment = req.uri().path().rsplit('/').nth(1).unwrap_or("");
+            let name = label_name::from_path_segment(segment)?;
             let engine = api.engine(&req)?;
             let p = read_params(req).await?;
             let limit = limit::parse_limit(p.get("limit"))?;
@@ -482,9 +481,9 @@ async fn label_values(
     )
 }
 
-/// `/api/v1/metadata`: `{"<metric>": [{"type", "help", "unit"}, …]}`,
-/// with Prometheus' `metric`, `limit` and `limit_per_metric` parameters
-/// (a negative or absent limit is none).
+/// `/api/v1/metadata`: `{"<metric>": [{"type", "unit", "help"}, …]}`, in
+/// Prometheus' field order, with its `metric`, `limit` and
+/// `limit_per_metric` parameters (a negative or absent limit is none).
 async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
     respond(
         async {
@@ -523,10 +522,10 @@ async fn metadata(State(api): State<Arc<Api>>, req: Request) -> Response {
                     }
                     out.push_str("{\"type\":");
                     json::write_str(&mut out, &e.kind);
-                    out.push_str(",\"help\":");
-                    json::write_str(&mut out, &e.help);
                     out.push_str(",\"unit\":");
                     json::write_str(&mut out, &e.unit);
+                    out.push_str(",\"help\":");
+                    json::write_str(&mut out, &e.help);
                     out.push('}');
                 }
                 out.push(']');

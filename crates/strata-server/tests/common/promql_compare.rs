@@ -9,7 +9,7 @@ use serde_json::Value;
 use strata_remote_write::encode_v1;
 use strata_remote_write::proto::v1::{Label, Sample, TimeSeries, WriteRequest};
 
-use super::{http_get, http_request};
+use super::{http_get, http_request, HttpResponse};
 
 /// One series to write: labels (the metric name under `__name__`) and its
 /// samples in time order.
@@ -285,4 +285,54 @@ pub fn answer_diff(expected: &Answer, actual: &Answer, ordered: bool) -> Option<
         }
         _ => Some(format!("{expected:?} expected, got {actual:?}")),
     }
+}
+
+/// What must agree of an answer: a success byte for byte, but for the
+/// order of `/api/v1/series` (Prometheus gives a single `match[]`'s series
+/// in the order its head created them, which no client may rely on); an
+/// error as JSON (Go writes a byte that is not UTF-8 as `\ufffd`, Strata
+/// the character itself), or as text when it is not JSON.
+fn comparable_body(path: &str, r: &HttpResponse) -> Value {
+    let series = path.starts_with("/api/v1/series");
+    if r.status == 200 && !series {
+        return r.text().into();
+    }
+    let mut json: Value = serde_json::from_slice(&r.body).unwrap_or_else(|_| r.text().into());
+    if series {
+        if let Some(series) = json["data"].as_array_mut() {
+            series.sort_by_key(|s| s.to_string());
+        }
+    }
+    json
+}
+
+/// GETs every path from both servers and requires the same status and
+/// answer from both (as [`comparable_body`] compares them), naming every
+/// path that differs.
+pub fn same_answers(strata: u16, prometheus: u16, paths: &[String]) {
+    let get = |port: u16, path: &str| {
+        http_get(port, path).unwrap_or_else(|e| panic!("GET :{port}{path}: {e}"))
+    };
+    let mut differing = Vec::new();
+    for path in paths {
+        let want = get(prometheus, path);
+        let got = get(strata, path);
+        if (got.status, comparable_body(path, &got)) != (want.status, comparable_body(path, &want))
+        {
+            differing.push(format!(
+                "{path}\n  Strata:     {} {}\n  Prometheus: {} {}",
+                got.status,
+                got.text(),
+                want.status,
+                want.text()
+            ));
+        }
+    }
+    assert!(
+        differing.is_empty(),
+        "{} of {} answers differ:\n{}",
+        differing.len(),
+        paths.len(),
+        differing.join("\n")
+    );
 }

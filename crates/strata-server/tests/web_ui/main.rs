@@ -22,8 +22,9 @@ use common::webdriver::Browser;
 use common::{http_request, now_ms, query_string, StrataProcess};
 use serde_json::{json, Value};
 
-/// Series of the small metrics: `ui_requests_total` (6 series) and
-/// `ui_temperature_celsius` (2); then `ui_many_series` (10 000).
+/// Series of the small metrics: `ui_requests_total` (6 series),
+/// `ui_temperature_celsius` (2) and `ui.utf8_total` (1); then
+/// `ui_many_series` (10 000).
 pub const MANY: usize = 10_000;
 
 /// Where screenshots go: `target/web-ui-screenshots/` beside the test
@@ -81,13 +82,31 @@ impl Api {
 /// A series as the UI writes it: `name{a="b", c="d"}`, labels in the
 /// API's order, values quoted as JSON strings.
 pub fn series_text(metric: &Value) -> String {
+    let plain = |name: &str, colon: bool| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+    };
     let m = metric.as_object().unwrap();
     let name = m.get("__name__").and_then(Value::as_str).unwrap_or("");
     let pairs: Vec<String> = m
         .iter()
         .filter(|(k, _)| *k != "__name__")
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| {
+            if plain(k, false) {
+                format!("{k}={v}")
+            } else {
+                format!("{}={v}", Value::from(k.as_str()))
+            }
+        })
         .collect();
+    // Prometheus 3 writes a UTF-8 name quoted inside the braces.
+    if !name.is_empty() && !plain(name, true) {
+        let name = Value::from(name).to_string();
+        return format!("{{{}}}", [vec![name], pairs].concat().join(", "));
+    }
     if pairs.is_empty() {
         return name.to_owned();
     }
@@ -147,6 +166,16 @@ fn write_series(api: &Api) {
             &samples,
         ));
     }
+    // A Prometheus 3 UTF-8 name, with a UTF-8 label.
+    let samples: Vec<(i64, f64)> = (0..120).map(|k| (last - (119 - k) * 15_000, 1.0)).collect();
+    small.push(ts(
+        &[
+            ("__name__", "ui.utf8_total"),
+            ("http.status", "200"),
+            ("job", "api"),
+        ],
+        &samples,
+    ));
     api.write(small);
     let many: Vec<_> = (0..MANY)
         .map(|i| {
@@ -188,9 +217,11 @@ fn query_cardinality_and_status_pages_in_a_browser() {
     );
 
     pages::query_error(&b, &api);
+    pages::utf8_names(&b, &api, &base);
 
     pages::cardinality_page(&b, &api, &base);
     pages::many_series(&b);
+    pages::cardinality_utf8_label(&b, &base);
     let errors = console_errors(&b, |_| false);
     assert!(errors.is_empty(), "console errors: {errors:?}");
 

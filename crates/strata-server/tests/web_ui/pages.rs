@@ -225,6 +225,64 @@ pub fn query_error(b: &Browser, api: &Api) {
     assert!(errors.is_empty(), "console errors: {errors:?}");
 }
 
+/// Prometheus 3's UTF-8 names: completion quotes the names it inserts,
+/// a quoted label's values are offered, and the table writes the series
+/// as Prometheus 3 does.
+pub fn utf8_names(b: &Browser, api: &Api, base: &str) {
+    b.goto(&format!("{base}/"));
+    let first =
+        "return document.querySelector('#completions:not([hidden]) li')?.firstChild.textContent";
+    let value = "return document.querySelector('#expr').value";
+    b.type_text("#expr", "ui.ut");
+    assert_eq!(
+        b.wait_for("a UTF-8 metric name is offered", first),
+        "ui.utf8_total"
+    );
+    b.type_text("#expr", "\u{E004}");
+    assert_eq!(b.eval(value), r#"{"ui.utf8_total"}"#);
+
+    // A fresh page: clearing the box blurs it, which closes the list a
+    // moment later.
+    b.goto(&format!("{base}/"));
+    b.type_text("#expr", r#"{"ui.utf8_total", http.st"#);
+    assert_eq!(
+        b.wait_for("a UTF-8 label name is offered", first),
+        "http.status"
+    );
+    b.type_text("#expr", "\u{E004}=\"");
+    let offered = b.wait_for(
+        "the quoted label's values are offered",
+        "const li = document.querySelectorAll('#completions:not([hidden]) li'); \
+         return li.length && li[0].lastChild.textContent === 'label value' \
+           && [...li].map(e => e.firstChild.textContent)",
+    );
+    assert_eq!(
+        offered,
+        api.data("/api/v1/label/U__http_2e_status/values", &[])
+    );
+    b.type_text("#expr", "\u{E004}\"}");
+    let query = r#"{"ui.utf8_total", "http.status"="200"}"#;
+    assert_eq!(b.eval(value), query);
+
+    b.click("#tab-table");
+    b.click("#execute");
+    let rows = "const r = [...document.querySelectorAll('#result-table tr')].slice(1); \
+                return r.length && r.map(tr => tr.cells[0].textContent)";
+    let shown = b.wait_for("the table is filled", rows);
+    let answer = api.data("/api/v1/query", &[("query", query)]);
+    let expected: Vec<String> = answer["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| series_text(&s["metric"]))
+        .collect();
+    assert_eq!(
+        expected,
+        [r#"{"ui.utf8_total", "http.status"="200", job="api"}"#]
+    );
+    assert_eq!(shown, json!(expected));
+}
+
 /// The top lists match `/api/v1/status/tsdb`; the limit control and a
 /// metric's link work.
 pub fn cardinality_page(b: &Browser, api: &Api, base: &str) {
@@ -275,6 +333,34 @@ pub fn cardinality_page(b: &Browser, api: &Api, base: &str) {
     b.wait_for(
         "the query page on the metric",
         "return document.querySelector('#expr')?.value === 'ui_many_series'",
+    );
+}
+
+/// A UTF-8 label's link on the cardinality page quotes the name, and the
+/// query it opens runs.
+pub fn cardinality_utf8_label(b: &Browser, base: &str) {
+    b.goto(&format!("{base}/cardinality"));
+    let href = b.wait_for(
+        "the UTF-8 label's link",
+        "const a = [...document.querySelectorAll('#by-label a')] \
+           .find(a => a.textContent === 'http.status'); \
+         return a && a.getAttribute('href')",
+    );
+    b.goto(&format!("{base}{}", href.as_str().unwrap()));
+    let expr = r#"count by ("http.status") ({"http.status"!=""})"#;
+    b.wait_for(
+        "the query page on the label",
+        &format!(
+            "return document.querySelector('#expr')?.value === {}",
+            json!(expr)
+        ),
+    );
+    b.click("#execute");
+    let rows = "const r = [...document.querySelectorAll('#result-table tr')].slice(1); \
+                return r.length && r.map(tr => tr.cells[0].textContent)";
+    assert_eq!(
+        b.wait_for("the label's count", rows),
+        json!([r#"{"http.status"="200"}"#])
     );
 }
 

@@ -2,7 +2,7 @@
 // top metric names, label names and label pairs, with bars; a name opens
 // the query page on it.
 import { api } from './api.js';
-import { el, formatCount, formatBytes, metricSelector } from './format.js';
+import { el, formatCount, formatBytes, labelName, metricSelector } from './format.js';
 
 const LIMITS = [10, 20, 50, 100, 500];
 
@@ -35,7 +35,7 @@ function pairSelector(pair) {
   const eq = pair.indexOf('=');
   const name = pair.slice(0, eq);
   const value = pair.slice(eq + 1);
-  return `{${name}=${JSON.stringify(value)}}`;
+  return `{${labelName(name)}=${JSON.stringify(value)}}`;
 }
 
 export function cardinalityPage(root) {
@@ -76,7 +76,7 @@ export function cardinalityPage(root) {
       }),
       listTable('by-label', 'Distinct values by label name', data.labelValueCountByLabelName, {
         nameHead: 'Label', valueHead: 'Values',
-        link: (name) => queryLink(`count by (${name}) ({${name}!=""})`, name),
+        link: (name) => queryLink(`count by (${labelName(name)}) ({${labelName(name)}!=""})`, name),
       }),
       listTable('by-memory', 'Bytes of label values by label name', data.memoryInBytesByLabelName, {
         nameHead: 'Label', valueHead: 'Bytes', bytes: true,

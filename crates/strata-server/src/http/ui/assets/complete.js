@@ -3,7 +3,7 @@
 // clauses, label values inside a matcher's quotes. Names come from the
 // API once per page (label values once per label name).
 import { api } from './api.js';
-import { el } from './format.js';
+import { el, isPlainName, labelName } from './format.js';
 
 // The functions this server's PromQL engine knows, and the aggregations.
 const FUNCTIONS = ('abs absent absent_over_time acos acosh asin asinh atan atanh avg_over_time ceil changes '
@@ -31,14 +31,27 @@ function list(path) {
  * {kind, word, label?} or null.
  */
 export function contextAt(before) {
-  // Inside a quoted matcher value: `label="pre`.
-  const value = before.match(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)$/);
-  if (value && insideBraces(before)) return { kind: 'value', label: value[1], word: value[3] };
-  const word = (before.match(/[a-zA-Z_:][a-zA-Z0-9_:]*$/) || [''])[0];
+  // Inside a quoted matcher value: `label="pre`, or `"label.name"="pre`.
+  const value = before.match(/(?:([a-zA-Z_][a-zA-Z0-9_]*)|"((?:[^"\\]|\\.)*)")\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)$/);
+  if (value && insideBraces(before)) {
+    const label = value[1] ?? unquote(value[2]);
+    return { kind: 'value', label, word: value[4] };
+  }
+  // A name so far, with the dots and letters of UTF-8 names.
+  const word = (before.match(/[\p{L}_:][\p{L}\p{N}_:.]*$/u) || [''])[0];
   if (insideBraces(before)) return { kind: 'label', word };
   if (/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*$/.test(before)) return { kind: 'label', word };
   if (!word) return null;
   return { kind: 'name', word };
+}
+
+/** A quoted name's text; as written when it is no JSON string. */
+function unquote(inner) {
+  try {
+    return JSON.parse(`"${inner}"`);
+  } catch {
+    return inner;
+  }
 }
 
 /** Whether the end of `text` is inside `{…}` (quotes skipped). */
@@ -134,6 +147,9 @@ export function attachCompletion(input, wrap, submit) {
     const from = pos - ctx.word.length;
     let text = c.text;
     if (ctx.kind === 'value') text = text.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
+    // Names PromQL cannot write bare are quoted, as Prometheus 3 has them.
+    if (c.kind === 'label') text = labelName(text);
+    if (c.kind === 'metric' && !isPlainName(text)) text = `{${JSON.stringify(text)}}`;
     if (c.kind === 'function' || c.kind === 'aggregation') text += '(';
     input.setRangeText(text, from, pos, 'end');
     close();

@@ -23,7 +23,8 @@ export function seriesText(metric) {
   const name = metric.__name__ || '';
   const pairs = Object.entries(metric)
     .filter(([k]) => k !== '__name__')
-    .map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+    .map(([k, v]) => `${labelName(k)}=${JSON.stringify(v)}`);
+  if (name && !isPlainName(name)) return `{${[JSON.stringify(name), ...pairs].join(', ')}}`;
   if (pairs.length === 0) return name || '{}';
   return `${name}{${pairs.join(', ')}}`;
 }
@@ -32,16 +33,19 @@ export function seriesText(metric) {
 export function seriesNode(metric) {
   const frag = document.createDocumentFragment();
   const name = metric.__name__ || '';
-  frag.append(name);
   const pairs = Object.entries(metric).filter(([k]) => k !== '__name__');
-  if (pairs.length === 0) {
+  // A name PromQL cannot write bare goes quoted inside the braces.
+  const quoted = name && !isPlainName(name);
+  if (!quoted) frag.append(name);
+  if (pairs.length === 0 && !quoted) {
     if (!name) frag.append('{}');
     return frag;
   }
   frag.append('{');
+  if (quoted) frag.append(JSON.stringify(name), pairs.length ? ', ' : '');
   pairs.forEach(([k, v], i) => {
     if (i > 0) frag.append(', ');
-    frag.append(el('span', { class: 'lname', text: k }), '=', el('span', { class: 'lvalue', text: JSON.stringify(v) }));
+    frag.append(el('span', { class: 'lname', text: labelName(k) }), '=', el('span', { class: 'lvalue', text: JSON.stringify(v) }));
   });
   frag.append('}');
   return frag;
@@ -104,12 +108,20 @@ export function formatBytes(n) {
   return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }
 
-/** Whether `name` can be written bare in PromQL (else `{__name__="…"}`). */
+/**
+ * Whether the metric name `name` can be written bare in PromQL; else it is
+ * quoted, as Prometheus 3 writes UTF-8 names (`{"my.metric"}`).
+ */
 export function isPlainName(name) {
   return /^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name);
 }
 
+/** A label name as PromQL takes it: bare, or quoted (`"http.status"`). */
+export function labelName(name) {
+  return /^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name) ? name : JSON.stringify(name);
+}
+
 /** A selector of one metric name. */
 export function metricSelector(name) {
-  return isPlainName(name) ? name : `{__name__=${JSON.stringify(name)}}`;
+  return isPlainName(name) ? name : `{${JSON.stringify(name)}}`;
 }
