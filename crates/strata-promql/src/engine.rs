@@ -58,6 +58,11 @@ pub struct QueryLimits {
     /// using one is refused with Prometheus' parse error. On by default:
     /// Grafana sends `limitk` and `sort_by_label`.
     pub experimental_functions: bool,
+    /// Whether the `fill`, `fill_left` and `fill_right` modifiers of binary
+    /// operators, which Prometheus 3.16 keeps behind
+    /// `--enable-feature=promql-binop-fill-modifiers`, are evaluated. Off,
+    /// a query using one is refused with Prometheus' parse error.
+    pub binop_fill_modifiers: bool,
 }
 
 impl Default for QueryLimits {
@@ -71,6 +76,7 @@ impl Default for QueryLimits {
             max_concurrent: 20,
             max_samples_total: 100_000_000,
             experimental_functions: true,
+            binop_fill_modifiers: true,
         }
     }
 }
@@ -385,7 +391,7 @@ impl Engine {
         deadline: Instant,
     ) -> Result<(crate::value::Matrix, QueryStats), QueryError> {
         let began = Instant::now();
-        check_supported(&expr, self.limits.experimental_functions)?;
+        check_supported(&expr, &self.limits)?;
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
         let queued = began.elapsed();

@@ -4,7 +4,9 @@
 //! the whole query.
 
 use promql_parser::label::MatchOp as ParserMatchOp;
-use promql_parser::parser::{AtModifier, Expr, SubqueryExpr, VectorSelector};
+use promql_parser::parser::token::{T_LAND, T_LOR, T_LUNLESS};
+use promql_parser::parser::value::ValueType;
+use promql_parser::parser::{AtModifier, BinaryExpr, Expr, SubqueryExpr, VectorSelector};
 use strata_codec::{MatchOp, Matcher};
 
 use crate::engine::{QueryLimits, DEFAULT_SUBQUERY_STEP_MS};
@@ -45,16 +47,17 @@ pub(crate) enum Reduce {
 }
 
 /// Errors on the first construct Strata does not evaluate, naming it, and
-/// on the first experimental function or aggregation when `experimental`
-/// (`QueryLimits::experimental_functions`) is off, with Prometheus' parse
-/// error.
-pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), QueryError> {
-    let check = |e: &Expr| check_supported(e, experimental);
+/// on the first experimental feature whose setting in `limits` is off
+/// (`QueryLimits::experimental_functions`, `binop_fill_modifiers`), with
+/// Prometheus' parse error.
+pub(crate) fn check_supported(expr: &Expr, limits: &QueryLimits) -> Result<(), QueryError> {
+    let check = |e: &Expr| check_supported(e, limits);
+    let experimental = limits.experimental_functions;
     match expr {
         Expr::Aggregate(a) => {
             let op = AggOp::of(a)?;
             if !experimental && matches!(op, AggOp::LimitK | AggOp::LimitRatio) {
-                return Err(not_enabled(format!(
+                return Err(parse_error(format!(
                     "{}() is experimental and must be enabled with \
                      --enable-feature=promql-experimental-functions",
                     a.op
@@ -67,13 +70,7 @@ pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), Que
         }
         Expr::Unary(u) => check(&u.expr),
         Expr::Binary(b) => {
-            if let Some(m) = &b.modifier {
-                if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
-                    return Err(QueryError::unsupported(
-                        "fill modifiers on binary operators",
-                    ));
-                }
-            }
+            check_fill(b, limits)?;
             check(&b.lhs)?;
             check(&b.rhs)
         }
@@ -87,7 +84,7 @@ pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), Que
                 )));
             };
             if function.experimental && !experimental {
-                return Err(not_enabled(format!(
+                return Err(parse_error(format!(
                     "function {:?} is not enabled",
                     c.func.name
                 )));
@@ -110,9 +107,39 @@ pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), Que
     }
 }
 
-/// Prometheus' parse error for an experimental feature that is off
+/// Refuses fill modifiers where Prometheus' parser refuses them: when
+/// `binop_fill_modifiers` is off, on set operators and beside a scalar
+/// (`promql-parser` accepts all three).
+fn check_fill(b: &BinaryExpr, limits: &QueryLimits) -> Result<(), QueryError> {
+    let Some(m) = &b.modifier else {
+        return Ok(());
+    };
+    if m.fill_values.lhs.is_none() && m.fill_values.rhs.is_none() {
+        return Ok(());
+    }
+    if !limits.binop_fill_modifiers {
+        return Err(parse_error(
+            "binop fill modifiers are experimental and not enabled".into(),
+        ));
+    }
+    let vectors =
+        b.lhs.value_type() == ValueType::Vector && b.rhs.value_type() == ValueType::Vector;
+    if !vectors {
+        return Err(parse_error(
+            "filling in missing series only allowed between instant vectors".into(),
+        ));
+    }
+    if matches!(b.op.id(), T_LAND | T_LOR | T_LUNLESS) {
+        return Err(parse_error(
+            "filling in missing series not allowed for set operators".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Prometheus' parse error, for what its parser refuses and `promql-parser` does not
 /// (without the position, which the parser does not give).
-fn not_enabled(message: String) -> QueryError {
+fn parse_error(message: String) -> QueryError {
     QueryError::BadData(format!(
         "invalid parameter \"query\": parse error: {message}"
     ))

@@ -148,10 +148,7 @@ async fn sample_limit_applies_to_range_queries() {
 #[tokio::test]
 async fn unsupported_constructs_name_themselves() {
     let engine = Engine::new(recording(), QueryLimits::default());
-    for (q, what) in [
-        ("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters"),
-        ("c_total + fill(0) c_total", "fill modifiers"),
-    ] {
+    for (q, what) in [("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters")] {
         match engine.instant_query(q, 0, None).await {
             Err(QueryError::BadData(msg)) => {
                 assert!(msg.contains(what), "{q}: {msg}");
@@ -185,6 +182,31 @@ async fn experimental_functions_off_are_refused_as_prometheus_refuses_them() {
         }
     }
     assert!(engine.instant_query("sort(c_total)", 0, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn fill_modifiers_off_are_refused_as_prometheus_refuses_them() {
+    let limits = QueryLimits {
+        binop_fill_modifiers: false,
+        ..QueryLimits::default()
+    };
+    let engine = Engine::new(recording(), limits);
+    for q in [
+        "c_total + fill(0) c_total",
+        "c_total / on(job) fill_left(1) c_total",
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Err(QueryError::BadData(m)) => assert!(
+                m.ends_with("parse error: binop fill modifiers are experimental and not enabled"),
+                "{q}: {m}"
+            ),
+            other => panic!("{q}: expected bad_data, got {other:?}"),
+        }
+    }
+    assert!(engine
+        .instant_query("c_total + c_total", 0, None)
+        .await
+        .is_ok());
 }
 
 #[tokio::test]

@@ -29,6 +29,10 @@ struct Matching {
     labels: Vec<String>,
     card: Card,
     include: Vec<String>,
+    /// `fill_left`'s value: what stands in for a missing left operand.
+    fill_lhs: Option<f64>,
+    /// `fill_right`'s value: what stands in for a missing right operand.
+    fill_rhs: Option<f64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -53,11 +57,14 @@ impl Matching {
             Some(VectorMatchCardinality::ManyToMany) => (Card::ManyToMany, Vec::new()),
             Some(VectorMatchCardinality::OneToOne) | None => (Card::OneToOne, Vec::new()),
         };
+        let fill = b.modifier.as_ref().map(|m| &m.fill_values);
         Self {
             on,
             labels,
             card,
             include,
+            fill_lhs: fill.and_then(|f| f.lhs),
+            fill_rhs: fill.and_then(|f| f.rhs),
         }
     }
 
@@ -101,13 +108,6 @@ impl Evaluator<'_> {
     pub fn eval_binary(&mut self, b: &BinaryExpr) -> Result<Matrix> {
         let op = b.op.id();
         let return_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
-        if let Some(m) = &b.modifier {
-            if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
-                return Err(QueryError::unsupported(
-                    "fill modifiers on binary operators",
-                ));
-            }
-        }
         let (lt, rt) = (b.lhs.value_type(), b.rhs.value_type());
         let args = [b.lhs.as_ref(), b.rhs.as_ref()];
         match (lt, rt) {
@@ -431,14 +431,16 @@ fn vector_binop(
     return_bool: bool,
     annos: &Shared,
 ) -> Result<Vector> {
-    if lhs.is_empty() || rhs.is_empty() {
+    let filled = m.fill_lhs.is_some() || m.fill_rhs.is_some();
+    if (lhs.is_empty() && rhs.is_empty()) || ((lhs.is_empty() || rhs.is_empty()) && !filled) {
         return Ok(Vec::new());
     }
-    let mut last_annotation = None;
-    let (lhs, rhs) = if m.card == Card::OneToMany {
-        (rhs, lhs)
+    // Below, the right side is the "one" side; for one-to-many the sides
+    // swap, and their fill values with them.
+    let (lhs, rhs, fill_lhs, fill_rhs) = if m.card == Card::OneToMany {
+        (rhs, lhs, m.fill_rhs, m.fill_lhs)
     } else {
-        (lhs, rhs)
+        (lhs, rhs, m.fill_lhs, m.fill_rhs)
     };
     // The right side is the "one" side: its signatures must be unique.
     let mut right: HashMap<String, &Sample> = HashMap::with_capacity(rhs.len());
@@ -462,14 +464,74 @@ fn vector_binop(
         }
         right.insert(sig, rs);
     }
-    let mut matched_one: HashSet<String> = HashSet::new();
-    let mut matched_many: HashMap<String, HashSet<Labels>> = HashMap::new();
-    let mut out = Vec::new();
+    let mut join = Join {
+        op,
+        m,
+        return_bool,
+        matched_one: HashSet::new(),
+        matched_many: HashMap::new(),
+        out: Vec::new(),
+        last_annotation: None,
+    };
     for ls in lhs {
         let sig = m.signature(&ls.labels);
-        let Some(rs) = right.get(&sig) else {
-            continue;
-        };
+        match (right.get(&sig), fill_rhs) {
+            (Some(rs), _) => join.pair(ls, rs, sig)?,
+            (None, Some(fill)) => join.pair(ls, &m.fill_sample(&ls.labels, fill), sig)?,
+            (None, None) => {}
+        }
+    }
+    // Right-side series no left one matched meet the left fill value.
+    if let Some(fill) = fill_lhs {
+        for rs in rhs {
+            let sig = m.signature(&rs.labels);
+            if !join.matched(&sig) {
+                join.pair(&m.fill_sample(&rs.labels, fill), rs, sig)?;
+            }
+        }
+    }
+    if let Some(text) = join.last_annotation {
+        annos.add(text);
+    }
+    Ok(join.out)
+}
+
+impl Matching {
+    /// The stand-in for a missing operand across from `other`: the fill
+    /// value, labelled with `other`'s matching labels, as Prometheus does.
+    fn fill_sample(&self, other: &[Label], value: f64) -> Sample {
+        Sample::float(Labels::from(self.match_labels(other)), value)
+    }
+}
+
+/// The state of one vector/vector operation at one step, as series of the
+/// two sides are paired (`lhs` is the "many" side, `rhs` the "one").
+struct Join<'a> {
+    op: u16,
+    m: &'a Matching,
+    return_bool: bool,
+    /// Signatures paired, for one-to-one matching.
+    matched_one: HashSet<String>,
+    /// Result labels per signature paired, for many-to-one matching.
+    matched_many: HashMap<String, HashSet<Labels>>,
+    out: Vector,
+    last_annotation: Option<String>,
+}
+
+impl Join<'_> {
+    /// Whether a pair of this signature was made.
+    fn matched(&self, sig: &str) -> bool {
+        if self.m.card == Card::OneToOne {
+            self.matched_one.contains(sig)
+        } else {
+            self.matched_many.get(sig).is_some_and(|s| !s.is_empty())
+        }
+    }
+
+    /// Applies the operator to a pair of series of signature `sig`, as
+    /// Prometheus' `VectorBinop` does for each match.
+    fn pair(&mut self, ls: &Sample, rs: &Sample, sig: String) -> Result<()> {
+        let (op, m) = (self.op, self.m);
         let (fl, fr, hl, hr) = if m.card == Card::OneToMany {
             (rs.v, ls.v, rs.h.as_deref(), ls.h.as_deref())
         } else {
@@ -482,45 +544,46 @@ fn vector_binop(
             match elem_binop_histogram(op, fl, fr, hl, hr) {
                 Ok(e) => {
                     if e.info.is_some() {
-                        last_annotation = e.info;
+                        self.last_annotation = e.info;
                     }
                     (e.v, e.h, e.keep)
                 }
                 Err(text) => {
-                    last_annotation = Some(text);
-                    continue;
+                    self.last_annotation = Some(text);
+                    return Ok(());
                 }
             }
         };
-        if return_bool {
+        if self.return_bool {
             value = bool_to_f64(keep);
             histogram = None;
         }
-        let metric = result_metric(&ls.labels, &rs.labels, op, m, return_bool);
+        let metric = result_metric(&ls.labels, &rs.labels, op, m, self.return_bool);
         if m.card == Card::OneToOne {
-            if !matched_one.insert(sig) {
+            if !self.matched_one.insert(sig) {
                 return Err(QueryError::exec(
                     "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)",
                 ));
             }
-        } else if !matched_many.entry(sig).or_default().insert(metric.clone()) {
+        } else if !self
+            .matched_many
+            .entry(sig)
+            .or_default()
+            .insert(metric.clone())
+        {
             return Err(QueryError::exec(
                 "multiple matches for labels: grouping labels must ensure unique matches",
             ));
         }
-        if !keep && !return_bool {
-            continue;
+        if keep || self.return_bool {
+            self.out.push(Sample {
+                labels: metric,
+                v: value,
+                h: histogram.map(Box::new),
+            });
         }
-        out.push(Sample {
-            labels: metric,
-            v: value,
-            h: histogram.map(Box::new),
-        });
+        Ok(())
     }
-    if let Some(text) = last_annotation {
-        annos.add(text);
-    }
-    Ok(out)
 }
 
 /// The labels of a vector/vector result, as Prometheus' `resultMetric`.

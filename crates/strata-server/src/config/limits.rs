@@ -58,6 +58,10 @@ pub struct QueryConfig {
     /// Whether Prometheus' experimental PromQL functions and aggregations
     /// are evaluated (`--enable-feature=promql-experimental-functions`).
     pub experimental_functions: bool,
+    /// Whether the `fill`, `fill_left` and `fill_right` modifiers of binary
+    /// operators are evaluated
+    /// (`--enable-feature=promql-binop-fill-modifiers`).
+    pub binop_fill_modifiers: bool,
 }
 
 impl QueryConfig {
@@ -71,6 +75,7 @@ impl QueryConfig {
             max_concurrent: self.max_concurrent,
             max_samples_total: self.max_samples_total,
             experimental_functions: self.experimental_functions,
+            binop_fill_modifiers: self.binop_fill_modifiers,
             ..strata_promql::QueryLimits::default()
         }
     }

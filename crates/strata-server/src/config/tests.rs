@@ -121,6 +121,15 @@ fn experimental_functions_are_on_unless_turned_off() {
 }
 
 #[test]
+fn binop_fill_modifiers_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().binop_fill_modifiers);
+    let env = [("STRATA_QUERY_BINOP_FILL_MODIFIERS", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().binop_fill_modifiers);
+}
+
+#[test]
 fn precedence_file_env_flags() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
