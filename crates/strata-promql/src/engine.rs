@@ -63,6 +63,11 @@ pub struct QueryLimits {
     /// `--enable-feature=promql-binop-fill-modifiers`, are evaluated. Off,
     /// a query using one is refused with Prometheus' parse error.
     pub binop_fill_modifiers: bool,
+    /// Whether the `anchored` and `smoothed` selector modifiers are
+    /// evaluated (Prometheus' `promql-extended-range-selectors`, always on
+    /// since 3.16). Off, a query using one is refused with the parse error
+    /// Prometheus gave while the flag was off.
+    pub extended_range_selectors: bool,
 }
 
 impl Default for QueryLimits {
@@ -77,6 +82,7 @@ impl Default for QueryLimits {
             max_samples_total: 100_000_000,
             experimental_functions: true,
             binop_fill_modifiers: true,
+            extended_range_selectors: true,
         }
     }
 }
@@ -123,7 +129,14 @@ pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryEr
     // The parser panics on a few inputs (a number of seconds too large or
     // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
     // reason to drop the connection.
-    let parsed = std::panic::catch_unwind(|| crate::info_selector::parse(query)).map_err(|_| {
+    let parsed = std::panic::catch_unwind(|| {
+        let reparse = |q: &str| crate::info_selector::parse(q).map(|_| ());
+        match crate::range_modifier::rewrite(query, reparse)? {
+            Some(marked) => crate::info_selector::parse(&marked),
+            None => crate::info_selector::parse(query),
+        }
+    })
+    .map_err(|_| {
         QueryError::BadData(
             "invalid parameter \"query\": parse error: a duration is out of range".into(),
         )

@@ -36,6 +36,7 @@ pub(crate) mod go_string;
 pub mod http;
 pub(crate) mod info_selector;
 pub(crate) mod plan;
+pub(crate) mod range_modifier;
 pub mod source;
 pub mod value;
 

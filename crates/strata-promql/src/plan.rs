@@ -15,6 +15,7 @@ use crate::eval::aggregate::AggOp;
 use crate::eval::range_steps::RangeFn;
 use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms, unwrap_parens};
 use crate::functions::registry::{self, Eval, RangeOutput};
+use crate::range_modifier::{self, RangeMode};
 
 /// One selector's read: its node key, one matcher list per `or` branch, the
 /// inclusive time range, and what each series is reduced to as it is read.
@@ -100,11 +101,27 @@ pub(crate) fn check_supported(expr: &Expr, limits: &QueryLimits) -> Result<(), Q
             c.args.args.iter().try_for_each(|a| check(a))
         }
         Expr::Extension(_) => Err(QueryError::unsupported("extension expressions")),
-        Expr::NumberLiteral(_)
-        | Expr::StringLiteral(_)
-        | Expr::VectorSelector(_)
-        | Expr::MatrixSelector(_) => Ok(()),
+        Expr::VectorSelector(vs) => check_range_mode(vs, limits),
+        Expr::MatrixSelector(ms) => check_range_mode(&ms.vs, limits),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) => Ok(()),
     }
+}
+
+/// Refuses an `anchored` or `smoothed` selector when
+/// `extended_range_selectors` is off, with the parse error Prometheus gave
+/// before 3.16, while its flag was off.
+fn check_range_mode(vs: &VectorSelector, limits: &QueryLimits) -> Result<(), QueryError> {
+    let word = match range_modifier::mode(vs) {
+        RangeMode::Plain => return Ok(()),
+        RangeMode::Anchored => "anchored",
+        RangeMode::Smoothed => "smoothed",
+    };
+    if limits.extended_range_selectors {
+        return Ok(());
+    }
+    Err(parse_error(format!(
+        "{word} modifier is experimental and not enabled"
+    )))
 }
 
 /// Refuses fill modifiers where Prometheus' parser refuses them: when
@@ -242,7 +259,7 @@ fn walk(
     match expr {
         Expr::VectorSelector(vs) => {
             let mut load = load_for(vs, start, end, ctx.lookback, ctx)?;
-            if query_steps {
+            if query_steps && range_modifier::mode(vs) == RangeMode::Plain {
                 load.reduce = Some(Reduce::Instant {
                     offset: offset_ms(&vs.offset),
                     at: ctx.at(&vs.at),
@@ -251,7 +268,13 @@ fn walk(
             out.push(load);
         }
         Expr::MatrixSelector(ms) => {
-            out.push(load_for(&ms.vs, start, end, duration_ms(&ms.range), ctx)?)
+            let range = duration_ms(&ms.range);
+            // An anchored or smoothed window also reads a lookback before.
+            let window = match range_modifier::mode(&ms.vs) {
+                RangeMode::Plain => range,
+                RangeMode::Anchored | RangeMode::Smoothed => range.saturating_add(ctx.lookback),
+            };
+            out.push(load_for(&ms.vs, start, end, window, ctx)?)
         }
         Expr::Subquery(sq) => {
             let (s, e) = match ctx.at(&sq.at) {
@@ -303,7 +326,9 @@ fn walk(
             match (eval, args.as_slice()) {
                 // `rate(x[5m])`: each series' points, as it is read.
                 (Some(Eval::Range(f, output)), [Expr::MatrixSelector(ms)])
-                    if query_steps && output != RangeOutput::Absent =>
+                    if query_steps
+                        && output != RangeOutput::Absent
+                        && range_modifier::mode(&ms.vs) == RangeMode::Plain =>
                 {
                     let range = duration_ms(&ms.range);
                     let mut load = load_for(&ms.vs, start, end, range, ctx)?;
@@ -347,6 +372,11 @@ fn load_for(
         Some(t) => (t, t),
         None => (start, end),
     };
+    // A smoothed selector also reads a lookback after.
+    let after = match range_modifier::mode(vs) {
+        RangeMode::Smoothed => ctx.lookback,
+        RangeMode::Plain | RangeMode::Anchored => 0,
+    };
     Ok(SelectorLoad {
         key: selector_key(vs),
         matcher_sets: matcher_sets(vs, ctx.max_regex_bytes)?,
@@ -354,7 +384,7 @@ fn load_for(
             .saturating_sub(offset)
             .saturating_sub(window)
             .saturating_add(1),
-        maxt: e.saturating_sub(offset),
+        maxt: e.saturating_sub(offset).saturating_add(after),
         reduce: None,
     })
 }
@@ -375,7 +405,8 @@ pub(crate) fn matcher_sets(
                     .map_err(|e| QueryError::BadData(e.to_string()))?,
             );
         }
-        for m in ms {
+        // The marks of `anchored` and `smoothed` are no labels of series.
+        for m in ms.iter().filter(|m| !range_modifier::is_mark(&m.name)) {
             out.push(to_matcher(m)?);
         }
         Ok(out)

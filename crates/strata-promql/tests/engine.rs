@@ -121,6 +121,91 @@ async fn subquery_selectors_read_the_subquery_range_once() {
 }
 
 #[tokio::test]
+async fn anchored_and_smoothed_selectors_read_a_lookback_beyond_their_window() {
+    let src = recording();
+    let engine = Engine::new(src.clone(), QueryLimits::default());
+    let q = "increase(c_total[5m] anchored) + rate(c_total[5m] smoothed) + c_total smoothed";
+    engine
+        .range_query(q, 3_600_000, 7_200_000, 60_000, None)
+        .await
+        .expect("query");
+    let mut ranges = src.ranges.lock().expect("lock").clone();
+    ranges.sort();
+    // Anchored: a lookback (5m) before the window; smoothed: one after
+    // too; a smoothed instant selector: a lookback either side.
+    assert_eq!(
+        ranges,
+        vec![
+            (3_600_000 - 600_000 + 1, 7_200_000),
+            (3_600_000 - 600_000 + 1, 7_200_000 + 300_000),
+            (3_600_000 - 300_000 + 1, 7_200_000 + 300_000),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn anchored_and_smoothed_take_only_prometheus_functions() {
+    let engine = Engine::new(recording(), QueryLimits::default());
+    for (q, msg) in [
+        (
+            "deriv(c_total[5m] anchored)",
+            "anchored modifier can only be used with: changes, delta, increase, rate, resets - not with deriv",
+        ),
+        (
+            "changes(c_total[5m] smoothed)",
+            "smoothed modifier can only be used with: delta, increase, rate - not with changes",
+        ),
+    ] {
+        match engine.instant_query(q, 3_600_000, None).await {
+            Err(QueryError::Execution(m)) => assert_eq!(m, msg, "{q}"),
+            other => panic!("{q}: expected an execution error, got {other:?}"),
+        }
+    }
+    // c_total rises by 1 a minute. At 60m30s, anchored reads 55 (at 55m)
+    // and 60; smoothed interpolates 55.5 and 60.5: 5 both ways.
+    for q in [
+        "increase(c_total[5m] anchored)",
+        "increase(c_total[5m] smoothed)",
+    ] {
+        let Ok(QueryValue::Vector(v)) = engine.instant_query(q, 3_630_000, None).await else {
+            panic!("{q}: expected a vector");
+        };
+        assert_eq!(v.len(), 1, "{q}");
+        assert!((v[0].v - 5.0).abs() < 1e-9, "{q}: {}", v[0].v);
+    }
+}
+
+#[tokio::test]
+async fn extended_range_selectors_off_are_refused_as_prometheus_refused_them() {
+    let limits = QueryLimits {
+        extended_range_selectors: false,
+        ..QueryLimits::default()
+    };
+    let engine = Engine::new(recording(), limits);
+    for (q, msg) in [
+        (
+            "rate(c_total[5m] anchored)",
+            "anchored modifier is experimental and not enabled",
+        ),
+        (
+            "c_total smoothed",
+            "smoothed modifier is experimental and not enabled",
+        ),
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Err(QueryError::BadData(m)) => {
+                assert!(m.ends_with(&format!("parse error: {msg}")), "{q}: {m}")
+            }
+            other => panic!("{q}: expected bad_data, got {other:?}"),
+        }
+    }
+    assert!(engine
+        .instant_query("rate(c_total[5m])", 0, None)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
 async fn sample_limit_applies_to_range_queries() {
     let src = recording();
     let limits = QueryLimits {

@@ -62,6 +62,10 @@ pub struct QueryConfig {
     /// operators are evaluated
     /// (`--enable-feature=promql-binop-fill-modifiers`).
     pub binop_fill_modifiers: bool,
+    /// Whether the `anchored` and `smoothed` selector modifiers are
+    /// evaluated (`--enable-feature=promql-extended-range-selectors`,
+    /// always on since Prometheus 3.16).
+    pub extended_range_selectors: bool,
 }
 
 impl QueryConfig {
@@ -76,6 +80,7 @@ impl QueryConfig {
             max_samples_total: self.max_samples_total,
             experimental_functions: self.experimental_functions,
             binop_fill_modifiers: self.binop_fill_modifiers,
+            extended_range_selectors: self.extended_range_selectors,
             ..strata_promql::QueryLimits::default()
         }
     }

@@ -130,6 +130,15 @@ fn binop_fill_modifiers_are_on_unless_turned_off() {
 }
 
 #[test]
+fn extended_range_selectors_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().extended_range_selectors);
+    let env = [("STRATA_QUERY_EXTENDED_RANGE_SELECTORS", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().extended_range_selectors);
+}
+
+#[test]
 fn precedence_file_env_flags() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
