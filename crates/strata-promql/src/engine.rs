@@ -405,6 +405,8 @@ impl Engine {
     ) -> Result<(crate::value::Matrix, QueryStats), QueryError> {
         let began = Instant::now();
         check_supported(&expr, &self.limits)?;
+        let mut expr = expr;
+        crate::eval::query_context::fold(&mut expr, start, end, interval);
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
         let queued = began.elapsed();

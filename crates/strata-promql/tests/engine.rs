@@ -255,6 +255,8 @@ async fn experimental_functions_off_are_refused_as_prometheus_refuses_them() {
             "sort_by_label(c_total, \"job\")",
             "function \"sort_by_label\" is not enabled",
         ),
+        ("c_total * step()", "function \"step\" is not enabled"),
+        ("min_of(1, 2)", "function \"min_of\" is not enabled"),
         (
             "sum(limitk(1, c_total))",
             "limitk() is experimental and must be enabled with \

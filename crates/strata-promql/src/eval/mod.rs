@@ -14,6 +14,7 @@ pub(crate) mod extended_range;
 pub(crate) mod hist_range;
 pub(crate) mod info;
 pub(crate) mod matrix_call;
+pub(crate) mod query_context;
 pub(crate) mod range_steps;
 pub(crate) mod reduce;
 pub(crate) mod selector;
