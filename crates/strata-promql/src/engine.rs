@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use promql_parser::parser::value::ValueType;
 use promql_parser::parser::Expr;
 
+pub use crate::duration_expr::DurationContext;
 use crate::error::QueryError;
 use crate::eval::reduce::{series_map, FirstError, QuerySteps};
 use crate::eval::{Evaluator, Loaded, SelectorData};
@@ -68,6 +69,11 @@ pub struct QueryLimits {
     /// since 3.16). Off, a query using one is refused with the parse error
     /// Prometheus gave while the flag was off.
     pub extended_range_selectors: bool,
+    /// Whether duration expressions (`x[5m * 2]`, `y offset step()`) are
+    /// evaluated (Prometheus' `promql-duration-expr`, always on since
+    /// 3.16). Off, a query using one is refused with the parse error
+    /// Prometheus gave while the flag was off.
+    pub duration_expr: bool,
 }
 
 impl Default for QueryLimits {
@@ -83,6 +89,7 @@ impl Default for QueryLimits {
             experimental_functions: true,
             binop_fill_modifiers: true,
             extended_range_selectors: true,
+            duration_expr: true,
         }
     }
 }
@@ -107,7 +114,21 @@ pub const MAX_EXPR_DEPTH: usize = 250;
 /// parse, nests deeper than [`MAX_EXPR_DEPTH`] or holds a string longer
 /// than `max_string_bytes` (the regex limit: the parser compiles every
 /// regular expression it meets, so a huge one is refused before that).
+///
+/// Duration expressions (`x[step() * 2]`) are worked out as in an instant
+/// query; [`parse_query_in`] gives them a query's step and range.
 pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryError> {
+    parse_query_in(query, max_string_bytes, Some(DurationContext::default()))
+}
+
+/// [`parse_query`] for a query whose `step()` and `range()` are `durations`;
+/// `None` refuses duration expressions, with the error Prometheus gave
+/// while they were behind `--enable-feature=promql-duration-expr`.
+pub fn parse_query_in(
+    query: &str,
+    max_string_bytes: usize,
+    durations: Option<DurationContext>,
+) -> Result<Expr, QueryError> {
     // The parser itself recurses on deep trees: bound them from the text
     // before handing it over.
     let shape = text_shape(query);
@@ -129,6 +150,15 @@ pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryEr
     // The parser panics on a few inputs (a number of seconds too large or
     // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
     // reason to drop the connection.
+    let computed = crate::duration_expr::rewrite(query, durations.unwrap_or_default())
+        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
+    if computed.is_some() && durations.is_none() {
+        return Err(QueryError::BadData(
+            "invalid parameter \"query\": parse error: experimental duration expression is not enabled"
+                .into(),
+        ));
+    }
+    let query = computed.as_deref().unwrap_or(query);
     let parsed = std::panic::catch_unwind(|| {
         let reparse = |q: &str| crate::info_selector::parse(q).map(|_| ());
         match crate::range_modifier::rewrite(query, reparse)? {
@@ -282,7 +312,7 @@ impl Engine {
         time_ms: i64,
         timeout: Option<Duration>,
     ) -> Result<(QueryValue, QueryStats), QueryError> {
-        let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
+        let expr = Box::new(self.parse(query, DurationContext::default())?);
         if expr.value_type() == ValueType::String {
             let v = QueryValue::String {
                 t: time_ms,
@@ -370,7 +400,11 @@ impl Engine {
                 self.limits.max_points_per_series,
             )));
         }
-        let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
+        let durations = DurationContext {
+            step_ms,
+            range_ms: end_ms - start_ms,
+        };
+        let expr = Box::new(self.parse(query, durations)?);
         match expr.value_type() {
             ValueType::Vector | ValueType::Scalar => {}
             t => {
@@ -388,6 +422,12 @@ impl Engine {
         let (mut result, stats) = self.exec(expr, start_ms, end_ms, step_ms, deadline).await?;
         result.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok((QueryValue::Matrix(result), stats))
+    }
+
+    /// [`parse_query_in`] under this engine's limits.
+    fn parse(&self, query: &str, durations: DurationContext) -> Result<Expr, QueryError> {
+        let durations = self.limits.duration_expr.then_some(durations);
+        parse_query_in(query, self.limits.max_regex_bytes, durations)
     }
 
     fn deadline(&self, timeout: Option<Duration>) -> Instant {

@@ -206,6 +206,57 @@ async fn extended_range_selectors_off_are_refused_as_prometheus_refused_them() {
 }
 
 #[tokio::test]
+async fn duration_expressions_take_the_query_step_and_range() {
+    let engine = Engine::new(recording(), QueryLimits::default());
+    // c_total rises by 1 a minute: [step() * 5] = [5m] holds 5 samples, 4
+    // changes; step() is 0 in an instant query, where the range is refused.
+    let v = engine
+        .range_query(
+            "changes(c_total[step() * 5])",
+            3_600_000,
+            3_720_000,
+            60_000,
+            None,
+        )
+        .await
+        .expect("query");
+    let QueryValue::Matrix(m) = v else {
+        panic!("expected a matrix");
+    };
+    assert!(m[0].points.iter().all(|p| p.v == 4.0), "{:?}", m[0].points);
+    match engine
+        .instant_query("changes(c_total[step() * 5])", 3_600_000, None)
+        .await
+    {
+        Err(QueryError::BadData(msg)) => {
+            assert!(msg.ends_with("duration must be greater than 0"), "{msg}")
+        }
+        other => panic!("expected bad_data, got {other:?}"),
+    }
+    let off = Engine::new(
+        recording(),
+        QueryLimits {
+            duration_expr: false,
+            ..QueryLimits::default()
+        },
+    );
+    match off
+        .instant_query("c_total offset (1m * 2)", 3_600_000, None)
+        .await
+    {
+        Err(QueryError::BadData(msg)) => assert!(
+            msg.ends_with("parse error: experimental duration expression is not enabled"),
+            "{msg}"
+        ),
+        other => panic!("expected bad_data, got {other:?}"),
+    }
+    assert!(off
+        .instant_query("c_total offset 2m", 3_600_000, None)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
 async fn sample_limit_applies_to_range_queries() {
     let src = recording();
     let limits = QueryLimits {

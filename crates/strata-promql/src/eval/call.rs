@@ -44,27 +44,6 @@ fn vector_at(v: &[Vector], i: usize) -> &[Sample] {
     v.get(i).map_or(&[], Vec::as_slice)
 }
 
-/// Go's `math.Max` (`max`) or `math.Min`: NaN when either is, and +0
-/// above -0.
-fn go_extremum(a: f64, b: f64, max: bool) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        return f64::NAN;
-    }
-    if a == 0.0 && b == 0.0 {
-        let negative = if max {
-            a.is_sign_negative() && b.is_sign_negative()
-        } else {
-            a.is_sign_negative() || b.is_sign_negative()
-        };
-        return if negative { -0.0 } else { 0.0 };
-    }
-    if (a > b) == max {
-        a
-    } else {
-        b
-    }
-}
-
 fn scalar_at(v: &[Vector], i: usize) -> f64 {
     v.get(i).and_then(|x| x.first()).map_or(f64::NAN, |s| s.v)
 }
@@ -505,7 +484,7 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
         Eval::Time => Box::new(|_, ts| single(ts as f64 / 1000.0)),
         Eval::Pi => Box::new(|_, _| single(std::f64::consts::PI)),
         Eval::Extremum { max } => {
-            Box::new(move |v, _| single(go_extremum(scalar_at(v, 0), scalar_at(v, 1), max)))
+            Box::new(move |v, _| single(math::go_extremum(scalar_at(v, 0), scalar_at(v, 1), max)))
         }
         Eval::QueryContext => {
             return Err(QueryError::Internal(

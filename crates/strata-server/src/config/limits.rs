@@ -66,6 +66,10 @@ pub struct QueryConfig {
     /// evaluated (`--enable-feature=promql-extended-range-selectors`,
     /// always on since Prometheus 3.16).
     pub extended_range_selectors: bool,
+    /// Whether duration expressions (`x[5m * 2]`, `y offset step()`) are
+    /// evaluated (`--enable-feature=promql-duration-expr`, always on since
+    /// Prometheus 3.16).
+    pub duration_expr: bool,
 }
 
 impl QueryConfig {
@@ -81,6 +85,7 @@ impl QueryConfig {
             experimental_functions: self.experimental_functions,
             binop_fill_modifiers: self.binop_fill_modifiers,
             extended_range_selectors: self.extended_range_selectors,
+            duration_expr: self.duration_expr,
             ..strata_promql::QueryLimits::default()
         }
     }

@@ -139,6 +139,15 @@ fn extended_range_selectors_are_on_unless_turned_off() {
 }
 
 #[test]
+fn duration_expr_is_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().duration_expr);
+    let env = [("STRATA_QUERY_DURATION_EXPR", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().duration_expr);
+}
+
+#[test]
 fn precedence_file_env_flags() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
