@@ -17,13 +17,18 @@
 
 use promql_parser::parser::{MatrixSelector, VectorSelector};
 
-use super::selector::{window, RangeSeries};
+use super::extended_histogram::{
+    extended_histogram_rate, interpolate as interpolate_histograms, HistBounds,
+};
+use super::hist_range::resets_or_changes;
+use super::selector::{histogram_window, window, RangeSeries};
 use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
-use crate::annotations as anno;
+use strata_codec::histogram::{CounterResetHint, FloatHistogram};
+
+use crate::annotations::{self as anno, Shared};
 use crate::error::QueryError;
-use crate::functions::rate;
 use crate::range_modifier::RangeMode;
-use crate::value::{get_label, Matrix, MatrixSeries, Point, Samples};
+use crate::value::{get_label, HPoint, Matrix, MatrixSeries, Point, Samples};
 
 /// The functions Prometheus allows on an anchored range selector.
 const ANCHORED_FUNCTIONS: &[&str] = &["changes", "delta", "increase", "rate", "resets"];
@@ -66,14 +71,10 @@ impl Evaluator<'_> {
         let mut out = Vec::new();
         for s in &input.series {
             self.check_deadline()?;
-            if !s.h.is_empty() {
-                return Err(QueryError::unsupported(format!(
-                    "the {} modifier on native histograms",
-                    word(mode)
-                )));
-            }
+            let labels = s.labels.to_labels();
+            let metric = get_label(&labels, "__name__");
             let samples = s.samples();
-            let mut points = Vec::new();
+            let (mut points, mut histograms) = (Vec::new(), Vec::new());
             for &ts in &steps {
                 let end = input.at.unwrap_or(ts).saturating_sub(input.offset);
                 let start = end.saturating_sub(input.range);
@@ -82,32 +83,54 @@ impl Evaluator<'_> {
                 } else {
                     end
                 };
-                let w = window(samples, start.saturating_sub(lookback), maxt);
-                if w.is_empty() {
-                    continue;
-                }
+                let mint = start.saturating_sub(lookback);
+                let w = window(samples, mint, maxt);
+                let hw = histogram_window(&s.h, mint, maxt);
                 let bounds = Bounds {
                     start,
                     end,
                     smoothed,
                 };
-                let v = match name {
-                    "rate" => {
-                        extended_rate(w, bounds, true).map(|v| v / (input.range as f64 / 1e3))
+                let seconds = input.range as f64 / 1e3;
+                let counter = name != "delta";
+                let rate = (name == "rate").then_some(seconds);
+                if matches!(name, "changes" | "resets") {
+                    let Some((from, hfrom)) =
+                        anchor(w.t, &hw.iter().map(|(t, _)| *t).collect::<Vec<_>>(), start)
+                    else {
+                        continue;
+                    };
+                    let (w, hw) = (w.slice(from, w.len()), hw.get(hfrom..).unwrap_or_default());
+                    points.push(Point {
+                        t: ts,
+                        v: resets_or_changes(w, hw, name == "resets"),
+                    });
+                } else if hw.is_empty() {
+                    if let Some(v) = extended_rate(w, bounds, counter) {
+                        let v = rate.map_or(v, |seconds| v / seconds);
+                        points.push(Point { t: ts, v });
                     }
-                    "increase" => extended_rate(w, bounds, true),
-                    "delta" => extended_rate(w, bounds, false),
-                    "changes" => anchored(w, start).and_then(rate::changes),
-                    "resets" => anchored(w, start).and_then(rate::resets),
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    points.push(Point { t: ts, v });
+                } else if !w.is_empty() {
+                    self.annotations.add(anno::mixed_floats_histograms(metric));
+                } else {
+                    let b = HistBounds {
+                        start,
+                        end,
+                        smoothed,
+                    };
+                    let annos = &self.annotations;
+                    if let Some(h) = extended_histogram_rate(hw, b, counter, rate, metric, annos) {
+                        histograms.push((ts, h));
+                    }
                 }
             }
-            if !points.is_empty() {
-                self.add_samples(points.len())?;
-                out.push(MatrixSeries::floats(s.labels.without_metric_name(), points));
+            if !points.is_empty() || !histograms.is_empty() {
+                self.add_samples(points.len() + histograms.len())?;
+                out.push(MatrixSeries {
+                    labels: s.labels.without_metric_name(),
+                    points,
+                    histograms,
+                });
             }
         }
         check_matrix_same_labelset(&out)?;
@@ -169,32 +192,31 @@ impl Evaluator<'_> {
             self.check_deadline()?;
             let s = RangeSeries::without_stale_markers(series);
             let samples = s.samples();
-            let mut points = Vec::new();
+            let labels = s.labels.to_labels();
+            let metric = get_label(&labels, "__name__");
+            let (mut points, mut histograms) = (Vec::new(), Vec::new());
             for &ts in &steps {
                 let r = at.unwrap_or(ts).saturating_sub(offset);
                 let (mint, maxt) = (r.saturating_sub(lookback), r.saturating_add(lookback));
                 let w = window(samples, mint, maxt);
-                let has_histograms = s.h.iter().any(|(t, _)| *t > mint && *t <= maxt);
-                if has_histograms {
-                    if w.is_empty() {
-                        return Err(QueryError::unsupported(
-                            "the smoothed modifier on native histograms",
-                        ));
+                let hw = histogram_window(&s.h, mint, maxt);
+                if !w.is_empty() && !hw.is_empty() {
+                    self.annotations.add(anno::mixed_floats_histograms(metric));
+                } else if hw.is_empty() {
+                    if let Some(v) = value_at(w, r) {
+                        points.push(Point { t: ts, v });
                     }
-                    let labels = s.labels.to_labels();
-                    self.annotations
-                        .add(anno::mixed_floats_histograms(get_label(
-                            &labels, "__name__",
-                        )));
-                    continue;
-                }
-                if let Some(v) = value_at(w, r) {
-                    points.push(Point { t: ts, v });
+                } else if let Some(h) = histogram_at(hw, r, metric, &self.annotations) {
+                    histograms.push((ts, h));
                 }
             }
-            if !points.is_empty() {
-                self.add_samples(points.len())?;
-                out.push(MatrixSeries::floats(s.labels.to_labels(), points));
+            if !points.is_empty() || !histograms.is_empty() {
+                self.add_samples(points.len() + histograms.len())?;
+                out.push(MatrixSeries {
+                    labels,
+                    points,
+                    histograms,
+                });
             }
         }
         Ok(out)
@@ -207,6 +229,38 @@ struct Bounds {
     start: i64,
     end: i64,
     smoothed: bool,
+}
+
+/// The histogram at `r` from the samples around it, as Prometheus'
+/// `smoothSeries`: a sample at `r`; else interpolated between the samples
+/// either side (as a counter unless both are gauges); else the last
+/// before, its counter-reset hint forgotten.
+fn histogram_at(hw: &[HPoint], r: i64, metric: &str, annos: &Shared) -> Option<FloatHistogram> {
+    let i = hw.partition_point(|(t, _)| *t < r);
+    if let Some((t, h)) = hw.get(i) {
+        if *t == r {
+            return Some(h.clone());
+        }
+    }
+    let prev = hw.get(i.checked_sub(1)?)?;
+    let Some(next) = hw.get(i) else {
+        let mut h = prev.1.clone();
+        h.counter_reset_hint = CounterResetHint::Unknown;
+        return Some(h);
+    };
+    let gauge = CounterResetHint::Gauge;
+    let counter = prev.1.counter_reset_hint != gauge || next.1.counter_reset_hint != gauge;
+    if prev.1.uses_custom_buckets() != next.1.uses_custom_buckets() {
+        annos.add(anno::mixed_exponential_custom(metric));
+        return None;
+    }
+    match interpolate_histograms(prev, next, r, counter, annos) {
+        Ok(h) => Some(h),
+        Err(_) => {
+            annos.add(anno::mixed_exponential_custom(metric));
+            None
+        }
+    }
 }
 
 /// The value at `r` from the samples around it: a sample at `r`, else
@@ -234,15 +288,25 @@ fn interpolate(w: Samples<'_>, a: usize, b: usize, t: i64, counter: bool) -> f64
     y1 + (y2 - y1) * (t - t1) as f64 / (t2 - t1) as f64
 }
 
-/// The window of an anchored `changes` or `resets`: the last sample at or
-/// before `start`, then those after it; none without a sample after
-/// `start`.
-fn anchored(w: Samples<'_>, start: i64) -> Option<Samples<'_>> {
-    let after = w.t.partition_point(|&t| t <= start);
-    if after >= w.len() {
+/// Where an anchored `changes` or `resets` starts in a window's floats
+/// (`t`) and histograms (`ht`), as Prometheus' `pickFirstSampleIndices`:
+/// at the last sample of either kind at or before `start`, the anchor,
+/// then those after it; none without a sample after `start`.
+fn anchor(t: &[i64], ht: &[i64], start: i64) -> Option<(usize, usize)> {
+    let (floats_before, hists_before) = (
+        t.partition_point(|&x| x <= start),
+        ht.partition_point(|&x| x <= start),
+    );
+    if floats_before >= t.len() && hists_before >= ht.len() {
         return None;
     }
-    Some(w.slice(after.saturating_sub(1), w.len()))
+    let last_float = floats_before.checked_sub(1).map(|i| t[i]);
+    let last_hist = hists_before.checked_sub(1).map(|i| ht[i]);
+    Some(match (last_float, last_hist) {
+        (None, None) => (0, 0),
+        (Some(f), h) if h.is_none_or(|h| f >= h) => (floats_before - 1, hists_before),
+        _ => (floats_before, hists_before - 1),
+    })
 }
 
 /// The first and last samples that stand for the window's ends: the last
@@ -397,7 +461,22 @@ mod tests {
             smoothed: false,
         };
         assert_eq!(extended_rate(Samples::new(&t, &v), b, true), None);
-        assert!(anchored(Samples::new(&t, &v), 10_000).is_none());
+        assert!(anchor(&t, &[], 10_000).is_none());
+    }
+
+    #[test]
+    fn the_anchor_is_the_last_sample_of_either_kind_at_the_start() {
+        // Floats at 0 and 20 s, histograms at 10 and 30 s; the window
+        // starts at 15 s: the histogram at 10 s anchors it.
+        assert_eq!(
+            anchor(&[0, 20_000], &[10_000, 30_000], 15_000),
+            Some((1, 0))
+        );
+        assert_eq!(
+            anchor(&[0, 20_000], &[10_000, 30_000], 25_000),
+            Some((1, 1))
+        );
+        assert_eq!(anchor(&[20_000], &[30_000], 5_000), Some((0, 0)));
     }
 
     #[test]

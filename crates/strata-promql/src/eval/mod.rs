@@ -10,6 +10,7 @@
 pub(crate) mod aggregate;
 pub(crate) mod binary;
 pub(crate) mod call;
+pub(crate) mod extended_histogram;
 pub(crate) mod extended_range;
 pub(crate) mod hist_range;
 pub(crate) mod info;
