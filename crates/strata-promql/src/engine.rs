@@ -159,12 +159,18 @@ pub fn parse_query_in(
         ));
     }
     let query = computed.as_deref().unwrap_or(query);
+    let trims = crate::trim_operator::rewrite(query);
+    let query = trims.as_ref().map_or(query, |(q, _)| q.as_str());
     let parsed = std::panic::catch_unwind(|| {
         let reparse = |q: &str| crate::info_selector::parse(q).map(|_| ());
-        match crate::range_modifier::rewrite(query, reparse)? {
+        let mut expr = match crate::range_modifier::rewrite(query, reparse)? {
             Some(marked) => crate::info_selector::parse(&marked),
             None => crate::info_selector::parse(query),
+        }?;
+        if let Some((_, trims)) = &trims {
+            crate::trim_operator::mark(&mut expr, trims);
         }
+        Ok::<Expr, String>(expr)
     })
     .map_err(|_| {
         QueryError::BadData(

@@ -40,6 +40,7 @@ pub(crate) mod plan;
 pub(crate) mod query_text;
 pub(crate) mod range_modifier;
 pub mod source;
+pub(crate) mod trim_operator;
 pub mod value;
 
 pub use annotations::Annotations;

@@ -72,6 +72,12 @@ pub(crate) fn check_supported(expr: &Expr, limits: &QueryLimits) -> Result<(), Q
         Expr::Unary(u) => check(&u.expr),
         Expr::Binary(b) => {
             check_fill(b, limits)?;
+            let returns_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
+            if returns_bool && crate::trim_operator::text(b.op.id()).is_some() {
+                return Err(parse_error(
+                    "bool modifier can only be used on comparison operators".into(),
+                ));
+            }
             check(&b.lhs)?;
             check(&b.rhs)
         }

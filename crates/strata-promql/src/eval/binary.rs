@@ -18,6 +18,7 @@ use super::{Evaluator, Result};
 use crate::annotations::{self as anno, Shared};
 use crate::error::QueryError;
 use crate::float_histogram as fh;
+use crate::trim_operator::{T_TRIM_LOWER, T_TRIM_UPPER};
 use crate::value::{
     drop_metric_name, empty_labels, is_metadata_label, labels_to_string, Labels, Matrix, Sample,
     Vector,
@@ -226,8 +227,16 @@ fn elem_binop(op: u16, l: f64, r: f64) -> Result<(f64, bool)> {
     })
 }
 
+/// Whether `op` is one of the histogram trim operators `</` and `>/`.
+fn is_trim(op: u16) -> bool {
+    op == T_TRIM_UPPER || op == T_TRIM_LOWER
+}
+
 /// The operator's text, as Prometheus' `ItemTypeStr`.
 fn op_str(op: u16) -> &'static str {
+    if let Some(text) = crate::trim_operator::text(op) {
+        return text;
+    }
     match op {
         T_ADD => "+",
         T_SUB => "-",
@@ -279,6 +288,11 @@ fn elem_binop_histogram(
             let mut h = h.clone();
             fh::mul(&mut h, l);
             fh::compact(&mut h);
+            Ok(hist(h))
+        }
+        (Some(h), None) if is_trim(op) => {
+            let mut h = h.clone();
+            fh::trim_buckets(&mut h, r, op == T_TRIM_UPPER);
             Ok(hist(h))
         }
         (Some(h), None) if op == T_MUL || op == T_DIV => {
@@ -337,16 +351,12 @@ fn vector_scalar_binop(
     for s in vec {
         let (l, r) = if swap { (scalar, s.v) } else { (s.v, scalar) };
         let (mut value, mut histogram, mut keep) = match s.h.as_deref() {
-            None => {
+            None if !is_trim(op) => {
                 let (value, keep) = elem_binop(op, l, r)?;
                 (value, None, keep)
             }
-            Some(h) => {
-                let (lh, rh) = if swap {
-                    (None, Some(h))
-                } else {
-                    (Some(h), None)
-                };
+            h => {
+                let (lh, rh) = if swap { (None, h) } else { (h, None) };
                 match elem_binop_histogram(op, l, r, lh, rh) {
                     Ok(e) => (e.v, e.h, e.keep),
                     Err(text) => {
@@ -537,7 +547,7 @@ impl Join<'_> {
         } else {
             (ls.v, rs.v, ls.h.as_deref(), rs.h.as_deref())
         };
-        let (mut value, mut histogram, keep) = if hl.is_none() && hr.is_none() {
+        let (mut value, mut histogram, keep) = if hl.is_none() && hr.is_none() && !is_trim(op) {
             let (value, keep) = elem_binop(op, fl, fr)?;
             (value, None, keep)
         } else {
