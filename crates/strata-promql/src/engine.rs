@@ -74,6 +74,11 @@ pub struct QueryLimits {
     /// 3.16). Off, a query using one is refused with the parse error
     /// Prometheus gave while the flag was off.
     pub duration_expr: bool,
+    /// Whether unquoted metric and label names may hold dots and Unicode
+    /// letters (`http.requests{service.name="a"}`), as with Prometheus'
+    /// `--enable-feature=promql-unquoted-utf8-names`. Off, such a query is
+    /// the parse error it is without the flag.
+    pub unquoted_utf8_names: bool,
 }
 
 impl Default for QueryLimits {
@@ -90,6 +95,7 @@ impl Default for QueryLimits {
             binop_fill_modifiers: true,
             extended_range_selectors: true,
             duration_expr: true,
+            unquoted_utf8_names: true,
         }
     }
 }
@@ -110,6 +116,29 @@ pub struct Engine {
 /// generated `a + b + c ...` chains stay well within this.
 pub const MAX_EXPR_DEPTH: usize = 250;
 
+/// What parsing accepts beyond `promql-parser`'s own grammar.
+#[derive(Clone, Copy, Debug)]
+pub struct ParseOptions {
+    /// What `step()` and `range()` are in duration expressions; `None`
+    /// refuses duration expressions, with the error Prometheus gave while
+    /// they were behind `--enable-feature=promql-duration-expr`.
+    pub durations: Option<DurationContext>,
+    /// Whether unquoted metric and label names may hold dots and Unicode
+    /// letters (`--enable-feature=promql-unquoted-utf8-names`).
+    pub unquoted_utf8_names: bool,
+}
+
+impl Default for ParseOptions {
+    /// Everything on, duration expressions worked out as in an instant
+    /// query.
+    fn default() -> Self {
+        Self {
+            durations: Some(DurationContext::default()),
+            unquoted_utf8_names: true,
+        }
+    }
+}
+
 /// Parses a query, answering Prometheus' `bad_data` error when it does not
 /// parse, nests deeper than [`MAX_EXPR_DEPTH`] or holds a string longer
 /// than `max_string_bytes` (the regex limit: the parser compiles every
@@ -118,16 +147,14 @@ pub const MAX_EXPR_DEPTH: usize = 250;
 /// Duration expressions (`x[step() * 2]`) are worked out as in an instant
 /// query; [`parse_query_in`] gives them a query's step and range.
 pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryError> {
-    parse_query_in(query, max_string_bytes, Some(DurationContext::default()))
+    parse_query_in(query, max_string_bytes, ParseOptions::default())
 }
 
-/// [`parse_query`] for a query whose `step()` and `range()` are `durations`;
-/// `None` refuses duration expressions, with the error Prometheus gave
-/// while they were behind `--enable-feature=promql-duration-expr`.
+/// [`parse_query`] with `options`.
 pub fn parse_query_in(
     query: &str,
     max_string_bytes: usize,
-    durations: Option<DurationContext>,
+    options: ParseOptions,
 ) -> Result<Expr, QueryError> {
     // The parser itself recurses on deep trees: bound them from the text
     // before handing it over.
@@ -150,6 +177,12 @@ pub fn parse_query_in(
     // The parser panics on a few inputs (a number of seconds too large or
     // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
     // reason to drop the connection.
+    let quoted = options
+        .unquoted_utf8_names
+        .then(|| crate::utf8_names::rewrite(query))
+        .flatten();
+    let query = quoted.as_deref().unwrap_or(query);
+    let durations = options.durations;
     let computed = crate::duration_expr::rewrite(query, durations.unwrap_or_default())
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
     if computed.is_some() && durations.is_none() {
@@ -432,8 +465,11 @@ impl Engine {
 
     /// [`parse_query_in`] under this engine's limits.
     fn parse(&self, query: &str, durations: DurationContext) -> Result<Expr, QueryError> {
-        let durations = self.limits.duration_expr.then_some(durations);
-        parse_query_in(query, self.limits.max_regex_bytes, durations)
+        let options = ParseOptions {
+            durations: self.limits.duration_expr.then_some(durations),
+            unquoted_utf8_names: self.limits.unquoted_utf8_names,
+        };
+        parse_query_in(query, self.limits.max_regex_bytes, options)
     }
 
     fn deadline(&self, timeout: Option<Duration>) -> Instant {

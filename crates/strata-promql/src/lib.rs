@@ -41,6 +41,7 @@ pub(crate) mod query_text;
 pub(crate) mod range_modifier;
 pub mod source;
 pub(crate) mod trim_operator;
+pub(crate) mod utf8_names;
 pub mod value;
 
 pub use annotations::Annotations;

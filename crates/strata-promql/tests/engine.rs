@@ -257,6 +257,35 @@ async fn duration_expressions_take_the_query_step_and_range() {
 }
 
 #[tokio::test]
+async fn unquoted_utf8_names_select_as_their_quoted_spelling() {
+    let src = MemSource::new();
+    let labels = [
+        Label::new("__name__", "http.requests"),
+        Label::new("service.name", "api"),
+    ];
+    src.append(&labels, 0, 7.0);
+    let engine = Engine::new(Arc::new(src), QueryLimits::default());
+    let q = "sum by (service.name) (http.requests{service.name=\"api\"})";
+    let Ok(QueryValue::Vector(v)) = engine.instant_query(q, 0, None).await else {
+        panic!("expected a vector");
+    };
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0].v, 7.0);
+    assert_eq!(v[0].labels[0].name, "service.name");
+    let off = Engine::new(
+        Arc::new(MemSource::new()),
+        QueryLimits {
+            unquoted_utf8_names: false,
+            ..QueryLimits::default()
+        },
+    );
+    assert!(matches!(
+        off.instant_query(q, 0, None).await,
+        Err(QueryError::BadData(_))
+    ));
+}
+
+#[tokio::test]
 async fn sample_limit_applies_to_range_queries() {
     let src = recording();
     let limits = QueryLimits {

@@ -70,6 +70,9 @@ pub struct QueryConfig {
     /// evaluated (`--enable-feature=promql-duration-expr`, always on since
     /// Prometheus 3.16).
     pub duration_expr: bool,
+    /// Whether unquoted metric and label names may hold dots and Unicode
+    /// letters (`--enable-feature=promql-unquoted-utf8-names`).
+    pub unquoted_utf8_names: bool,
 }
 
 impl QueryConfig {
@@ -86,6 +89,7 @@ impl QueryConfig {
             binop_fill_modifiers: self.binop_fill_modifiers,
             extended_range_selectors: self.extended_range_selectors,
             duration_expr: self.duration_expr,
+            unquoted_utf8_names: self.unquoted_utf8_names,
             ..strata_promql::QueryLimits::default()
         }
     }

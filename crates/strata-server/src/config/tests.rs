@@ -148,6 +148,15 @@ fn duration_expr_is_on_unless_turned_off() {
 }
 
 #[test]
+fn unquoted_utf8_names_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().unquoted_utf8_names);
+    let env = [("STRATA_QUERY_UNQUOTED_UTF8_NAMES", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().unquoted_utf8_names);
+}
+
+#[test]
 fn precedence_file_env_flags() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
