@@ -70,14 +70,14 @@ impl Matching {
     }
 
     /// The join key of a series: its `on` labels, or all labels but the
-    /// `ignoring` ones and the metric name.
+    /// `ignoring` ones and the metric name, type and unit.
     fn signature(&self, labels: &[Label]) -> String {
         let mut sig = String::new();
         for l in labels {
             let keep = if self.on {
                 self.labels.iter().any(|n| n == &l.name)
             } else {
-                l.name != "__name__" && !self.labels.iter().any(|n| n == &l.name)
+                !is_metadata_label(&l.name) && !self.labels.iter().any(|n| n == &l.name)
             };
             if keep {
                 sig.push_str(&l.name);
@@ -97,7 +97,7 @@ impl Matching {
                 if self.on {
                     self.labels.iter().any(|n| n == &l.name)
                 } else {
-                    l.name != "__name__" && !self.labels.iter().any(|n| n == &l.name)
+                    !is_metadata_label(&l.name) && !self.labels.iter().any(|n| n == &l.name)
                 }
             })
             .cloned()
