@@ -36,6 +36,7 @@ pub mod gate;
 pub(crate) mod go_string;
 pub mod http;
 pub(crate) mod info_selector;
+pub(crate) mod parse;
 pub(crate) mod plan;
 pub(crate) mod query_text;
 pub(crate) mod range_modifier;
