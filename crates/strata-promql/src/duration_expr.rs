@@ -82,28 +82,32 @@ fn bracket(
     ctx: DurationContext,
     edits: &mut Vec<(usize, usize, String)>,
 ) -> Result<usize, String> {
-    let depth = tokens[open].bracket_depth + 1;
-    let Some(close) = (open + 1..tokens.len())
-        .find(|&j| tokens[j].kind == Kind::Sym(']') && tokens[j].bracket_depth == depth - 1)
-    else {
+    let depth = tokens.get(open).map_or(0, |t| t.bracket_depth);
+    let after = tokens.get(open + 1..).unwrap_or_default();
+    // The closing bracket and a colon at this bracket's level, as offsets
+    // into `after`.
+    let at_level =
+        |c: char, level: usize| move |t: &Token| t.kind == Kind::Sym(c) && t.bracket_depth == level;
+    let Some(close) = after.iter().position(at_level(']', depth)) else {
         return Ok(open + 1);
     };
-    let colon = (open + 1..close)
-        .find(|&j| tokens[j].kind == Kind::Sym(':') && tokens[j].bracket_depth == depth);
-    let parts = match colon {
-        Some(c) => vec![(open + 1, c), (c + 1, close)],
-        None => vec![(open + 1, close)],
+    let inner = after.get(..close).unwrap_or_default();
+    let parts = match inner.iter().position(at_level(':', depth + 1)) {
+        Some(c) => vec![inner.get(..c), inner.get(c + 1..)],
+        None => vec![Some(inner)],
     };
-    for (from, to) in parts {
-        let part = &tokens[from..to];
-        if part.len() <= 1 {
+    for part in parts.into_iter().flatten() {
+        let (Some(first), Some(last)) = (part.first(), part.last()) else {
+            continue;
+        };
+        if part.len() == 1 {
             continue;
         }
         let seconds = Parser::new(query, part, ctx).whole()?;
         let ms = milliseconds(seconds, false)?;
-        edits.push((part[0].start, part[part.len() - 1].end, format!("{ms}ms")));
+        edits.push((first.start, last.end, format!("{ms}ms")));
     }
-    Ok(close + 1)
+    Ok(open + 1 + close + 1)
 }
 
 /// The `offset` at token `at`: its term rewritten unless it is a (signed)
@@ -115,25 +119,25 @@ fn offset(
     ctx: DurationContext,
     edits: &mut Vec<(usize, usize, String)>,
 ) -> Result<usize, String> {
-    let rest = &tokens[at + 1..];
+    let rest = tokens.get(at + 1..).unwrap_or_default();
     let mut p = Parser::new(query, rest, ctx);
     let seconds = p.offset_term()?;
-    let used = p.pos;
-    let literal = match rest.get(..used) {
-        Some([t]) => t.kind == Kind::Number,
-        Some([s, t]) => matches!(s.kind, Kind::Sym('-' | '+')) && t.kind == Kind::Number,
+    let term = rest.get(..p.pos).unwrap_or_default();
+    let literal = match term {
+        [t] => t.kind == Kind::Number,
+        [s, t] => matches!(s.kind, Kind::Sym('-' | '+')) && t.kind == Kind::Number,
         _ => false,
     };
-    if !literal {
+    if let (false, Some(first), Some(last)) = (literal, term.first(), term.last()) {
         let ms = milliseconds(seconds, true)?;
-        let end = rest[used - 1].end;
         if ms == 0 {
-            edits.push((tokens[at].start, end, String::new()));
+            let keyword = tokens.get(at).map_or(first.start, |t| t.start);
+            edits.push((keyword, last.end, String::new()));
         } else {
-            edits.push((rest[0].start, end, format!("{ms}ms")));
+            edits.push((first.start, last.end, format!("{ms}ms")));
         }
     }
-    Ok(at + 1 + used)
+    Ok(at + 1 + term.len())
 }
 
 /// Prometheus' `calculateDuration`: seconds to whole milliseconds, refusing

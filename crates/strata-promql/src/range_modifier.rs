@@ -79,7 +79,7 @@ pub(crate) fn rewrite(
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     // Per selector (by its opening token), the modifier already given.
     let mut given: Vec<(usize, RangeMode)> = Vec::new();
-    for i in 0..tokens.len() {
+    for (i, &t) in tokens.iter().enumerate() {
         let Some(mode) = modifier_at(query, &tokens, i) else {
             continue;
         };
@@ -88,7 +88,6 @@ pub(crate) fn rewrite(
         } else {
             "smoothed"
         };
-        let t = tokens[i];
         edits.push((t.start, t.end, String::new()));
         let target = match selector_before(query, &tokens, i) {
             Ok(target) => target,
@@ -257,10 +256,12 @@ fn selector_before(query: &str, tokens: &[Token], i: usize) -> Result<Target, No
     let mut k = j.checked_sub(1).ok_or(NotSelector::Other)?;
     if sym(k, ']') {
         let open = matching_open(tokens, k, '[', ']').ok_or(NotSelector::Other)?;
-        let colon =
-            tokens.get(open..k).unwrap_or_default().iter().any(|t| {
-                t.kind == Kind::Sym(':') && t.bracket_depth == tokens[open].bracket_depth + 1
-            });
+        let level = tokens.get(open).map_or(0, |t| t.bracket_depth) + 1;
+        let colon = tokens
+            .get(open..k)
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.kind == Kind::Sym(':') && t.bracket_depth == level);
         if colon {
             return Err(NotSelector::Subquery);
         }
@@ -268,10 +269,13 @@ fn selector_before(query: &str, tokens: &[Token], i: usize) -> Result<Target, No
     }
     if sym(k, '}') {
         let open = matching_open(tokens, k, '{', '}').ok_or(NotSelector::Other)?;
-        let name_first = open >= 1 && tokens[open - 1].kind == Kind::Word;
+        let name = open
+            .checked_sub(1)
+            .filter(|&n| tokens.get(n).is_some_and(|t| t.kind == Kind::Word));
+        let brace = tokens.get(open).ok_or(NotSelector::Other)?;
         return Ok(Target {
-            open: if name_first { open - 1 } else { open },
-            insert_at: tokens[open].end,
+            open: name.unwrap_or(open),
+            insert_at: brace.end,
             braces: true,
         });
     }

@@ -34,17 +34,19 @@ pub(crate) fn extended_histogram_rate(
     annos: &Shared,
 ) -> Option<FloatHistogram> {
     let mut last = h.len().checked_sub(1)?;
-    let first = h[..last]
+    let head = h.get(..last)?;
+    let first = head
         .partition_point(|(t, _)| *t <= b.start)
         .saturating_sub(1);
     if b.smoothed {
-        last = h[..last].partition_point(|(t, _)| *t < b.end);
+        last = head.partition_point(|(t, _)| *t < b.end);
     }
-    if h[last].0 <= b.start || (b.smoothed && h[first].0 > b.end) {
+    let in_window = h.get(first..=last)?;
+    let (start_sample, end_sample) = (in_window.first()?, in_window.last()?);
+    if end_sample.0 <= b.start || (b.smoothed && start_sample.0 > b.end) {
         return None;
     }
-    let in_window = &h[first..=last];
-    let custom = in_window[0].1.uses_custom_buckets();
+    let custom = start_sample.1.uses_custom_buckets();
     for (_, x) in in_window {
         if x.uses_custom_buckets() != custom {
             annos.add(anno::mixed_exponential_custom(metric));
@@ -54,7 +56,13 @@ pub(crate) fn extended_histogram_rate(
             annos.add(anno::not_counter(metric));
         }
     }
-    let Ok(mut result) = rate_of(h, (first, last), b, counter, metric, annos) else {
+    let ends = Ends {
+        first,
+        last,
+        start_sample,
+        end_sample,
+    };
+    let Ok(mut result) = rate_of(h, ends, b, counter, metric, annos) else {
         annos.add(anno::mixed_exponential_custom(metric));
         return None;
     };
@@ -66,25 +74,42 @@ pub(crate) fn extended_histogram_rate(
     Some(result)
 }
 
-/// The difference across the window whose ends are samples `first` and
-/// `last`, counter resets made up for.
+/// The samples that stand for a window's ends, and where they are.
+struct Ends<'h> {
+    first: usize,
+    last: usize,
+    start_sample: &'h HPoint,
+    end_sample: &'h HPoint,
+}
+
+/// The difference across the window of `ends`, counter resets made up
+/// for.
 fn rate_of(
     h: &[HPoint],
-    (first, last): (usize, usize),
+    ends: Ends<'_>,
     b: HistBounds,
     counter: bool,
     metric: &str,
     annos: &Shared,
 ) -> Result<FloatHistogram, Incompatible> {
-    let left = if b.smoothed && h[first].0 < b.start && first + 1 < h.len() {
-        interpolate(&h[first], &h[first + 1], b.start, counter, annos)?
-    } else {
-        h[first].1.clone()
+    let Ends {
+        first,
+        last,
+        start_sample,
+        end_sample,
+    } = ends;
+    let left = match h.get(first + 1) {
+        Some(next) if b.smoothed && start_sample.0 < b.start => {
+            interpolate(start_sample, next, b.start, counter, annos)?
+        }
+        _ => start_sample.1.clone(),
     };
-    let right = if b.smoothed && last > 0 && h[last].0 > b.end {
-        interpolate(&h[last - 1], &h[last], b.end, counter, annos)?
-    } else {
-        h[last].1.clone()
+    let before_end = last.checked_sub(1).and_then(|i| h.get(i));
+    let right = match before_end {
+        Some(prev) if b.smoothed && end_sample.0 > b.end => {
+            interpolate(prev, end_sample, b.end, counter, annos)?
+        }
+        _ => end_sample.1.clone(),
     };
     let gauge = CounterResetHint::Gauge;
     if !counter && (left.counter_reset_hint != gauge || right.counter_reset_hint != gauge) {
@@ -159,18 +184,16 @@ fn resets_correction(
     let mut from = first + 1;
     let mut prev = left;
     // A smoothed start interpolated across a reset has counted it.
-    if b.smoothed
-        && h[first].0 < b.start
-        && h.get(first + 1)
-            .is_some_and(|(_, next)| fh::detect_reset(next, &h[first].1))
-    {
-        prev = &h[first + 1].1;
-        from += 1;
+    if let (Some((t, h_first)), Some((_, next))) = (h.get(first), h.get(first + 1)) {
+        if b.smoothed && *t < b.start && fh::detect_reset(next, h_first) {
+            prev = next;
+            from += 1;
+        }
     }
     // The last sample is `right` (or what it was interpolated from).
-    if from > last {
+    let Some(between) = h.get(from..last) else {
         return Ok(None);
-    }
+    };
     let mut correction: Option<FloatHistogram> = None;
     let mut add = |x: &FloatHistogram| -> Result<(), Incompatible> {
         match correction.as_mut() {
@@ -179,7 +202,7 @@ fn resets_correction(
         }
         Ok(())
     };
-    for (_, x) in &h[from..last] {
+    for (_, x) in between {
         if fh::detect_reset(x, prev) {
             add(prev)?;
         }

@@ -270,21 +270,22 @@ fn value_at(w: Samples<'_>, r: i64) -> Option<f64> {
     if w.t.get(i) == Some(&r) {
         return w.v.get(i).copied();
     }
-    let prev = i.checked_sub(1)?;
-    if i < w.len() {
-        return Some(interpolate(w, prev, i, r, false));
+    let prev = point(w, i.checked_sub(1)?)?;
+    match point(w, i) {
+        Some(next) => Some(interpolate(prev, next, r, false)),
+        None => Some(prev.1),
     }
-    w.v.get(prev).copied()
 }
 
-/// The value at `t` on the line through samples `a` and `b`; for a counter
-/// that reset between them, from zero.
-fn interpolate(w: Samples<'_>, a: usize, b: usize, t: i64, counter: bool) -> f64 {
-    let (t1, t2) = (w.t[a], w.t[b]);
-    let (mut y1, y2) = (w.v[a], w.v[b]);
-    if counter && y2 < y1 {
-        y1 = 0.0;
-    }
+/// Sample `i` of `w`.
+fn point(w: Samples<'_>, i: usize) -> Option<(i64, f64)> {
+    Some((*w.t.get(i)?, *w.v.get(i)?))
+}
+
+/// The value at `t` on the line through two samples; for a counter that
+/// reset between them, from zero.
+fn interpolate((t1, y1): (i64, f64), (t2, y2): (i64, f64), t: i64, counter: bool) -> f64 {
+    let y1 = if counter && y2 < y1 { 0.0 } else { y1 };
     y1 + (y2 - y1) * (t - t1) as f64 / (t2 - t1) as f64
 }
 
@@ -300,12 +301,12 @@ fn anchor(t: &[i64], ht: &[i64], start: i64) -> Option<(usize, usize)> {
     if floats_before >= t.len() && hists_before >= ht.len() {
         return None;
     }
-    let last_float = floats_before.checked_sub(1).map(|i| t[i]);
-    let last_hist = hists_before.checked_sub(1).map(|i| ht[i]);
+    let last_float = floats_before.checked_sub(1).and_then(|i| t.get(i));
+    let last_hist = hists_before.checked_sub(1).and_then(|i| ht.get(i));
     Some(match (last_float, last_hist) {
         (None, None) => (0, 0),
         (Some(f), h) if h.is_none_or(|h| f >= h) => (floats_before - 1, hists_before),
-        _ => (floats_before, hists_before - 1),
+        _ => (floats_before, hists_before.saturating_sub(1)),
     })
 }
 
@@ -314,13 +315,13 @@ fn anchor(t: &[i64], ht: &[i64], start: i64) -> Option<(usize, usize)> {
 /// first at or after the end (else the last).
 fn ends(w: Samples<'_>, b: Bounds) -> Option<(usize, usize)> {
     let mut last = w.len().checked_sub(1)?;
-    let first = w.t[..last]
-        .partition_point(|&t| t <= b.start)
-        .saturating_sub(1);
+    let head = w.t.get(..last)?;
+    let first = head.partition_point(|&t| t <= b.start).saturating_sub(1);
     if b.smoothed {
-        last = w.t[..last].partition_point(|&t| t < b.end);
+        last = head.partition_point(|&t| t < b.end);
     }
-    if w.t[last] <= b.start || (b.smoothed && w.t[first] > b.end) {
+    let (first_t, last_t) = (*w.t.get(first)?, *w.t.get(last)?);
+    if last_t <= b.start || (b.smoothed && first_t > b.end) {
         return None;
     }
     Some((first, last))
@@ -328,24 +329,42 @@ fn ends(w: Samples<'_>, b: Bounds) -> Option<(usize, usize)> {
 
 /// The value at the window's start: sample `first`, or for a smoothed
 /// window one interpolated up to the start.
-fn value_at_start(w: Samples<'_>, first: usize, b: Bounds, counter: bool) -> f64 {
-    if b.smoothed && w.t[first] < b.start && first + 1 < w.len() {
-        return interpolate(w, first, first + 1, b.start, counter);
+fn value_at_start(w: Samples<'_>, first: usize, b: Bounds, counter: bool) -> Option<f64> {
+    let (t, v) = point(w, first)?;
+    if b.smoothed && t < b.start {
+        if let Some(next) = point(w, first + 1) {
+            return Some(interpolate((t, v), next, b.start, counter));
+        }
     }
-    w.v[first]
+    Some(v)
 }
 
 /// The value at the window's end: sample `last`, or when that is past the
 /// end (smoothed) one interpolated back to it.
-fn value_at_end(w: Samples<'_>, last: usize, b: Bounds, counter: bool) -> f64 {
-    if w.t[last] <= b.end || last == 0 {
-        return w.v[last];
+fn value_at_end(w: Samples<'_>, last: usize, b: Bounds, counter: bool) -> Option<f64> {
+    let (t, v) = point(w, last)?;
+    let prev = last.checked_sub(1).and_then(|p| point(w, p));
+    match prev {
+        Some(prev) if t > b.end && b.smoothed => Some(interpolate(prev, (t, v), b.end, counter)),
+        Some(prev) if t > b.end => Some(prev.1),
+        _ => Some(v),
     }
-    if b.smoothed {
-        interpolate(w, last - 1, last, b.end, counter)
+}
+
+/// The samples strictly inside the window, `lo..hi`, between the two that
+/// stand for its ends.
+fn inside(w: Samples<'_>, (first, last): (usize, usize), b: Bounds) -> Option<(usize, usize)> {
+    let lo = if *w.t.get(first)? <= b.start {
+        first + 1
     } else {
-        w.v[last - 1]
-    }
+        first
+    };
+    let hi = if *w.t.get(last)? >= b.end {
+        last
+    } else {
+        last + 1
+    };
+    Some((lo, hi.max(lo)))
 }
 
 /// `increase` (`counter`) or `delta` over an anchored or smoothed window,
@@ -353,21 +372,14 @@ fn value_at_end(w: Samples<'_>, last: usize, b: Bounds, counter: bool) -> f64 {
 /// plus, for a counter, the value before each reset.
 fn extended_rate(w: Samples<'_>, b: Bounds, counter: bool) -> Option<f64> {
     let (first, last) = ends(w, b)?;
-    let left = value_at_start(w, first, b, counter);
-    let right = value_at_end(w, last, b, counter);
+    let left = value_at_start(w, first, b, counter)?;
+    let right = value_at_end(w, last, b, counter)?;
     let mut result = right - left;
     if counter {
-        // The samples strictly inside the window; the ends are the values
-        // just found.
-        let lo = if w.t[first] <= b.start {
-            first + 1
-        } else {
-            first
-        };
-        let hi = if w.t[last] >= b.end { last } else { last + 1 };
-        let inside = w.v.get(lo..hi.max(lo)).unwrap_or_default();
+        // The ends are the values just found.
+        let (lo, hi) = inside(w, (first, last), b)?;
         let mut prev = left;
-        for &v in inside.iter().chain([&right]) {
+        for &v in w.v.get(lo..hi).unwrap_or_default().iter().chain([&right]) {
             if v < prev {
                 result += prev;
             }
@@ -381,23 +393,21 @@ fn extended_rate(w: Samples<'_>, b: Bounds, counter: bool) -> Option<f64> {
 /// start, the samples strictly inside, and the value at its end, as
 /// Prometheus' `extendFloats` (for which no series is a counter).
 fn extend_floats(w: Samples<'_>, b: Bounds) -> Vec<Point> {
-    let Some((first, last)) = ends(w, b) else {
+    let framed = || {
+        let (first, last) = ends(w, b)?;
+        let left = value_at_start(w, first, b, false)?;
+        let right = value_at_end(w, last, b, false)?;
+        Some((left, right, inside(w, (first, last), b)?))
+    };
+    let Some((left, right, (lo, hi))) = framed() else {
         return Vec::new();
     };
-    let left = value_at_start(w, first, b, false);
-    let right = value_at_end(w, last, b, false);
-    let lo = if w.t[first] <= b.start {
-        first + 1
-    } else {
-        first
-    };
-    let hi = if w.t[last] >= b.end { last } else { last + 1 };
-    let mut out = Vec::with_capacity(hi.saturating_sub(lo) + 2);
+    let mut out = Vec::with_capacity(hi - lo + 2);
     out.push(Point {
         t: b.start,
         v: left,
     });
-    out.extend(w.slice(lo, hi.max(lo)).points());
+    out.extend(w.slice(lo, hi).points());
     out.push(Point { t: b.end, v: right });
     out
 }
@@ -448,8 +458,9 @@ mod tests {
     #[test]
     fn a_counter_reset_is_interpolated_from_zero() {
         let (t, v) = samples(&[(0, 10.0), (10_000, 2.0)]);
-        assert_eq!(interpolate(Samples::new(&t, &v), 0, 1, 5_000, true), 1.0);
-        assert_eq!(interpolate(Samples::new(&t, &v), 0, 1, 5_000, false), 6.0);
+        let (a, b) = (point(Samples::new(&t, &v), 0).unwrap(), (10_000, 2.0));
+        assert_eq!(interpolate(a, b, 5_000, true), 1.0);
+        assert_eq!(interpolate(a, b, 5_000, false), 6.0);
     }
 
     #[test]

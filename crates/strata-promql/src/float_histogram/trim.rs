@@ -17,8 +17,8 @@ pub fn trim_buckets(h: &mut FloatHistogram, rhs: f64, upper: bool) {
     let custom = h.uses_custom_buckets();
     let (mut count, mut sum) = (0.0, 0.0);
     let mut trimmed = false;
-    let mut has = [false, false];
-    for (side, positive) in [(0, true), (1, false)] {
+    let (mut has_positive, mut has_negative) = (false, false);
+    for positive in [true, false] {
         let buckets = side_buckets(h, positive);
         let counts = if positive {
             &mut h.positive_buckets
@@ -29,7 +29,11 @@ pub fn trim_buckets(h: &mut FloatHistogram, rhs: f64, upper: bool) {
             if b.count == 0.0 {
                 continue;
             }
-            has[side] = true;
+            if positive {
+                has_positive = true;
+            } else {
+                has_negative = true;
+            }
             let (keep, midpoint) = trim_bucket(b, rhs, upper, positive, custom);
             count += keep;
             sum += midpoint * keep;
@@ -43,7 +47,8 @@ pub fn trim_buckets(h: &mut FloatHistogram, rhs: f64, upper: bool) {
     }
     if h.zero_count > 0.0 {
         let zt = h.zero_threshold;
-        let (keep, midpoint) = zero_bucket_trim(h.zero_count, zt, rhs, has[1], has[0], upper);
+        let (keep, midpoint) =
+            zero_bucket_trim(h.zero_count, zt, rhs, has_negative, has_positive, upper);
         if h.zero_count != keep {
             h.zero_count = keep;
             trimmed = true;
