@@ -72,9 +72,9 @@ pub fn parse_query_in(
             shape.operators
         )));
     }
-    // The parser panics on a few inputs (a number of seconds too large or
-    // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
-    // reason to drop the connection.
+    // What Prometheus 3.16 parses and `promql-parser` does not, written in
+    // terms it reads: names quoted, durations worked out, trims as
+    // comparisons (marked once parsed), modifiers as selector marks.
     let quoted = options
         .unquoted_utf8_names
         .then(|| crate::utf8_names::rewrite(query))
@@ -92,6 +92,9 @@ pub fn parse_query_in(
     let query = computed.as_deref().unwrap_or(query);
     let trims = crate::trim_operator::rewrite(query);
     let query = trims.as_ref().map_or(query, |(q, _)| q.as_str());
+    // The parser panics on a few inputs (a number of seconds too large or
+    // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
+    // reason to drop the connection.
     let parsed = std::panic::catch_unwind(|| {
         let reparse = |q: &str| crate::info_selector::parse(q).map(|_| ());
         let mut expr = match crate::range_modifier::rewrite(query, reparse)? {
