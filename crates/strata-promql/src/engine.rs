@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 use promql_parser::parser::value::ValueType;
 use promql_parser::parser::Expr;
 
+pub use crate::duration_expr::DurationContext;
 use crate::error::QueryError;
 use crate::eval::reduce::{series_map, FirstError, QuerySteps};
 use crate::eval::{Evaluator, Loaded, SelectorData};
 use crate::gate::{QueryGate, Reservation};
+pub use crate::parse::{parse_query, parse_query_in, ParseOptions, MAX_EXPR_DEPTH, MAX_OPERATORS};
 use crate::plan::{check_supported, plan_selectors, SelectorLoad};
 use crate::source::{Queryable, Series};
 use crate::value::{InstantSample, QueryValue};
@@ -58,6 +60,26 @@ pub struct QueryLimits {
     /// using one is refused with Prometheus' parse error. On by default:
     /// Grafana sends `limitk` and `sort_by_label`.
     pub experimental_functions: bool,
+    /// Whether the `fill`, `fill_left` and `fill_right` modifiers of binary
+    /// operators, which Prometheus 3.16 keeps behind
+    /// `--enable-feature=promql-binop-fill-modifiers`, are evaluated. Off,
+    /// a query using one is refused with Prometheus' parse error.
+    pub binop_fill_modifiers: bool,
+    /// Whether the `anchored` and `smoothed` selector modifiers are
+    /// evaluated (Prometheus' `promql-extended-range-selectors`, always on
+    /// since 3.16). Off, a query using one is refused with the parse error
+    /// Prometheus gave while the flag was off.
+    pub extended_range_selectors: bool,
+    /// Whether duration expressions (`x[5m * 2]`, `y offset step()`) are
+    /// evaluated (Prometheus' `promql-duration-expr`, always on since
+    /// 3.16). Off, a query using one is refused with the parse error
+    /// Prometheus gave while the flag was off.
+    pub duration_expr: bool,
+    /// Whether unquoted metric and label names may hold dots and Unicode
+    /// letters (`http.requests{service.name="a"}`), as with Prometheus'
+    /// `--enable-feature=promql-unquoted-utf8-names`. Off, such a query is
+    /// the parse error it is without the flag.
+    pub unquoted_utf8_names: bool,
 }
 
 impl Default for QueryLimits {
@@ -71,6 +93,10 @@ impl Default for QueryLimits {
             max_concurrent: 20,
             max_samples_total: 100_000_000,
             experimental_functions: true,
+            binop_fill_modifiers: true,
+            extended_range_selectors: true,
+            duration_expr: true,
+            unquoted_utf8_names: true,
         }
     }
 }
@@ -82,127 +108,6 @@ pub struct Engine {
     limits: QueryLimits,
     lookback_ms: i64,
     gate: Arc<QueryGate>,
-}
-
-/// Deepest expression tree a query may have. Evaluation recurses once per
-/// level on a thread with tokio's 2 MiB stack, so a query of a few
-/// kilobytes nested deeper (`abs(abs(abs(...)))`) would overflow it and
-/// abort the process; hand-written queries nest a dozen levels, and long
-/// generated `a + b + c ...` chains stay well within this.
-pub const MAX_EXPR_DEPTH: usize = 250;
-
-/// Parses a query, answering Prometheus' `bad_data` error when it does not
-/// parse, nests deeper than [`MAX_EXPR_DEPTH`] or holds a string longer
-/// than `max_string_bytes` (the regex limit: the parser compiles every
-/// regular expression it meets, so a huge one is refused before that).
-pub fn parse_query(query: &str, max_string_bytes: usize) -> Result<Expr, QueryError> {
-    // The parser itself recurses on deep trees: bound them from the text
-    // before handing it over.
-    let shape = text_shape(query);
-    if shape.longest_string > max_string_bytes {
-        return Err(QueryError::BadData(format!(
-            "invalid parameter \"query\": a quoted string is {} bytes, over the limit of {max_string_bytes} bytes (max_regex_bytes)",
-            shape.longest_string
-        )));
-    }
-    if shape.bracket_depth > MAX_EXPR_DEPTH {
-        return Err(too_deep(shape.bracket_depth));
-    }
-    if shape.operators > MAX_OPERATORS {
-        return Err(QueryError::BadData(format!(
-            "invalid parameter \"query\": the query has {} operators, over the limit of {MAX_OPERATORS}",
-            shape.operators
-        )));
-    }
-    // The parser panics on a few inputs (a number of seconds too large or
-    // NaN where a duration goes, `x[1e30]`); those are bad queries, not a
-    // reason to drop the connection.
-    let parsed = std::panic::catch_unwind(|| crate::info_selector::parse(query)).map_err(|_| {
-        QueryError::BadData(
-            "invalid parameter \"query\": parse error: a duration is out of range".into(),
-        )
-    })?;
-    let expr =
-        parsed.map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
-    let depth = crate::plan::depth(&expr);
-    if depth > MAX_EXPR_DEPTH {
-        return Err(too_deep(depth));
-    }
-    crate::go_string::check_label_names(query, &expr)?;
-    Ok(expr)
-}
-
-fn too_deep(depth: usize) -> QueryError {
-    QueryError::BadData(format!(
-        "invalid parameter \"query\": the expression nests {depth} levels deep, over the limit of {MAX_EXPR_DEPTH}"
-    ))
-}
-
-/// Most operators a query may hold, counted as [`text_shape`] counts them
-/// (a two-character operator counts twice). A chain of unary or binary
-/// operators nests as deep as it is long without a single bracket.
-pub const MAX_OPERATORS: usize = 4 * MAX_EXPR_DEPTH;
-
-/// What the text of a query says about the depth of its tree, outside
-/// string literals and comments.
-struct TextShape {
-    /// Deepest nesting of `(`, `[` and `{`: every level of a call,
-    /// aggregation, subquery or parenthesis opens one.
-    bracket_depth: usize,
-    /// Operator characters and the keywords `and`, `or`, `unless`,
-    /// `atan2`: every unary or binary node has one.
-    operators: usize,
-    /// Longest quoted string, in bytes.
-    longest_string: usize,
-}
-
-fn text_shape(query: &str) -> TextShape {
-    let mut shape = TextShape {
-        bracket_depth: 0,
-        operators: 0,
-        longest_string: 0,
-    };
-    let mut depth = 0usize;
-    let mut word = String::new();
-    let mut chars = query.chars();
-    while let Some(c) = chars.next() {
-        if c.is_alphanumeric() || c == '_' || c == ':' {
-            word.push(c);
-            continue;
-        }
-        if matches!(word.as_str(), "and" | "or" | "unless" | "atan2") {
-            shape.operators += 1;
-        }
-        word.clear();
-        match c {
-            '(' | '[' | '{' => {
-                depth += 1;
-                shape.bracket_depth = shape.bracket_depth.max(depth);
-            }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            '+' | '-' | '*' | '/' | '%' | '^' | '=' | '!' | '<' | '>' => shape.operators += 1,
-            '#' => {
-                chars.find(|&c| c == '\n');
-            }
-            '`' => {
-                chars.find(|&c| c == '`');
-            }
-            '"' | '\'' => {
-                let mut len = 0;
-                while let Some(s) = chars.next() {
-                    if s == '\\' {
-                        chars.next();
-                    } else if s == c {
-                        break;
-                    }
-                    len += s.len_utf8();
-                }
-                shape.longest_string = shape.longest_string.max(len);
-            }
-            _ => {}
-        }
-    }
-    shape
 }
 
 impl Engine {
@@ -263,7 +168,7 @@ impl Engine {
         time_ms: i64,
         timeout: Option<Duration>,
     ) -> Result<(QueryValue, QueryStats), QueryError> {
-        let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
+        let expr = Box::new(self.parse(query, DurationContext::default())?);
         if expr.value_type() == ValueType::String {
             let v = QueryValue::String {
                 t: time_ms,
@@ -351,7 +256,11 @@ impl Engine {
                 self.limits.max_points_per_series,
             )));
         }
-        let expr = Box::new(parse_query(query, self.limits.max_regex_bytes)?);
+        let durations = DurationContext {
+            step_ms,
+            range_ms: end_ms - start_ms,
+        };
+        let expr = Box::new(self.parse(query, durations)?);
         match expr.value_type() {
             ValueType::Vector | ValueType::Scalar => {}
             t => {
@@ -371,6 +280,15 @@ impl Engine {
         Ok((QueryValue::Matrix(result), stats))
     }
 
+    /// [`parse_query_in`] under this engine's limits.
+    fn parse(&self, query: &str, durations: DurationContext) -> Result<Expr, QueryError> {
+        let options = ParseOptions {
+            durations: self.limits.duration_expr.then_some(durations),
+            unquoted_utf8_names: self.limits.unquoted_utf8_names,
+        };
+        parse_query_in(query, self.limits.max_regex_bytes, options)
+    }
+
     fn deadline(&self, timeout: Option<Duration>) -> Instant {
         let t = timeout.map_or(self.limits.timeout, |t| t.min(self.limits.timeout));
         Instant::now() + t
@@ -385,7 +303,9 @@ impl Engine {
         deadline: Instant,
     ) -> Result<(crate::value::Matrix, QueryStats), QueryError> {
         let began = Instant::now();
-        check_supported(&expr, self.limits.experimental_functions)?;
+        check_supported(&expr, &self.limits)?;
+        let mut expr = expr;
+        crate::eval::query_context::fold(&mut expr, start, end, interval);
         let loads = plan_selectors(&expr, start, end, self.lookback_ms, &self.limits)?;
         let _turn = self.gate.turn(deadline).await?;
         let queued = began.elapsed();

@@ -26,6 +26,7 @@
 
 pub mod annotations;
 pub mod cardinality;
+pub(crate) mod duration_expr;
 pub mod engine;
 pub mod error;
 pub(crate) mod eval;
@@ -35,8 +36,13 @@ pub mod gate;
 pub(crate) mod go_string;
 pub mod http;
 pub(crate) mod info_selector;
+pub(crate) mod parse;
 pub(crate) mod plan;
+pub(crate) mod query_text;
+pub(crate) mod range_modifier;
 pub mod source;
+pub(crate) mod trim_operator;
+pub(crate) mod utf8_names;
 pub mod value;
 
 pub use annotations::Annotations;

@@ -4,7 +4,9 @@
 //! the whole query.
 
 use promql_parser::label::MatchOp as ParserMatchOp;
-use promql_parser::parser::{AtModifier, Expr, SubqueryExpr, VectorSelector};
+use promql_parser::parser::token::{T_LAND, T_LOR, T_LUNLESS};
+use promql_parser::parser::value::ValueType;
+use promql_parser::parser::{AtModifier, BinaryExpr, Expr, SubqueryExpr, VectorSelector};
 use strata_codec::{MatchOp, Matcher};
 
 use crate::engine::{QueryLimits, DEFAULT_SUBQUERY_STEP_MS};
@@ -13,6 +15,7 @@ use crate::eval::aggregate::AggOp;
 use crate::eval::range_steps::RangeFn;
 use crate::eval::{duration_ms, offset_ms, selector_key, system_time_ms, unwrap_parens};
 use crate::functions::registry::{self, Eval, RangeOutput};
+use crate::range_modifier::{self, RangeMode};
 
 /// One selector's read: its node key, one matcher list per `or` branch, the
 /// inclusive time range, and what each series is reduced to as it is read.
@@ -45,16 +48,17 @@ pub(crate) enum Reduce {
 }
 
 /// Errors on the first construct Strata does not evaluate, naming it, and
-/// on the first experimental function or aggregation when `experimental`
-/// (`QueryLimits::experimental_functions`) is off, with Prometheus' parse
-/// error.
-pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), QueryError> {
-    let check = |e: &Expr| check_supported(e, experimental);
+/// on the first experimental feature whose setting in `limits` is off
+/// (`QueryLimits::experimental_functions`, `binop_fill_modifiers`), with
+/// Prometheus' parse error.
+pub(crate) fn check_supported(expr: &Expr, limits: &QueryLimits) -> Result<(), QueryError> {
+    let check = |e: &Expr| check_supported(e, limits);
+    let experimental = limits.experimental_functions;
     match expr {
         Expr::Aggregate(a) => {
             let op = AggOp::of(a)?;
             if !experimental && matches!(op, AggOp::LimitK | AggOp::LimitRatio) {
-                return Err(not_enabled(format!(
+                return Err(parse_error(format!(
                     "{}() is experimental and must be enabled with \
                      --enable-feature=promql-experimental-functions",
                     a.op
@@ -67,12 +71,12 @@ pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), Que
         }
         Expr::Unary(u) => check(&u.expr),
         Expr::Binary(b) => {
-            if let Some(m) = &b.modifier {
-                if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
-                    return Err(QueryError::unsupported(
-                        "fill modifiers on binary operators",
-                    ));
-                }
+            check_fill(b, limits)?;
+            let returns_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
+            if returns_bool && crate::trim_operator::text(b.op.id()).is_some() {
+                return Err(parse_error(
+                    "bool modifier can only be used on comparison operators".into(),
+                ));
             }
             check(&b.lhs)?;
             check(&b.rhs)
@@ -87,7 +91,7 @@ pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), Que
                 )));
             };
             if function.experimental && !experimental {
-                return Err(not_enabled(format!(
+                return Err(parse_error(format!(
                     "function {:?} is not enabled",
                     c.func.name
                 )));
@@ -103,16 +107,62 @@ pub(crate) fn check_supported(expr: &Expr, experimental: bool) -> Result<(), Que
             c.args.args.iter().try_for_each(|a| check(a))
         }
         Expr::Extension(_) => Err(QueryError::unsupported("extension expressions")),
-        Expr::NumberLiteral(_)
-        | Expr::StringLiteral(_)
-        | Expr::VectorSelector(_)
-        | Expr::MatrixSelector(_) => Ok(()),
+        Expr::VectorSelector(vs) => check_range_mode(vs, limits),
+        Expr::MatrixSelector(ms) => check_range_mode(&ms.vs, limits),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) => Ok(()),
     }
 }
 
-/// Prometheus' parse error for an experimental feature that is off
+/// Refuses an `anchored` or `smoothed` selector when
+/// `extended_range_selectors` is off, with the parse error Prometheus gave
+/// before 3.16, while its flag was off.
+fn check_range_mode(vs: &VectorSelector, limits: &QueryLimits) -> Result<(), QueryError> {
+    let word = match range_modifier::mode(vs) {
+        RangeMode::Plain => return Ok(()),
+        RangeMode::Anchored => "anchored",
+        RangeMode::Smoothed => "smoothed",
+    };
+    if limits.extended_range_selectors {
+        return Ok(());
+    }
+    Err(parse_error(format!(
+        "{word} modifier is experimental and not enabled"
+    )))
+}
+
+/// Refuses fill modifiers where Prometheus' parser refuses them: when
+/// `binop_fill_modifiers` is off, on set operators and beside a scalar
+/// (`promql-parser` accepts all three).
+fn check_fill(b: &BinaryExpr, limits: &QueryLimits) -> Result<(), QueryError> {
+    let Some(m) = &b.modifier else {
+        return Ok(());
+    };
+    if m.fill_values.lhs.is_none() && m.fill_values.rhs.is_none() {
+        return Ok(());
+    }
+    if !limits.binop_fill_modifiers {
+        return Err(parse_error(
+            "binop fill modifiers are experimental and not enabled".into(),
+        ));
+    }
+    let vectors =
+        b.lhs.value_type() == ValueType::Vector && b.rhs.value_type() == ValueType::Vector;
+    if !vectors {
+        return Err(parse_error(
+            "filling in missing series only allowed between instant vectors".into(),
+        ));
+    }
+    if matches!(b.op.id(), T_LAND | T_LOR | T_LUNLESS) {
+        return Err(parse_error(
+            "filling in missing series not allowed for set operators".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Prometheus' parse error, for what its parser refuses and `promql-parser` does not
 /// (without the position, which the parser does not give).
-fn not_enabled(message: String) -> QueryError {
+fn parse_error(message: String) -> QueryError {
     QueryError::BadData(format!(
         "invalid parameter \"query\": parse error: {message}"
     ))
@@ -215,7 +265,7 @@ fn walk(
     match expr {
         Expr::VectorSelector(vs) => {
             let mut load = load_for(vs, start, end, ctx.lookback, ctx)?;
-            if query_steps {
+            if query_steps && range_modifier::mode(vs) == RangeMode::Plain {
                 load.reduce = Some(Reduce::Instant {
                     offset: offset_ms(&vs.offset),
                     at: ctx.at(&vs.at),
@@ -224,7 +274,13 @@ fn walk(
             out.push(load);
         }
         Expr::MatrixSelector(ms) => {
-            out.push(load_for(&ms.vs, start, end, duration_ms(&ms.range), ctx)?)
+            let range = duration_ms(&ms.range);
+            // An anchored or smoothed window also reads a lookback before.
+            let window = match range_modifier::mode(&ms.vs) {
+                RangeMode::Plain => range,
+                RangeMode::Anchored | RangeMode::Smoothed => range.saturating_add(ctx.lookback),
+            };
+            out.push(load_for(&ms.vs, start, end, window, ctx)?)
         }
         Expr::Subquery(sq) => {
             let (s, e) = match ctx.at(&sq.at) {
@@ -276,7 +332,9 @@ fn walk(
             match (eval, args.as_slice()) {
                 // `rate(x[5m])`: each series' points, as it is read.
                 (Some(Eval::Range(f, output)), [Expr::MatrixSelector(ms)])
-                    if query_steps && output != RangeOutput::Absent =>
+                    if query_steps
+                        && output != RangeOutput::Absent
+                        && range_modifier::mode(&ms.vs) == RangeMode::Plain =>
                 {
                     let range = duration_ms(&ms.range);
                     let mut load = load_for(&ms.vs, start, end, range, ctx)?;
@@ -320,6 +378,11 @@ fn load_for(
         Some(t) => (t, t),
         None => (start, end),
     };
+    // A smoothed selector also reads a lookback after.
+    let after = match range_modifier::mode(vs) {
+        RangeMode::Smoothed => ctx.lookback,
+        RangeMode::Plain | RangeMode::Anchored => 0,
+    };
     Ok(SelectorLoad {
         key: selector_key(vs),
         matcher_sets: matcher_sets(vs, ctx.max_regex_bytes)?,
@@ -327,7 +390,7 @@ fn load_for(
             .saturating_sub(offset)
             .saturating_sub(window)
             .saturating_add(1),
-        maxt: e.saturating_sub(offset),
+        maxt: e.saturating_sub(offset).saturating_add(after),
         reduce: None,
     })
 }
@@ -348,7 +411,8 @@ pub(crate) fn matcher_sets(
                     .map_err(|e| QueryError::BadData(e.to_string()))?,
             );
         }
-        for m in ms {
+        // The marks of `anchored` and `smoothed` are no labels of series.
+        for m in ms.iter().filter(|m| !range_modifier::is_mark(&m.name)) {
             out.push(to_matcher(m)?);
         }
         Ok(out)

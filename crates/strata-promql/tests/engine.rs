@@ -121,6 +121,171 @@ async fn subquery_selectors_read_the_subquery_range_once() {
 }
 
 #[tokio::test]
+async fn anchored_and_smoothed_selectors_read_a_lookback_beyond_their_window() {
+    let src = recording();
+    let engine = Engine::new(src.clone(), QueryLimits::default());
+    let q = "increase(c_total[5m] anchored) + rate(c_total[5m] smoothed) + c_total smoothed";
+    engine
+        .range_query(q, 3_600_000, 7_200_000, 60_000, None)
+        .await
+        .expect("query");
+    let mut ranges = src.ranges.lock().expect("lock").clone();
+    ranges.sort();
+    // Anchored: a lookback (5m) before the window; smoothed: one after
+    // too; a smoothed instant selector: a lookback either side.
+    assert_eq!(
+        ranges,
+        vec![
+            (3_600_000 - 600_000 + 1, 7_200_000),
+            (3_600_000 - 600_000 + 1, 7_200_000 + 300_000),
+            (3_600_000 - 300_000 + 1, 7_200_000 + 300_000),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn anchored_and_smoothed_take_only_prometheus_functions() {
+    let engine = Engine::new(recording(), QueryLimits::default());
+    for (q, msg) in [
+        (
+            "deriv(c_total[5m] anchored)",
+            "anchored modifier can only be used with: changes, delta, increase, rate, resets - not with deriv",
+        ),
+        (
+            "changes(c_total[5m] smoothed)",
+            "smoothed modifier can only be used with: delta, increase, rate - not with changes",
+        ),
+    ] {
+        match engine.instant_query(q, 3_600_000, None).await {
+            Err(QueryError::Execution(m)) => assert_eq!(m, msg, "{q}"),
+            other => panic!("{q}: expected an execution error, got {other:?}"),
+        }
+    }
+    // c_total rises by 1 a minute. At 60m30s, anchored reads 55 (at 55m)
+    // and 60; smoothed interpolates 55.5 and 60.5: 5 both ways.
+    for q in [
+        "increase(c_total[5m] anchored)",
+        "increase(c_total[5m] smoothed)",
+    ] {
+        let Ok(QueryValue::Vector(v)) = engine.instant_query(q, 3_630_000, None).await else {
+            panic!("{q}: expected a vector");
+        };
+        assert_eq!(v.len(), 1, "{q}");
+        assert!((v[0].v - 5.0).abs() < 1e-9, "{q}: {}", v[0].v);
+    }
+}
+
+#[tokio::test]
+async fn extended_range_selectors_off_are_refused_as_prometheus_refused_them() {
+    let limits = QueryLimits {
+        extended_range_selectors: false,
+        ..QueryLimits::default()
+    };
+    let engine = Engine::new(recording(), limits);
+    for (q, msg) in [
+        (
+            "rate(c_total[5m] anchored)",
+            "anchored modifier is experimental and not enabled",
+        ),
+        (
+            "c_total smoothed",
+            "smoothed modifier is experimental and not enabled",
+        ),
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Err(QueryError::BadData(m)) => {
+                assert!(m.ends_with(&format!("parse error: {msg}")), "{q}: {m}")
+            }
+            other => panic!("{q}: expected bad_data, got {other:?}"),
+        }
+    }
+    assert!(engine
+        .instant_query("rate(c_total[5m])", 0, None)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
+async fn duration_expressions_take_the_query_step_and_range() {
+    let engine = Engine::new(recording(), QueryLimits::default());
+    // c_total rises by 1 a minute: [step() * 5] = [5m] holds 5 samples, 4
+    // changes; step() is 0 in an instant query, where the range is refused.
+    let v = engine
+        .range_query(
+            "changes(c_total[step() * 5])",
+            3_600_000,
+            3_720_000,
+            60_000,
+            None,
+        )
+        .await
+        .expect("query");
+    let QueryValue::Matrix(m) = v else {
+        panic!("expected a matrix");
+    };
+    assert!(m[0].points.iter().all(|p| p.v == 4.0), "{:?}", m[0].points);
+    match engine
+        .instant_query("changes(c_total[step() * 5])", 3_600_000, None)
+        .await
+    {
+        Err(QueryError::BadData(msg)) => {
+            assert!(msg.ends_with("duration must be greater than 0"), "{msg}")
+        }
+        other => panic!("expected bad_data, got {other:?}"),
+    }
+    let off = Engine::new(
+        recording(),
+        QueryLimits {
+            duration_expr: false,
+            ..QueryLimits::default()
+        },
+    );
+    match off
+        .instant_query("c_total offset (1m * 2)", 3_600_000, None)
+        .await
+    {
+        Err(QueryError::BadData(msg)) => assert!(
+            msg.ends_with("parse error: experimental duration expression is not enabled"),
+            "{msg}"
+        ),
+        other => panic!("expected bad_data, got {other:?}"),
+    }
+    assert!(off
+        .instant_query("c_total offset 2m", 3_600_000, None)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
+async fn unquoted_utf8_names_select_as_their_quoted_spelling() {
+    let src = MemSource::new();
+    let labels = [
+        Label::new("__name__", "http.requests"),
+        Label::new("service.name", "api"),
+    ];
+    src.append(&labels, 0, 7.0);
+    let engine = Engine::new(Arc::new(src), QueryLimits::default());
+    let q = "sum by (service.name) (http.requests{service.name=\"api\"})";
+    let Ok(QueryValue::Vector(v)) = engine.instant_query(q, 0, None).await else {
+        panic!("expected a vector");
+    };
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0].v, 7.0);
+    assert_eq!(v[0].labels[0].name, "service.name");
+    let off = Engine::new(
+        Arc::new(MemSource::new()),
+        QueryLimits {
+            unquoted_utf8_names: false,
+            ..QueryLimits::default()
+        },
+    );
+    assert!(matches!(
+        off.instant_query(q, 0, None).await,
+        Err(QueryError::BadData(_))
+    ));
+}
+
+#[tokio::test]
 async fn sample_limit_applies_to_range_queries() {
     let src = recording();
     let limits = QueryLimits {
@@ -148,10 +313,7 @@ async fn sample_limit_applies_to_range_queries() {
 #[tokio::test]
 async fn unsupported_constructs_name_themselves() {
     let engine = Engine::new(recording(), QueryLimits::default());
-    for (q, what) in [
-        ("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters"),
-        ("c_total + fill(0) c_total", "fill modifiers"),
-    ] {
+    for (q, what) in [("holt_winters(c_total[5m], 0.5, 0.5)", "holt_winters")] {
         match engine.instant_query(q, 0, None).await {
             Err(QueryError::BadData(msg)) => {
                 assert!(msg.contains(what), "{q}: {msg}");
@@ -173,6 +335,8 @@ async fn experimental_functions_off_are_refused_as_prometheus_refuses_them() {
             "sort_by_label(c_total, \"job\")",
             "function \"sort_by_label\" is not enabled",
         ),
+        ("c_total * step()", "function \"step\" is not enabled"),
+        ("min_of(1, 2)", "function \"min_of\" is not enabled"),
         (
             "sum(limitk(1, c_total))",
             "limitk() is experimental and must be enabled with \
@@ -185,6 +349,31 @@ async fn experimental_functions_off_are_refused_as_prometheus_refuses_them() {
         }
     }
     assert!(engine.instant_query("sort(c_total)", 0, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn fill_modifiers_off_are_refused_as_prometheus_refuses_them() {
+    let limits = QueryLimits {
+        binop_fill_modifiers: false,
+        ..QueryLimits::default()
+    };
+    let engine = Engine::new(recording(), limits);
+    for q in [
+        "c_total + fill(0) c_total",
+        "c_total / on(job) fill_left(1) c_total",
+    ] {
+        match engine.instant_query(q, 0, None).await {
+            Err(QueryError::BadData(m)) => assert!(
+                m.ends_with("parse error: binop fill modifiers are experimental and not enabled"),
+                "{q}: {m}"
+            ),
+            other => panic!("{q}: expected bad_data, got {other:?}"),
+        }
+    }
+    assert!(engine
+        .instant_query("c_total + c_total", 0, None)
+        .await
+        .is_ok());
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use strata_codec::Label;
 use super::{total_points, unwrap_parens, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::{kahan_inc, quantile};
-use crate::value::{Labels, Matrix, MatrixSeries, Point};
+use crate::value::{is_metadata_label, Labels, Matrix, MatrixSeries, Point};
 use fold::{split_by_groups, split_by_steps, FoldRange, PARALLEL_MIN_POINTS};
 use strata_codec::threads::available as available_threads;
 
@@ -103,7 +103,8 @@ impl Grouping {
 
     fn includes(&self, name: &str) -> bool {
         if self.without {
-            name != "__name__" && !self.labels.iter().any(|l| l == name)
+            // `without` also drops the metric name, type and unit.
+            !is_metadata_label(name) && !self.labels.iter().any(|l| l == name)
         } else {
             self.labels.iter().any(|l| l == name)
         }

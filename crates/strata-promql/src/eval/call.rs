@@ -489,6 +489,15 @@ fn vector_function(eval: Eval, args: &[&Expr], annos: Shared) -> Result<StepFn> 
         }),
         Eval::Time => Box::new(|_, ts| single(ts as f64 / 1000.0)),
         Eval::Pi => Box::new(|_, _| single(std::f64::consts::PI)),
+        Eval::Extremum { max } => {
+            Box::new(move |v, _| single(math::go_extremum(scalar_at(v, 0), scalar_at(v, 1), max)))
+        }
+        Eval::QueryContext => {
+            return Err(QueryError::Internal(
+                "start(), end(), range() and step() are folded into numbers before evaluation"
+                    .into(),
+            ))
+        }
         Eval::Timestamp => Box::new(|v, ts| {
             vector_at(v, 0)
                 .iter()

@@ -170,33 +170,7 @@ fn step(
         }
         HistFn::Instant { rate } => instant_value(w, hw, rate, metric, annos),
         HistFn::Resets | HistFn::Changes => {
-            let resets = hf == HistFn::Resets;
-            let mut prev: Option<Either<'_>> = None;
-            let mut n = 0usize;
-            for cur in merged(w, hw) {
-                if let Some(p) = &prev {
-                    let counted = match (p, &cur) {
-                        (Either::F(a), Either::F(b)) => {
-                            if resets {
-                                b < a
-                            } else {
-                                b != a && !(a.is_nan() && b.is_nan())
-                            }
-                        }
-                        (Either::H(a), Either::H(b)) => {
-                            if resets {
-                                fh::detect_reset(b, a)
-                            } else {
-                                !fh::equals(b, a)
-                            }
-                        }
-                        _ => true,
-                    };
-                    n += usize::from(counted);
-                }
-                prev = Some(cur);
-            }
-            Out::Float(n as f64)
+            Out::Float(resets_or_changes(w, hw, hf == HistFn::Resets))
         }
         HistFn::Count => Out::Float((w.len() + hw.len()) as f64),
         HistFn::Present => Out::Float(1.0),
@@ -249,6 +223,38 @@ fn step(
             }
         }
     }
+}
+
+/// `resets` (`resets`) or `changes` over floats and histograms in time
+/// order, as Prometheus' `funcResets` and `funcChanges`: a change of kind
+/// counts as both.
+pub(crate) fn resets_or_changes(w: Samples<'_>, hw: &[HPoint], resets: bool) -> f64 {
+    let mut prev: Option<Either<'_>> = None;
+    let mut n = 0usize;
+    for cur in merged(w, hw) {
+        if let Some(p) = &prev {
+            let counted = match (p, &cur) {
+                (Either::F(a), Either::F(b)) => {
+                    if resets {
+                        b < a
+                    } else {
+                        b != a && !(a.is_nan() && b.is_nan())
+                    }
+                }
+                (Either::H(a), Either::H(b)) => {
+                    if resets {
+                        fh::detect_reset(b, a)
+                    } else {
+                        !fh::equals(b, a)
+                    }
+                }
+                _ => true,
+            };
+            n += usize::from(counted);
+        }
+        prev = Some(cur);
+    }
+    n as f64
 }
 
 /// The mean of histograms as `avg_over_time` computes it; `None` when

@@ -10,6 +10,7 @@ use super::{check_matrix_same_labelset, total_points, Evaluator, Result};
 use crate::error::QueryError;
 use crate::functions::labels::absent_labels;
 use crate::functions::registry::RangeOutput;
+use crate::range_modifier::{self, RangeMode};
 use crate::source::Series;
 use crate::value::{empty_labels, Matrix, MatrixSeries, Point};
 
@@ -24,6 +25,12 @@ impl Evaluator<'_> {
         args: &[&Expr],
         matrix_arg: usize,
     ) -> Result<Matrix> {
+        if let Some(Expr::MatrixSelector(ms)) = args.get(matrix_arg) {
+            let mode = range_modifier::mode(&ms.vs);
+            if mode != RangeMode::Plain {
+                return self.eval_extended_call(name, ms, mode);
+            }
+        }
         let params = self.scalar_params(args, matrix_arg)?;
         let param = params.first().map_or(&[][..], Vec::as_slice);
         let param2 = params.get(1).map_or(&[][..], Vec::as_slice);

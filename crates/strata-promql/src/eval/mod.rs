@@ -10,9 +10,12 @@
 pub(crate) mod aggregate;
 pub(crate) mod binary;
 pub(crate) mod call;
+pub(crate) mod extended_histogram;
+pub(crate) mod extended_range;
 pub(crate) mod hist_range;
 pub(crate) mod info;
 pub(crate) mod matrix_call;
+pub(crate) mod query_context;
 pub(crate) mod range_steps;
 pub(crate) mod reduce;
 pub(crate) mod selector;

@@ -13,6 +13,7 @@ use strata_codec::threads::available as available_threads;
 use super::range_steps::{skip_to, PointSink};
 use super::{duration_ms, offset_ms, selector_key, Evaluator, Result};
 use crate::error::QueryError;
+use crate::range_modifier::{self, RangeMode};
 use crate::source::Series;
 use crate::value::{
     drop_metric_name, is_metadata_label, is_stale_nan, labels_without, HPoint, Labels, Matrix,
@@ -51,6 +52,9 @@ impl<'a> Evaluator<'a> {
     }
 
     pub fn eval_vector_selector(&mut self, vs: &VectorSelector) -> Result<Matrix> {
+        if range_modifier::mode(vs) == RangeMode::Smoothed {
+            return self.eval_smoothed_selector(vs);
+        }
         self.vector_selector_points(vs, false)
     }
 
@@ -104,6 +108,10 @@ impl<'a> Evaluator<'a> {
             return Err(QueryError::exec(
                 "cannot do range evaluation of matrix selector",
             ));
+        }
+        let mode = range_modifier::mode(&ms.vs);
+        if mode != RangeMode::Plain {
+            return self.eval_extended_matrix_selector(ms, mode);
         }
         let input = self.range_input_from_selector(ms)?;
         let mut out = Vec::new();

@@ -7,7 +7,7 @@ use super::layout::sparse;
 use super::{bound, Bucket};
 
 /// One side's buckets with bounds, index order (ascending magnitude).
-fn side_buckets(h: &FloatHistogram, positive: bool) -> Vec<Bucket> {
+pub(super) fn side_buckets(h: &FloatHistogram, positive: bool) -> Vec<Bucket> {
     let (spans, buckets) = if positive {
         (&h.positive_spans, &h.positive_buckets)
     } else {

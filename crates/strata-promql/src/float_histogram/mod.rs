@@ -10,7 +10,7 @@
 //! By seam: `bounds` (bucket bounds), `layout` (pairs and spans, schema
 //! reduction), `add` (sums, differences, scaling), `kahan` (compensated sums
 //! and means), `reset` (counter resets, equality), `format` (buckets with
-//! bounds, the string form).
+//! bounds, the string form), `trim` (the `</` and `>/` operators).
 
 #[cfg(test)]
 use strata_codec::histogram::FloatHistogram;
@@ -21,6 +21,7 @@ mod format;
 mod kahan;
 mod layout;
 mod reset;
+mod trim;
 
 pub use add::{add, div, mul};
 pub use bounds::{bound, exponential_bound, is_custom};
@@ -29,6 +30,7 @@ pub(crate) use format::{go_g, go_g_precision};
 pub use kahan::{KahanMean, KahanSum};
 pub use layout::{compact, copy_to_schema, layout, reduce_resolution, sparse};
 pub use reset::{detect_reset, equals};
+pub use trim::trim_buckets;
 
 /// Adding or subtracting histograms of exponential and custom buckets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

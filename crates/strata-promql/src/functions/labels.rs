@@ -10,7 +10,7 @@ use regex::Regex;
 use strata_codec::Label;
 
 use crate::error::QueryError;
-use crate::value::{get_label, set_label, Labels, Sample, Vector};
+use crate::value::{get_label, is_metadata_label, set_label, Labels, Sample, Vector};
 
 /// A compiled `label_replace(v, dst, replacement, src, regex)`.
 pub(crate) struct LabelReplace {
@@ -57,12 +57,13 @@ pub(crate) fn label_join(labels: &[Label], dst: &str, sep: &str, srcs: &[String]
 }
 
 /// The labels `absent(selector)` reports: the selector's equality matchers
-/// (other than the metric name), a label named twice being dropped.
+/// (other than the metric name, type and unit), a label named twice being
+/// dropped.
 pub(crate) fn absent_labels(vs: &VectorSelector) -> Labels {
     let mut out: Vec<Label> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for m in &vs.matchers.matchers {
-        if m.name == "__name__" {
+        if is_metadata_label(&m.name) {
             continue;
         }
         if matches!(m.op, ParserMatchOp::Equal) && !seen.contains(&m.name) {

@@ -54,3 +54,24 @@ fn go_min(a: f64, b: f64) -> f64 {
         a.min(b)
     }
 }
+
+/// Go's `math.Max` (`max`) or `math.Min`: NaN when either is, and +0
+/// above -0.
+pub(crate) fn go_extremum(a: f64, b: f64, max: bool) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if a == 0.0 && b == 0.0 {
+        let negative = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
+        return if negative { -0.0 } else { 0.0 };
+    }
+    if (a > b) == max {
+        a
+    } else {
+        b
+    }
+}

@@ -94,6 +94,14 @@ pub(crate) enum Eval {
     Time,
     Timestamp,
     Vector,
+    /// `max_of` (`max`) or `min_of` of two scalars, as Go's `math.Max` and
+    /// `math.Min`.
+    Extremum {
+        max: bool,
+    },
+    /// `start()`, `end()`, `range()`, `step()`: numbers by the time the
+    /// evaluator sees them.
+    QueryContext,
 }
 
 /// One function Strata evaluates.
@@ -170,6 +178,13 @@ const V: Kind = Kind::InstantVector;
 const M: Kind = Kind::RangeVector;
 const STR: Kind = Kind::String;
 
+/// `start()`, `end()`, `range()` or `step()`, which name the query's own
+/// times and are folded into numbers before evaluation
+/// ([`crate::eval::query_context`]).
+const fn query_context(name: &'static str) -> Function {
+    Function::new(name, &[], S, Eval::QueryContext).experimental()
+}
+
 /// An element-wise function of an instant vector.
 const fn map(name: &'static str, f: fn(f64) -> f64) -> Function {
     Function::new(name, &[V], V, Eval::Map(f))
@@ -238,6 +253,7 @@ static FUNCTIONS: &[Function] = &[
         window(|w, c| over_time::double_exponential_smoothing(w.v, c.param, c.param2)),
     )
     .experimental(),
+    query_context("end"),
     map("exp", f64::exp),
     Function::new(
         "first_over_time",
@@ -340,7 +356,9 @@ static FUNCTIONS: &[Function] = &[
     map("log10", f64::log10),
     map("log2", f64::log2),
     Function::new("mad_over_time", &[M], V, values!(over_time::mad)).experimental(),
+    Function::new("max_of", &[S, S], S, Eval::Extremum { max: true }).experimental(),
     Function::new("max_over_time", &[M], V, values!(over_time::max)),
+    Function::new("min_of", &[S, S], S, Eval::Extremum { max: false }).experimental(),
     Function::new("min_over_time", &[M], V, values!(over_time::min)),
     date("minute", time::minute),
     date("month", time::month),
@@ -359,6 +377,7 @@ static FUNCTIONS: &[Function] = &[
         window(|w, c| Some(over_time::quantile_over(c.param, w.v))),
     ),
     map("rad", math::rad),
+    query_context("range"),
     Function::new(
         "rate",
         &[M],
@@ -390,8 +409,10 @@ static FUNCTIONS: &[Function] = &[
     .experimental(),
     Function::new("sort_desc", &[V], V, Eval::Sort { descending: true }),
     map("sqrt", f64::sqrt),
+    query_context("start"),
     Function::new("stddev_over_time", &[M], V, values!(over_time::stddev)),
     Function::new("stdvar_over_time", &[M], V, values!(over_time::stdvar)),
+    query_context("step"),
     Function::new("sum_over_time", &[M], V, values!(over_time::sum)),
     map("tan", f64::tan),
     map("tanh", f64::tanh),

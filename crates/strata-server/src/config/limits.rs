@@ -58,6 +58,21 @@ pub struct QueryConfig {
     /// Whether Prometheus' experimental PromQL functions and aggregations
     /// are evaluated (`--enable-feature=promql-experimental-functions`).
     pub experimental_functions: bool,
+    /// Whether the `fill`, `fill_left` and `fill_right` modifiers of binary
+    /// operators are evaluated
+    /// (`--enable-feature=promql-binop-fill-modifiers`).
+    pub binop_fill_modifiers: bool,
+    /// Whether the `anchored` and `smoothed` selector modifiers are
+    /// evaluated (`--enable-feature=promql-extended-range-selectors`,
+    /// always on since Prometheus 3.16).
+    pub extended_range_selectors: bool,
+    /// Whether duration expressions (`x[5m * 2]`, `y offset step()`) are
+    /// evaluated (`--enable-feature=promql-duration-expr`, always on since
+    /// Prometheus 3.16).
+    pub duration_expr: bool,
+    /// Whether unquoted metric and label names may hold dots and Unicode
+    /// letters (`--enable-feature=promql-unquoted-utf8-names`).
+    pub unquoted_utf8_names: bool,
 }
 
 impl QueryConfig {
@@ -71,6 +86,10 @@ impl QueryConfig {
             max_concurrent: self.max_concurrent,
             max_samples_total: self.max_samples_total,
             experimental_functions: self.experimental_functions,
+            binop_fill_modifiers: self.binop_fill_modifiers,
+            extended_range_selectors: self.extended_range_selectors,
+            duration_expr: self.duration_expr,
+            unquoted_utf8_names: self.unquoted_utf8_names,
             ..strata_promql::QueryLimits::default()
         }
     }

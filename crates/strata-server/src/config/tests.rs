@@ -121,6 +121,42 @@ fn experimental_functions_are_on_unless_turned_off() {
 }
 
 #[test]
+fn binop_fill_modifiers_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().binop_fill_modifiers);
+    let env = [("STRATA_QUERY_BINOP_FILL_MODIFIERS", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().binop_fill_modifiers);
+}
+
+#[test]
+fn extended_range_selectors_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().extended_range_selectors);
+    let env = [("STRATA_QUERY_EXTENDED_RANGE_SELECTORS", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().extended_range_selectors);
+}
+
+#[test]
+fn duration_expr_is_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().duration_expr);
+    let env = [("STRATA_QUERY_DURATION_EXPR", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().duration_expr);
+}
+
+#[test]
+fn unquoted_utf8_names_are_on_unless_turned_off() {
+    let on = load(None, &[], &Overrides::default()).unwrap();
+    assert!(on.query.limits().unquoted_utf8_names);
+    let env = [("STRATA_QUERY_UNQUOTED_UTF8_NAMES", "false")];
+    let off = load(None, &env, &Overrides::default()).unwrap();
+    assert!(!off.query.limits().unquoted_utf8_names);
+}
+
+#[test]
 fn precedence_file_env_flags() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");

@@ -12,16 +12,18 @@ use promql_parser::parser::value::ValueType;
 use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 use strata_codec::Label;
 
-use strata_codec::histogram::FloatHistogram;
-
 use super::{Evaluator, Result};
-use crate::annotations::{self as anno, Shared};
+use crate::annotations::Shared;
 use crate::error::QueryError;
-use crate::float_histogram as fh;
 use crate::value::{
     drop_metric_name, empty_labels, is_metadata_label, labels_to_string, Labels, Matrix, Sample,
     Vector,
 };
+
+mod elem;
+
+pub(crate) use elem::scalar_binop;
+use elem::{bool_to_f64, elem_binop, elem_binop_histogram, is_trim};
 
 /// How the two sides of a vector/vector operation are matched.
 struct Matching {
@@ -29,6 +31,10 @@ struct Matching {
     labels: Vec<String>,
     card: Card,
     include: Vec<String>,
+    /// `fill_left`'s value: what stands in for a missing left operand.
+    fill_lhs: Option<f64>,
+    /// `fill_right`'s value: what stands in for a missing right operand.
+    fill_rhs: Option<f64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -53,23 +59,26 @@ impl Matching {
             Some(VectorMatchCardinality::ManyToMany) => (Card::ManyToMany, Vec::new()),
             Some(VectorMatchCardinality::OneToOne) | None => (Card::OneToOne, Vec::new()),
         };
+        let fill = b.modifier.as_ref().map(|m| &m.fill_values);
         Self {
             on,
             labels,
             card,
             include,
+            fill_lhs: fill.and_then(|f| f.lhs),
+            fill_rhs: fill.and_then(|f| f.rhs),
         }
     }
 
     /// The join key of a series: its `on` labels, or all labels but the
-    /// `ignoring` ones and the metric name.
+    /// `ignoring` ones and the metric name, type and unit.
     fn signature(&self, labels: &[Label]) -> String {
         let mut sig = String::new();
         for l in labels {
             let keep = if self.on {
                 self.labels.iter().any(|n| n == &l.name)
             } else {
-                l.name != "__name__" && !self.labels.iter().any(|n| n == &l.name)
+                !is_metadata_label(&l.name) && !self.labels.iter().any(|n| n == &l.name)
             };
             if keep {
                 sig.push_str(&l.name);
@@ -89,7 +98,7 @@ impl Matching {
                 if self.on {
                     self.labels.iter().any(|n| n == &l.name)
                 } else {
-                    l.name != "__name__" && !self.labels.iter().any(|n| n == &l.name)
+                    !is_metadata_label(&l.name) && !self.labels.iter().any(|n| n == &l.name)
                 }
             })
             .cloned()
@@ -101,13 +110,6 @@ impl Evaluator<'_> {
     pub fn eval_binary(&mut self, b: &BinaryExpr) -> Result<Matrix> {
         let op = b.op.id();
         let return_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
-        if let Some(m) = &b.modifier {
-            if m.fill_values.lhs.is_some() || m.fill_values.rhs.is_some() {
-                return Err(QueryError::unsupported(
-                    "fill modifiers on binary operators",
-                ));
-            }
-        }
         let (lt, rt) = (b.lhs.value_type(), b.rhs.value_type());
         let args = [b.lhs.as_ref(), b.rhs.as_ref()];
         match (lt, rt) {
@@ -171,14 +173,6 @@ fn operands(v: &[Vector]) -> (&[Sample], &[Sample]) {
     }
 }
 
-fn bool_to_f64(b: bool) -> f64 {
-    if b {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 fn is_comparison(op: u16) -> bool {
     matches!(op, T_EQLC | T_NEQ | T_GTR | T_LSS | T_GTE | T_LTE)
 }
@@ -186,142 +180,6 @@ fn is_comparison(op: u16) -> bool {
 /// Whether the operator changes what the metric means, so its name goes.
 fn changes_metric_schema(op: u16) -> bool {
     matches!(op, T_ADD | T_SUB | T_MUL | T_DIV | T_POW | T_MOD | T_ATAN2)
-}
-
-/// Go's `math.Mod`: the result has the sign of `x`, as Rust's `%` does.
-fn go_mod(x: f64, y: f64) -> f64 {
-    x % y
-}
-
-pub(crate) fn scalar_binop(op: u16, l: f64, r: f64) -> Result<f64> {
-    Ok(match op {
-        T_ADD => l + r,
-        T_SUB => l - r,
-        T_MUL => l * r,
-        T_DIV => l / r,
-        T_POW => l.powf(r),
-        T_MOD => go_mod(l, r),
-        T_ATAN2 => l.atan2(r),
-        T_EQLC => bool_to_f64(l == r),
-        T_NEQ => bool_to_f64(l != r),
-        T_GTR => bool_to_f64(l > r),
-        T_LSS => bool_to_f64(l < r),
-        T_GTE => bool_to_f64(l >= r),
-        T_LTE => bool_to_f64(l <= r),
-        _ => return Err(QueryError::unsupported(format!("binary operator id {op}"))),
-    })
-}
-
-/// The value and whether to keep the element, as Prometheus'
-/// `vectorElemBinop` for floats.
-fn elem_binop(op: u16, l: f64, r: f64) -> Result<(f64, bool)> {
-    Ok(match op {
-        T_EQLC => (l, l == r),
-        T_NEQ => (l, l != r),
-        T_GTR => (l, l > r),
-        T_LSS => (l, l < r),
-        T_GTE => (l, l >= r),
-        T_LTE => (l, l <= r),
-        _ => (scalar_binop(op, l, r)?, true),
-    })
-}
-
-/// The operator's text, as Prometheus' `ItemTypeStr`.
-fn op_str(op: u16) -> &'static str {
-    match op {
-        T_ADD => "+",
-        T_SUB => "-",
-        T_MUL => "*",
-        T_DIV => "/",
-        T_POW => "^",
-        T_MOD => "%",
-        T_EQLC => "==",
-        T_NEQ => "!=",
-        T_GTR => ">",
-        T_LSS => "<",
-        T_GTE => ">=",
-        T_LTE => "<=",
-        T_ATAN2 => "atan2",
-        _ => "",
-    }
-}
-
-/// The result of an operation on two elements of which at least one is a
-/// histogram, as Prometheus' `vectorElemBinop`.
-struct Elem {
-    v: f64,
-    h: Option<FloatHistogram>,
-    keep: bool,
-    /// An annotation the element is kept with.
-    info: Option<String>,
-}
-
-/// Why an element with a histogram gives no result: the annotation.
-type Dropped = String;
-
-fn elem_binop_histogram(
-    op: u16,
-    l: f64,
-    r: f64,
-    lh: Option<&FloatHistogram>,
-    rh: Option<&FloatHistogram>,
-) -> std::result::Result<Elem, Dropped> {
-    let kind = |h: Option<&FloatHistogram>| if h.is_some() { "histogram" } else { "float" };
-    let incompatible = || anno::incompatible_types_in_bin_op(kind(lh), op_str(op), kind(rh));
-    let hist = |h: FloatHistogram| Elem {
-        v: 0.0,
-        h: Some(h),
-        keep: true,
-        info: None,
-    };
-    match (lh, rh) {
-        (None, Some(h)) if op == T_MUL => {
-            let mut h = h.clone();
-            fh::mul(&mut h, l);
-            fh::compact(&mut h);
-            Ok(hist(h))
-        }
-        (Some(h), None) if op == T_MUL || op == T_DIV => {
-            let mut h = h.clone();
-            if op == T_MUL {
-                fh::mul(&mut h, r);
-            } else {
-                fh::div(&mut h, r);
-            }
-            fh::compact(&mut h);
-            Ok(hist(h))
-        }
-        (Some(a), Some(b)) if op == T_ADD || op == T_SUB => {
-            let mut h = a.clone();
-            let operation = if op == T_ADD {
-                "addition"
-            } else {
-                "subtraction"
-            };
-            let c = fh::add(&mut h, b, op == T_SUB)
-                .map_err(|_| anno::incompatible_bucket_layout(op_str(op)))?;
-            if op == T_SUB {
-                h.counter_reset_hint = strata_codec::histogram::CounterResetHint::Gauge;
-            }
-            // Prometheus 3 keeps the result of conflicting counter resets
-            // in a binary operation, without a word.
-            fh::compact(&mut h);
-            Ok(Elem {
-                info: c
-                    .nhcb_bounds_reconciled
-                    .then(|| anno::mismatched_custom_buckets(operation)),
-                ..hist(h)
-            })
-        }
-        (Some(a), Some(b)) if op == T_EQLC || op == T_NEQ => {
-            let equal = fh::equals(a, b);
-            Ok(Elem {
-                keep: equal == (op == T_EQLC),
-                ..hist(a.clone())
-            })
-        }
-        _ => Err(incompatible()),
-    }
 }
 
 fn vector_scalar_binop(
@@ -337,16 +195,12 @@ fn vector_scalar_binop(
     for s in vec {
         let (l, r) = if swap { (scalar, s.v) } else { (s.v, scalar) };
         let (mut value, mut histogram, mut keep) = match s.h.as_deref() {
-            None => {
+            None if !is_trim(op) => {
                 let (value, keep) = elem_binop(op, l, r)?;
                 (value, None, keep)
             }
-            Some(h) => {
-                let (lh, rh) = if swap {
-                    (None, Some(h))
-                } else {
-                    (Some(h), None)
-                };
+            h => {
+                let (lh, rh) = if swap { (None, h) } else { (h, None) };
                 match elem_binop_histogram(op, l, r, lh, rh) {
                     Ok(e) => (e.v, e.h, e.keep),
                     Err(text) => {
@@ -431,14 +285,16 @@ fn vector_binop(
     return_bool: bool,
     annos: &Shared,
 ) -> Result<Vector> {
-    if lhs.is_empty() || rhs.is_empty() {
+    let filled = m.fill_lhs.is_some() || m.fill_rhs.is_some();
+    if (lhs.is_empty() && rhs.is_empty()) || ((lhs.is_empty() || rhs.is_empty()) && !filled) {
         return Ok(Vec::new());
     }
-    let mut last_annotation = None;
-    let (lhs, rhs) = if m.card == Card::OneToMany {
-        (rhs, lhs)
+    // Below, the right side is the "one" side; for one-to-many the sides
+    // swap, and their fill values with them.
+    let (lhs, rhs, fill_lhs, fill_rhs) = if m.card == Card::OneToMany {
+        (rhs, lhs, m.fill_rhs, m.fill_lhs)
     } else {
-        (lhs, rhs)
+        (lhs, rhs, m.fill_lhs, m.fill_rhs)
     };
     // The right side is the "one" side: its signatures must be unique.
     let mut right: HashMap<String, &Sample> = HashMap::with_capacity(rhs.len());
@@ -462,65 +318,126 @@ fn vector_binop(
         }
         right.insert(sig, rs);
     }
-    let mut matched_one: HashSet<String> = HashSet::new();
-    let mut matched_many: HashMap<String, HashSet<Labels>> = HashMap::new();
-    let mut out = Vec::new();
+    let mut join = Join {
+        op,
+        m,
+        return_bool,
+        matched_one: HashSet::new(),
+        matched_many: HashMap::new(),
+        out: Vec::new(),
+        last_annotation: None,
+    };
     for ls in lhs {
         let sig = m.signature(&ls.labels);
-        let Some(rs) = right.get(&sig) else {
-            continue;
-        };
+        match (right.get(&sig), fill_rhs) {
+            (Some(rs), _) => join.pair(ls, rs, sig)?,
+            (None, Some(fill)) => join.pair(ls, &m.fill_sample(&ls.labels, fill), sig)?,
+            (None, None) => {}
+        }
+    }
+    // Right-side series no left one matched meet the left fill value.
+    if let Some(fill) = fill_lhs {
+        for rs in rhs {
+            let sig = m.signature(&rs.labels);
+            if !join.matched(&sig) {
+                join.pair(&m.fill_sample(&rs.labels, fill), rs, sig)?;
+            }
+        }
+    }
+    if let Some(text) = join.last_annotation {
+        annos.add(text);
+    }
+    Ok(join.out)
+}
+
+impl Matching {
+    /// The stand-in for a missing operand across from `other`: the fill
+    /// value, labelled with `other`'s matching labels, as Prometheus does.
+    fn fill_sample(&self, other: &[Label], value: f64) -> Sample {
+        Sample::float(Labels::from(self.match_labels(other)), value)
+    }
+}
+
+/// The state of one vector/vector operation at one step, as series of the
+/// two sides are paired (`lhs` is the "many" side, `rhs` the "one").
+struct Join<'a> {
+    op: u16,
+    m: &'a Matching,
+    return_bool: bool,
+    /// Signatures paired, for one-to-one matching.
+    matched_one: HashSet<String>,
+    /// Result labels per signature paired, for many-to-one matching.
+    matched_many: HashMap<String, HashSet<Labels>>,
+    out: Vector,
+    last_annotation: Option<String>,
+}
+
+impl Join<'_> {
+    /// Whether a pair of this signature was made.
+    fn matched(&self, sig: &str) -> bool {
+        if self.m.card == Card::OneToOne {
+            self.matched_one.contains(sig)
+        } else {
+            self.matched_many.get(sig).is_some_and(|s| !s.is_empty())
+        }
+    }
+
+    /// Applies the operator to a pair of series of signature `sig`, as
+    /// Prometheus' `VectorBinop` does for each match.
+    fn pair(&mut self, ls: &Sample, rs: &Sample, sig: String) -> Result<()> {
+        let (op, m) = (self.op, self.m);
         let (fl, fr, hl, hr) = if m.card == Card::OneToMany {
             (rs.v, ls.v, rs.h.as_deref(), ls.h.as_deref())
         } else {
             (ls.v, rs.v, ls.h.as_deref(), rs.h.as_deref())
         };
-        let (mut value, mut histogram, keep) = if hl.is_none() && hr.is_none() {
+        let (mut value, mut histogram, keep) = if hl.is_none() && hr.is_none() && !is_trim(op) {
             let (value, keep) = elem_binop(op, fl, fr)?;
             (value, None, keep)
         } else {
             match elem_binop_histogram(op, fl, fr, hl, hr) {
                 Ok(e) => {
                     if e.info.is_some() {
-                        last_annotation = e.info;
+                        self.last_annotation = e.info;
                     }
                     (e.v, e.h, e.keep)
                 }
                 Err(text) => {
-                    last_annotation = Some(text);
-                    continue;
+                    self.last_annotation = Some(text);
+                    return Ok(());
                 }
             }
         };
-        if return_bool {
+        if self.return_bool {
             value = bool_to_f64(keep);
             histogram = None;
         }
-        let metric = result_metric(&ls.labels, &rs.labels, op, m, return_bool);
+        let metric = result_metric(&ls.labels, &rs.labels, op, m, self.return_bool);
         if m.card == Card::OneToOne {
-            if !matched_one.insert(sig) {
+            if !self.matched_one.insert(sig) {
                 return Err(QueryError::exec(
                     "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)",
                 ));
             }
-        } else if !matched_many.entry(sig).or_default().insert(metric.clone()) {
+        } else if !self
+            .matched_many
+            .entry(sig)
+            .or_default()
+            .insert(metric.clone())
+        {
             return Err(QueryError::exec(
                 "multiple matches for labels: grouping labels must ensure unique matches",
             ));
         }
-        if !keep && !return_bool {
-            continue;
+        if keep || self.return_bool {
+            self.out.push(Sample {
+                labels: metric,
+                v: value,
+                h: histogram.map(Box::new),
+            });
         }
-        out.push(Sample {
-            labels: metric,
-            v: value,
-            h: histogram.map(Box::new),
-        });
+        Ok(())
     }
-    if let Some(text) = last_annotation {
-        annos.add(text);
-    }
-    Ok(out)
 }
 
 /// The labels of a vector/vector result, as Prometheus' `resultMetric`.
