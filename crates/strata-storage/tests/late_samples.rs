@@ -37,7 +37,7 @@ fn settings() -> StorageSettings {
         // the setup are quick. No blocks: the background compaction (every
         // minute of wall clock) would take the sealed days, and their late
         // segments, from the fold these tests check, when a slow machine
-        // takes over a minute to get there (`compaction.rs` tests both).
+        // takes over a minute to get there (`compaction/` tests both).
         seal_check_interval: Duration::from_secs(3600),
         flush_interval: Duration::from_millis(10),
         block_duration: Duration::ZERO,

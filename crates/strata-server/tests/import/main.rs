@@ -10,57 +10,28 @@
 //! they look in `$STRATA_PROMETHEUS3_BIN_DIR`, else in
 //! `~/.cache/strata-test-bin/prometheus-3.16.0`, where `.ci/run` builds
 //! them, and fail (never skip) without them.
+//!
+//! The tests are here; beside them: the import request and the checks of
+//! its answer (`send`), the Prometheus 3 history and its migration
+//! (`prometheus3`), and VictoriaMetrics' export read back (`victoria`).
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "../common/mod.rs"]
 mod common;
+mod prometheus3;
+mod send;
+mod victoria;
 
 use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::inproc::{now_ms, raw, raw_as, Server};
-use common::{
-    http_request, matrix_diff, query_matrix, wait_until, Labels, Matrix, PrometheusProcess,
-    StrataProcess, VictoriaMetricsProcess,
-};
-
-const PATH: &str = "/api/v1/import/prometheus";
-
-async fn import(
-    url: &str,
-    query: &str,
-    body: impl Into<reqwest::Body>,
-    headers: &[(&str, &str)],
-) -> (u16, String) {
-    let mut req = reqwest::Client::new()
-        .post(format!("{url}{PATH}{query}"))
-        .body(body);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let r = req.send().await.unwrap();
-    (r.status().as_u16(), r.text().await.unwrap())
-}
-
-fn expect(name: &str, got: &(u16, String), want: u16, needles: &[&str]) {
-    assert_eq!(got.0, want, "{name}: {}", got.1);
-    for n in needles {
-        assert!(got.1.contains(n), "{name}: answer {:?} lacks {n:?}", got.1);
-    }
-}
-
-/// Seconds with three decimals, as OpenMetrics and promtool write them.
-fn om_time(ms: i64) -> String {
-    format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
-}
-
-fn values(series: &[(serde_json::Value, Vec<(f64, String)>)]) -> Vec<Vec<String>> {
-    series
-        .iter()
-        .map(|(_, s)| s.iter().map(|(_, v)| v.clone()).collect())
-        .collect()
-}
+use common::{http_request, query_matrix, wait_until, StrataProcess, VictoriaMetricsProcess};
+use prometheus3::{metric, migrate_and_compare};
+use send::{expect, import, om_time, run, values, PATH};
+use victoria::vm_export;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_and_openmetrics_lines_read_back() {
@@ -412,174 +383,6 @@ async fn credentials_tenants_and_rate_limit() {
 
 // ---- Migration of a Prometheus 3 TSDB -------------------------------------
 
-fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}): {text}",
-        out.status
-    );
-    text
-}
-
-/// A value of series `s` at step `k`: counters climb, gauges wander, one
-/// series cycles through the special values.
-fn value(kind: usize, s: usize, k: usize) -> String {
-    let x = ((s * 7919 + k * 104_729) % 100_003) as f64;
-    match kind {
-        0 => format!("{}", (k * (s + 1)) as f64 * 1.5),
-        1 => format!("{:?}", (x - 50_000.0) / 977.0),
-        2 => format!("{:e}", x * 1e-9),
-        _ => [
-            "NaN",
-            "+Inf",
-            "-Inf",
-            "0",
-            "-0",
-            "1.7976931348623157e+308",
-            "5e-324",
-        ][k % 7]
-            .to_string(),
-    }
-}
-
-/// An OpenMetrics file as Prometheus' backfill takes it: every series
-/// sampled every `step_ms` in `[from, to]` with scrape-like jitter, label
-/// values that need escaping and characters promtool's dump quotes in Go
-/// syntax (a tab, a no-break space). Answers the text, series and samples.
-fn openmetrics(from: i64, to: i64, step_ms: i64) -> (String, usize, usize) {
-    let mut series: Vec<(usize, String)> = Vec::new();
-    for i in 0..6 {
-        for method in ["GET", "POST"] {
-            series.push((
-                0,
-                format!("mig_requests_total{{instance=\"host-{i}:9100\",job=\"api\",method=\"{method}\"}}"),
-            ));
-        }
-        series.push((
-            1,
-            format!(
-                "mig_temperature_celsius{{instance=\"host-{i}:9100\",job=\"node\",room=\"r{i}\"}}"
-            ),
-        ));
-        for le in ["0.005", "0.1", "1", "+Inf"] {
-            series.push((
-                0,
-                format!("mig_latency_seconds_bucket{{instance=\"host-{i}:9100\",job=\"api\",le=\"{le}\"}}"),
-            ));
-        }
-        series.push((2, format!("mig_tiny_ratio{{instance=\"host-{i}:9100\"}}")));
-    }
-    series.push((
-        3,
-        "mig_special{note=\"quote \\\" backslash \\\\ newline \\n tab\there é\u{a0}nbsp\"}"
-            .to_string(),
-    ));
-    series.push((1, "mig_no_labels".to_string()));
-    let mut text = String::new();
-    let mut samples = 0;
-    for (s, (kind, name)) in series.iter().enumerate() {
-        let mut k = 0;
-        loop {
-            let t = from + k as i64 * step_ms + ((k * 37 + s * 11) % 700) as i64;
-            if t > to {
-                break;
-            }
-            text.push_str(&format!("{name} {} {}\n", value(*kind, s, k), om_time(t)));
-            samples += 1;
-            k += 1;
-        }
-    }
-    text.push_str("# EOF\n");
-    (text, series.len(), samples)
-}
-
-/// Builds a Prometheus 3 TSDB holding `[from, to]`, moves it into a
-/// Strata (started with `strata_env`, then given `in_service`) with the
-/// documented recipe, and asserts that every series reads back equal from
-/// Strata and from Prometheus 3 serving the TSDB.
-fn migrate_and_compare(
-    from: i64,
-    to: i64,
-    strata_env: &[(&str, &str)],
-    in_service: impl FnOnce(&StrataProcess),
-) {
-    let promtool = common::prometheus3_bin("promtool");
-    let prometheus = common::prometheus3_bin("prometheus");
-    let work = tempfile::tempdir().unwrap();
-    let (om, series, samples) = openmetrics(from, to, 15_000);
-    let om_file = work.path().join("history.om");
-    std::fs::write(&om_file, om).unwrap();
-    let tsdb = work.path().join("tsdb");
-    run(Command::new(&promtool)
-        .args(["tsdb", "create-blocks-from", "openmetrics"])
-        .arg(&om_file)
-        .arg(&tsdb));
-
-    // Prometheus 3 serves the TSDB: the reference, and the running server
-    // whose snapshot is moved, as docs/operations.md does it.
-    let reference = PrometheusProcess::start_binary_on_tsdb(
-        &prometheus,
-        "global: {}\n",
-        &tsdb,
-        &["--web.enable-admin-api"],
-    );
-    let snap = http_request(
-        reference.port,
-        "POST",
-        "/api/v1/admin/tsdb/snapshot",
-        &[],
-        b"",
-    )
-    .unwrap()
-    .json();
-    let name = snap["data"]["name"]
-        .as_str()
-        .unwrap_or_else(|| panic!("snapshot answer: {snap}"));
-    let snapshot = tsdb.join("snapshots").join(name);
-
-    let strata_dir = tempfile::tempdir().unwrap();
-    let strata = StrataProcess::start(strata_dir.path(), strata_env);
-    in_service(&strata);
-    // The recipe of docs/operations.md, word for word but for the paths.
-    let recipe = format!(
-        "set -o pipefail; mkdir -p \"$SNAPSHOT/wal\"; \
-         \"$PROMTOOL\" tsdb dump-openmetrics \"$SNAPSHOT\" \
-         | curl -sS --fail-with-body -w '%{{http_code}}' -X POST -T - \
-           -H 'Content-Type: application/openmetrics-text' \
-           http://127.0.0.1:{}/api/v1/import/prometheus",
-        strata.port
-    );
-    let started = Instant::now();
-    let answer = run(Command::new("bash")
-        .args(["-c", &recipe])
-        .env("PROMTOOL", &promtool)
-        .env("SNAPSHOT", &snapshot));
-    eprintln!(
-        "imported {samples} samples of {series} series in {:?}",
-        started.elapsed()
-    );
-    assert_eq!(answer.trim(), "204", "import answered: {answer}");
-
-    let range = format!("{}s", (to - from) / 1000 + 60);
-    let query = format!("{{__name__=~\"mig_.+\"}}[{range}]");
-    let want: Matrix = query_matrix(reference.port, &query, to);
-    let got: Matrix = query_matrix(strata.port, &query, to);
-    assert_eq!(want.len(), series, "series in the TSDB");
-    assert_eq!(
-        want.values().map(Vec::len).sum::<usize>(),
-        samples,
-        "samples in the TSDB"
-    );
-    if let Some(diff) = matrix_diff(&want, &got) {
-        panic!("Strata differs from the Prometheus 3 TSDB:\n{diff}");
-    }
-}
-
 /// Data within the last hour, which Strata takes today: no bucket of it is
 /// sealed during the test (the grace outlasts it).
 #[test]
@@ -591,17 +394,6 @@ fn prometheus3_tsdb_of_the_last_hour_moves_with_promtool_and_curl() {
         &[("STRATA_STORAGE_SEAL_GRACE", "1h")],
         |_| {},
     );
-}
-
-/// The value of an unlabelled counter on a `/metrics` page.
-fn metric(port: u16, name: &str) -> f64 {
-    let page = http_request(port, "GET", "/metrics", &[], b"")
-        .unwrap()
-        .text();
-    page.lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 /// A real migration: six hours of history ending two days ago, moved into
@@ -650,58 +442,6 @@ fn prometheus3_tsdb_history_moves_into_a_strata_in_service() {
 }
 
 // ---- Migration from VictoriaMetrics ---------------------------------------
-
-/// A value as VictoriaMetrics' JSON export writes it.
-fn vm_value(v: &serde_json::Value) -> f64 {
-    match v {
-        serde_json::Value::Number(n) => n.as_f64().unwrap(),
-        serde_json::Value::String(s) if s == "Infinity" => f64::INFINITY,
-        serde_json::Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
-        _ => f64::NAN,
-    }
-}
-
-/// Every series in VictoriaMetrics, from its JSON-lines export: per label
-/// set, (ms, value).
-fn vm_export(port: u16) -> std::collections::BTreeMap<Labels, Vec<(i64, f64)>> {
-    let r = http_request(
-        port,
-        "GET",
-        "/api/v1/export?match%5B%5D=%7B__name__%21%3D%22%22%7D",
-        &[],
-        b"",
-    )
-    .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
-    let mut out = std::collections::BTreeMap::new();
-    for line in r.text().lines().filter(|l| !l.is_empty()) {
-        // Older VictoriaMetrics (Debian's 1.79) writes infinities bare,
-        // which is not JSON; newer ones write "Infinity".
-        let (head, values) = line.split_once("\"values\":[").unwrap();
-        let (values, tail) = values.split_once(']').unwrap();
-        let values = values
-            .replace("+Inf", "\"Infinity\"")
-            .replace("-Inf", "\"-Infinity\"");
-        let line = format!("{head}\"values\":[{values}]{tail}");
-        let j: serde_json::Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("VictoriaMetrics export line {line:?}: {e}"));
-        let labels: Labels = j["metric"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-            .collect();
-        let samples = j["timestamps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(j["values"].as_array().unwrap())
-            .map(|(t, v)| (t.as_i64().unwrap(), vm_value(v)))
-            .collect();
-        out.insert(labels, samples);
-    }
-    out
-}
 
 /// VictoriaMetrics' history moved with `/api/v1/export?format=prometheus`
 /// piped into the import (data of the last hour, which Strata takes

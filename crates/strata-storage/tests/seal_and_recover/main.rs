@@ -1,9 +1,16 @@
 //! Samples survive sealing and reopening, and read back bit for bit.
+//!
+//! The tests are here; beside them: the series they write and the samples
+//! they expect (`data`), the reads that compare them (`reads`), and the
+//! databases they open with their seals due or spread (`setup`).
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-#[path = "support/raw.rs"]
+mod data;
+#[path = "../support/raw.rs"]
 mod raw;
+mod reads;
+mod setup;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,110 +18,11 @@ use std::time::Duration;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use strata_codec::{Label, MatchOp, Matcher};
-use strata_storage::{Durability, IngestSeries, ManualClock, Storage, StorageSettings, Writer};
+use strata_storage::{Durability, IngestSeries, ManualClock, StorageSettings, Writer};
 
-const HOUR: i64 = 3_600_000;
-
-fn settings() -> StorageSettings {
-    StorageSettings {
-        seal_check_interval: Duration::from_secs(3600),
-        ..StorageSettings::default()
-    }
-}
-
-fn series(job: &str, instance: u32, samples: Vec<(i64, f64)>) -> IngestSeries {
-    IngestSeries {
-        labels: vec![
-            Label::new("__name__", "node_cpu_seconds_total"),
-            Label::new("instance", format!("host-{instance}")),
-            Label::new("job", job),
-        ],
-        samples,
-        exemplars: Vec::new(),
-        histograms: Vec::new(),
-    }
-}
-
-fn eq(m: &str, v: &str) -> Matcher {
-    Matcher::new(MatchOp::Equal, m, v).unwrap()
-}
-
-/// 3 series × 2.5 hours of 15 s samples with awkward values.
-fn dataset(t0: i64) -> Vec<IngestSeries> {
-    let special = [
-        f64::NAN,
-        -0.0,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        5e-324,
-        f64::from_bits(0x7ff0000000000002),
-    ];
-    (0..3)
-        .map(|i| {
-            let samples = (0..600)
-                .map(|k| {
-                    let t = t0 + k * 15_000 + i64::from(i);
-                    let v = if k % 50 == 7 {
-                        special[(k as usize / 50) % special.len()]
-                    } else {
-                        k as f64 * 0.1 + f64::from(i)
-                    };
-                    (t, v)
-                })
-                .collect();
-            series(if i == 2 { "api" } else { "node" }, i, samples)
-        })
-        .collect()
-}
-
-async fn read_all(db: &Storage) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
-    db.select(
-        &[eq("__name__", "node_cpu_seconds_total")],
-        i64::MIN / 2,
-        i64::MAX / 2,
-    )
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|s| {
-        (
-            s.labels.to_vec(),
-            s.timestamps,
-            s.values.iter().map(|v| v.to_bits()).collect(),
-        )
-    })
-    .collect()
-}
-
-/// The sequence numbers of the log records in the database at `db`.
-async fn log_seqs(store: &Arc<dyn ObjectStore>) -> Vec<u64> {
-    let reader = raw::reader(store).await;
-    let mut it = reader
-        .scan(vec![strata_storage::keys::LOG]..vec![strata_storage::keys::LOG + 1])
-        .await
-        .unwrap();
-    let mut seqs = Vec::new();
-    while let Some(kv) = it.next().await.unwrap() {
-        seqs.push(strata_storage::keys::log_seq(&kv.key).unwrap());
-    }
-    reader.close().await.unwrap();
-    seqs
-}
-
-fn expected(data: &[IngestSeries]) -> Vec<(Vec<Label>, Vec<i64>, Vec<u64>)> {
-    let mut e: Vec<_> = data
-        .iter()
-        .map(|s| {
-            (
-                s.labels.clone(),
-                s.samples.iter().map(|x| x.0).collect(),
-                s.samples.iter().map(|x| x.1.to_bits()).collect(),
-            )
-        })
-        .collect();
-    e.sort();
-    e
-}
+use data::{dataset, expected, many_series, series};
+use reads::{eq, log_seqs, read_all};
+use setup::{settings, spread_db, two_buckets_due, write_parts, HOUR};
 
 #[tokio::test]
 async fn seal_then_recover_round_trip() {
@@ -314,37 +222,6 @@ async fn sealed_scan_selects_exactly() {
     db.close().await.unwrap();
 }
 
-/// A new database whose seals are spread over `spread`, on a manual clock
-/// at `t0`, the start of the hour three hours ago, holding `data(t0)`.
-async fn spread_db(
-    spread: Duration,
-    data: impl Fn(i64) -> Vec<IngestSeries>,
-) -> (Arc<dyn ObjectStore>, Writer, Arc<ManualClock>, i64) {
-    use strata_storage::Clock;
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let now = strata_storage::SystemClock.now_ms();
-    let t0 = now - now % HOUR - 3 * HOUR;
-    let clock = Arc::new(ManualClock::new(t0));
-    let settings = StorageSettings {
-        seal_check_interval: Duration::from_millis(20),
-        seal_spread: spread,
-        ..StorageSettings::default()
-    };
-    let db = Writer::open(Arc::clone(&store), "db", settings, clock.clone())
-        .await
-        .unwrap();
-    db.write(data(t0), Durability::Applied).await.unwrap();
-    (store, db, clock, t0)
-}
-
-/// Writes `dataset(t0)` and moves the clock past the end of its first two
-/// buckets plus grace, so the sealer finds both due.
-async fn two_buckets_due(spread: Duration) -> (Arc<dyn ObjectStore>, Writer, i64) {
-    let (store, db, clock, t0) = spread_db(spread, dataset).await;
-    clock.set(t0 + 2 * HOUR + 6 * 60_000);
-    (store, db, t0)
-}
-
 #[tokio::test]
 async fn a_backlog_is_sealed_at_once_and_the_last_bucket_spread() {
     let spread = Duration::from_millis(3000);
@@ -477,43 +354,6 @@ async fn close_hurries_a_spread_seal() {
     assert_eq!(db.head().sealed_through(), Some(t0 / HOUR));
     assert_eq!(read_all(&db).await, expected(&data));
     db.close().await.unwrap();
-}
-
-/// `n` series × 2.5 hours of 15 s samples, three buckets.
-fn many_series(t0: i64, n: u32) -> Vec<IngestSeries> {
-    (0..n)
-        .map(|i| {
-            let samples = (0..600)
-                .map(|k| {
-                    let v = if k % 97 == 5 {
-                        f64::from_bits(0x7ff0000000000002)
-                    } else {
-                        (k as f64 * 0.37 + f64::from(i)).sin() * 1e3
-                    };
-                    (t0 + k * 15_000 + i64::from(i), v)
-                })
-                .collect();
-            series(if i == 0 { "api" } else { "node" }, i, samples)
-        })
-        .collect()
-}
-
-/// Writes `data` in requests of 60 samples per series, as a sender would;
-/// each must be appended whole.
-async fn write_parts(db: &Writer, data: &[IngestSeries], parts: std::ops::Range<usize>) {
-    for part in parts {
-        let req = data
-            .iter()
-            .map(|s| IngestSeries {
-                labels: s.labels.clone(),
-                samples: s.samples[part * 60..(part + 1) * 60].to_vec(),
-                exemplars: Vec::new(),
-                histograms: Vec::new(),
-            })
-            .collect();
-        let out = db.write(req, Durability::Applied).await.unwrap();
-        assert_eq!(out.appended, data.len() * 60);
-    }
 }
 
 #[tokio::test]
