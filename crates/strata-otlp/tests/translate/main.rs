@@ -1,95 +1,20 @@
 //! Translation of whole requests, in both formats, as Prometheus 3 does it.
+//!
+//! The tests are here; beside them: the requests they build (`requests`)
+//! and the translated series rendered for comparison (`render`).
 // Test helpers may unwrap and index: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod render;
+mod requests;
 
 use prost::Message as _;
 use strata_codec::LabelPairs;
 use strata_otlp::proto::*;
-use strata_otlp::{decode, translate, Format, Limits, OtlpError, Settings, TranslationStrategy};
+use strata_otlp::{decode, translate, Format, OtlpError, Settings, TranslationStrategy};
 
-const LIMITS: Limits = Limits {
-    max_body_bytes: 1 << 20,
-    max_decoded_bytes: 4 << 20,
-};
-
-fn s(v: &str) -> Option<AnyValue> {
-    Some(AnyValue {
-        value: Some(any_value::Value::StringValue(v.into())),
-    })
-}
-
-fn kv(k: &str, v: &str) -> KeyValue {
-    KeyValue {
-        key: k.into(),
-        value: s(v),
-    }
-}
-
-const T: u64 = 1_700_000_000_123_456_789;
-
-fn number(attrs: Vec<KeyValue>, v: f64) -> NumberDataPoint {
-    NumberDataPoint {
-        attributes: attrs,
-        start_time_unix_nano: T - 60_000_000_000,
-        time_unix_nano: T,
-        value: Some(number_data_point::Value::AsDouble(v)),
-        flags: 0,
-        exemplars: Vec::new(),
-    }
-}
-
-fn metric(name: &str, unit: &str, data: metric::Data) -> Metric {
-    Metric {
-        name: name.into(),
-        description: format!("{name} help"),
-        unit: unit.into(),
-        data: Some(data),
-    }
-}
-
-fn request(resource: Vec<KeyValue>, metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
-    ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(Resource {
-                attributes: resource,
-            }),
-            scope_metrics: vec![ScopeMetrics {
-                scope: Some(InstrumentationScope {
-                    name: "lib".into(),
-                    version: "1.2".into(),
-                    attributes: vec![],
-                }),
-                metrics,
-                schema_url: String::new(),
-            }],
-        }],
-    }
-}
-
-fn service() -> Vec<KeyValue> {
-    vec![
-        kv("service.name", "api"),
-        kv("service.namespace", "shop"),
-        kv("service.instance.id", "pod-1"),
-        kv("k8s.pod.name", "api-7d9"),
-        kv("deployment.environment", "prod"),
-    ]
-}
-
-/// Every series as `name{labels} -> samples`, sorted, for comparison.
-fn rendered(t: &strata_otlp::Translated) -> Vec<String> {
-    let mut out: Vec<String> = t
-        .write
-        .series
-        .iter()
-        .map(|s| {
-            let labels: Vec<String> = s.labels.pairs().map(|(n, v)| format!("{n}={v}")).collect();
-            format!("{} {:?}", labels.join(","), s.samples)
-        })
-        .collect();
-    out.sort();
-    out
-}
+use render::rendered;
+use requests::{exponential, kv, metric, number, request, service, LIMITS, T};
 
 #[test]
 fn counters_gauges_histograms_and_summaries_become_prometheus_series() {
@@ -192,27 +117,6 @@ fn counters_gauges_histograms_and_summaries_become_prometheus_series() {
     assert!(kinds.contains(&("http_duration_milliseconds", "histogram", "milliseconds")));
     assert!(kinds.contains(&("queue_depth", "gauge", "")));
     assert!(kinds.contains(&("rpc_latency_seconds", "summary", "seconds")));
-}
-
-fn exponential(scale: i32, positive: Vec<u64>, flags: u32) -> ExponentialHistogramDataPoint {
-    let count = positive.iter().sum::<u64>() + 1;
-    ExponentialHistogramDataPoint {
-        attributes: vec![kv("route", "/a")],
-        start_time_unix_nano: T - 60_000_000_000,
-        time_unix_nano: T,
-        count,
-        sum: Some(3.5),
-        scale,
-        zero_count: 1,
-        positive: Some(Buckets {
-            offset: 0,
-            bucket_counts: positive,
-        }),
-        negative: None,
-        flags,
-        exemplars: Vec::new(),
-        zero_threshold: 0.0,
-    }
 }
 
 #[test]

@@ -1,116 +1,25 @@
 //! Native histograms through the engine and the HTTP API. Expected values
 //! are worked out by hand or taken from Prometheus' own
 //! `native_histograms.test` cases (named after the series there).
+//!
+//! The tests are here; beside them: the series they read (`series`), how
+//! they query (`query`), and the comparisons of floats and buckets
+//! (`compare`).
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod compare;
+mod query;
+mod series;
+
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::Request;
 use strata_codec::histogram::{CounterResetHint, FloatHistogram, Span};
-use strata_codec::Label;
-use strata_promql::value::InstantSample;
-use strata_promql::{router, Engine, MemSource, QueryLimits, QueryValue};
-use tower::ServiceExt;
+use strata_promql::{router, MemSource, QueryLimits, QueryValue};
 
-const MIN: i64 = 60_000;
-
-fn name(n: &str) -> Vec<Label> {
-    vec![Label::new("__name__", n)]
-}
-
-fn labels(pairs: &[(&str, &str)]) -> Vec<Label> {
-    pairs.iter().map(|(n, v)| Label::new(*n, *v)).collect()
-}
-
-/// A histogram with positive buckets from index `offset` (absolute counts).
-fn hist(schema: i32, count: f64, sum: f64, offset: i32, buckets: &[f64]) -> FloatHistogram {
-    FloatHistogram {
-        schema,
-        zero_threshold: 0.001,
-        count,
-        sum,
-        positive_spans: if buckets.is_empty() {
-            Vec::new()
-        } else {
-            vec![Span::new(offset, buckets.len() as u32)]
-        },
-        positive_buckets: buckets.to_vec(),
-        ..FloatHistogram::default()
-    }
-}
-
-fn engine(src: MemSource) -> Engine {
-    Engine::new(Arc::new(src), QueryLimits::default())
-}
-
-async fn instant(e: &Engine, q: &str, t: i64) -> (Vec<InstantSample>, strata_promql::Annotations) {
-    let (v, stats) = e
-        .instant_query_stats(q, t, None)
-        .await
-        .unwrap_or_else(|err| panic!("{q}: {err}"));
-    match v {
-        QueryValue::Vector(v) => (v, stats.annotations),
-        other => panic!("{q}: not a vector: {other:?}"),
-    }
-}
-
-/// The only float of an instant query.
-async fn float(e: &Engine, q: &str, t: i64) -> f64 {
-    let (v, _) = instant(e, q, t).await;
-    match v.as_slice() {
-        [s] if s.h.is_none() => s.v,
-        other => panic!("{q}: expected one float, got {other:?}"),
-    }
-}
-
-/// The only histogram of an instant query.
-async fn histogram(e: &Engine, q: &str, t: i64) -> FloatHistogram {
-    let (v, _) = instant(e, q, t).await;
-    match v.as_slice() {
-        [s] => {
-            *s.h.clone()
-                .unwrap_or_else(|| panic!("{q}: a float: {}", s.v))
-        }
-        other => panic!("{q}: expected one histogram, got {other:?}"),
-    }
-}
-
-fn close(a: f64, b: f64) -> bool {
-    a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs()) || (a.is_nan() && b.is_nan())
-}
-
-fn assert_close(got: f64, want: f64, what: &str) {
-    assert!(close(got, want), "{what}: got {got}, want {want}");
-}
-
-/// The populated buckets of one side as (index, count).
-fn populated(spans: &[Span], buckets: &[f64]) -> Vec<(i32, f64)> {
-    strata_promql::float_histogram::sparse(spans, buckets)
-        .into_iter()
-        .filter(|(_, c)| *c != 0.0)
-        .collect()
-}
-
-fn assert_buckets(got: &[(i32, f64)], want: &[(i32, f64)], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: {got:?} vs {want:?}");
-    for ((gi, gc), (wi, wc)) in got.iter().zip(want) {
-        assert_eq!(gi, wi, "{what}: {got:?} vs {want:?}");
-        assert_close(*gc, *wc, what);
-    }
-}
-
-/// `single_histogram`: {{schema:0 sum:5 count:4 buckets:[1 2 1]}} at 0.
-fn single() -> MemSource {
-    let src = MemSource::new();
-    src.append_histogram(
-        &name("single_histogram"),
-        0,
-        hist(0, 4.0, 5.0, 0, &[1.0, 2.0, 1.0]),
-    );
-    src
-}
+use compare::{assert_buckets, assert_close, populated};
+use query::{engine, float, get, histogram, instant};
+use series::{hist, incr, labels, name, single, MIN};
 
 #[tokio::test]
 async fn histogram_functions_of_one_histogram() {
@@ -193,21 +102,6 @@ async fn histogram_stddev_and_stdvar() {
         759352122.1939945,
         "stdvar 4",
     );
-}
-
-/// `incr_histogram`: {{schema:0 sum:4 count:4 buckets:[1 2 1]}} +
-/// {{sum:2 count:1 buckets:[1] offset:1}} every 5m, ten times.
-fn incr() -> MemSource {
-    let src = MemSource::new();
-    for k in 0..=10 {
-        let k_f = f64::from(k);
-        src.append_histogram(
-            &name("incr_histogram"),
-            i64::from(k) * 5 * MIN,
-            hist(0, 4.0 + k_f, 4.0 + 2.0 * k_f, 0, &[1.0, 2.0 + k_f, 1.0]),
-        );
-    }
-    src
 }
 
 #[tokio::test]
@@ -563,17 +457,6 @@ async fn histogram_quantile_of_classic_and_native() {
         annos.warnings,
         vec!["PromQL warning: vector contains a mix of classic and native histograms".to_string()]
     );
-}
-
-async fn get(app: axum::Router, uri: &str) -> String {
-    let res = app
-        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    String::from_utf8(bytes.to_vec()).unwrap()
 }
 
 #[tokio::test]
