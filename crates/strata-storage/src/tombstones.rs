@@ -38,9 +38,7 @@ pub(crate) async fn store(shared: &Shared, tombstone: Tombstone) -> Result<(), S
     )
     .await
     .map_err(|e| shared.note_fenced(e.into()))?;
-    let mut list = shared.tombstones.get().to_vec();
-    list.push(tombstone);
-    shared.tombstones.set(list);
+    shared.tombstones.push(tombstone);
     Ok(())
 }
 

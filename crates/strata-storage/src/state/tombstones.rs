@@ -37,6 +37,15 @@ impl Tombstones {
     pub(crate) fn set(&self, list: Vec<Tombstone>) {
         *self.list.write() = list.into();
     }
+
+    /// Adds `t` to the list, under the lock: two deletions at once both
+    /// stay.
+    pub(crate) fn push(&self, t: Tombstone) {
+        let mut list = self.list.write();
+        let mut grown = list.to_vec();
+        grown.push(t);
+        *list = grown.into();
+    }
 }
 
 /// `series` without the samples `list` deletes; `None` when none is left.
